@@ -1,0 +1,84 @@
+"""Typed helpers that read configuration from the environment.
+
+Production differs from development only by environment variables; every
+setting the project reads goes through these helpers so that a wrong value
+fails at start-up with a message naming the variable.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import unquote, urlsplit
+
+
+class ConfigurationError(RuntimeError):
+    """A required environment variable is missing or malformed."""
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigurationError(f"{name} must be one of 1/0/true/false/yes/no/on/off, got {raw!r}")
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
+
+
+def env_list(name: str, default: list[str] | None = None) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None:
+        return list(default or [])
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def database_from_url(url: str) -> dict[str, object]:
+    """Translate ``DATABASE_URL`` into a Django ``DATABASES['default']`` entry.
+
+    Supports ``sqlite:///relative/or/absolute/path`` and
+    ``postgres://user:password@host:port/name`` (also ``postgresql://``).
+    """
+    parts = urlsplit(url)
+    if parts.scheme == "sqlite":
+        path = unquote(parts.path)
+        # sqlite:///var/db.sqlite3 is relative to the working directory's root,
+        # sqlite:////abs/path is absolute (the usual DATABASE_URL convention).
+        name = path[1:] if path.startswith("/") else path
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": name or ":memory:"}
+    if parts.scheme in {"postgres", "postgresql"}:
+        name = unquote(parts.path.lstrip("/"))
+        if not name:
+            raise ConfigurationError("DATABASE_URL names no database (postgres://.../NAME)")
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": name,
+            "USER": unquote(parts.username or ""),
+            "PASSWORD": unquote(parts.password or ""),
+            "HOST": parts.hostname or "",
+            "PORT": str(parts.port or ""),
+            "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60),
+            "CONN_HEALTH_CHECKS": True,
+        }
+    raise ConfigurationError(
+        f"DATABASE_URL has an unsupported scheme {parts.scheme!r}; use sqlite:/// or postgres://"
+    )

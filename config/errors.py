@@ -1,0 +1,43 @@
+"""One error shape for the whole API: ``{"detail": "...", "errors": {...}}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+def _summary(errors: Any) -> str:
+    """A one-line description naming the first offending field or item."""
+    if isinstance(errors, dict) and errors:
+        field, problem = next(iter(errors.items()))
+        inner = _summary(problem)
+        return f"{field}: {inner}" if field != "non_field_errors" else inner
+    if isinstance(errors, list) and errors:
+        return _summary(errors[0])
+    return str(errors)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(
+            exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        )
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    data = response.data
+    if isinstance(exc, exceptions.ValidationError):
+        errors = data if isinstance(data, dict) else {"non_field_errors": data}
+        detail = getattr(exc, "summary", None) or f"Invalid input: {_summary(errors)}"
+        response.data = {"detail": detail, "errors": errors}
+    elif isinstance(data, dict) and "detail" in data:
+        response.data = {"detail": str(data["detail"]), "errors": data.get("errors", {})}
+    else:
+        response.data = {"detail": str(data), "errors": {}}
+    if response.status_code == status.HTTP_429_TOO_MANY_REQUESTS and "Retry-After" not in response:
+        response["Retry-After"] = "1"
+    return response

@@ -1,0 +1,90 @@
+"""Organisations, their API keys, consultations and the audit trail."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+
+class Organisation(models.Model):
+    """A local government (or one of its departments) that runs consultations."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ApiKey(models.Model):
+    """A bearer key of one organisation with one role; only its hash is stored.
+
+    The key handed out is ``<prefix>.<secret>``: the prefix finds the row, the
+    SHA-256 of the whole key proves possession. Keys are 256-bit random tokens,
+    so a fast hash is enough (there is nothing to brute-force).
+    """
+
+    class Role(models.TextChoices):
+        PORTAL = "portal", "portal"
+        ANALYST = "analyst", "analyst"
+
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="keys")
+    name = models.CharField(max_length=100, blank=True)
+    role = models.CharField(max_length=16, choices=Role.choices)
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    hashed_key = models.CharField(max_length=64, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["organisation", "-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(role__in=["portal", "analyst"]), name="api_key_role_valid"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.organisation.slug}/{self.role}/{self.prefix}"
+
+    # DRF treats the authenticated principal as ``request.user``.
+    is_authenticated = True
+    is_anonymous = False
+
+    def is_usable(self, now: timezone.datetime | None = None) -> bool:
+        now = now or timezone.now()
+        if self.revoked_at is not None:
+            return False
+        return self.expires_at is None or self.expires_at > now
+
+    @property
+    def is_analyst(self) -> bool:
+        return self.role == self.Role.ANALYST
+
+
+class AuditEvent(models.Model):
+    """Who did what: analyses, reports, key and survey changes.
+
+    ``actor`` is an API key's prefix or a staff username, never a resident.
+    """
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="audit_events"
+    )
+    actor = models.CharField(max_length=150)
+    action = models.CharField(max_length=64)
+    target = models.CharField(max_length=200, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["organisation", "action"])]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target}"

@@ -1,0 +1,36 @@
+"""Suite-wide test configuration.
+
+Integration tests (``-m integration``) run only inside ``python -m tests.servers``
+(``make test`` does that), which provides a real PostgreSQL and Redis. Selecting
+them without those servers is an error, never a silent skip.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+INTEGRATION = os.environ.get("INTEGRATION_SERVICES") == "1"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    needs_servers = [item.nodeid for item in items if item.get_closest_marker("integration")]
+    if needs_servers and not INTEGRATION:
+        raise pytest.UsageError(
+            "These tests need a real PostgreSQL, Redis and Celery worker: run them with "
+            "`make test`, or `python -m tests.servers -- pytest -m integration`. First: "
+            + needs_servers[0]
+        )
+
+
+if INTEGRATION:
+
+    @pytest.fixture(scope="session")
+    def django_db_setup(django_db_blocker: object) -> None:
+        """Use the fresh database tests/servers.py created: migrate it, no test copy."""
+        from django.core.management import call_command
+
+        with django_db_blocker.unblock():  # type: ignore[attr-defined]
+            call_command("migrate", verbosity=0)

@@ -1,0 +1,321 @@
+"""Real PostgreSQL, Redis and Celery worker processes on loopback, for tests and benchmarks.
+
+Run a command with the servers up::
+
+    python -m tests.servers -- pytest -m integration
+
+starts a throw-away PostgreSQL cluster and a Redis server in a temporary
+directory, exports ``DATABASE_URL``, ``CELERY_BROKER_URL`` and ``CACHE_URL``,
+runs the command and stops both afterwards. Missing Debian packages
+(``postgresql``, ``redis-server``) are installed with apt-get when running as
+root; otherwise the run fails with a message saying what to install. Nothing
+is ever skipped silently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class ServerUnavailable(RuntimeError):
+    """A server the tests need could not be installed or started."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+_apt_updated = False
+
+
+def apt_install(*packages: str) -> None:
+    """Install Debian packages, or explain what is missing when we may not."""
+    global _apt_updated
+    if not _is_root() or shutil.which("apt-get") is None:
+        raise ServerUnavailable(
+            f"Missing {' '.join(packages)}: install it (sudo apt-get install {' '.join(packages)}) "
+            "and run the tests again."
+        )
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    print(f"[servers] installing {' '.join(packages)} with apt-get", file=sys.stderr, flush=True)
+    if not _apt_updated:
+        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+        _apt_updated = True
+    subprocess.run(
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages],
+        check=True, env=env, stdout=subprocess.DEVNULL,
+    )
+
+
+def _wait_for(check, what: str, timeout: float, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ServerUnavailable(f"{what} exited with {process.returncode}:\n{_tail(log)}")
+        if check():
+            return
+        time.sleep(0.1)
+    raise ServerUnavailable(f"{what} did not become ready within {timeout:.0f} s:\n{_tail(log)}")
+
+
+def _tail(log: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 15) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(sig)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
+
+
+# --------------------------------------------------------------------------- PostgreSQL
+
+
+def _postgres_bin() -> Path:
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(p.split("/")[4]))
+    if not candidates:
+        apt_install("postgresql")
+        candidates = sorted(
+            glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(p.split("/")[4])
+        )
+    if not candidates:
+        raise ServerUnavailable("postgresql is installed but no postgres binary was found")
+    return Path(candidates[-1]).parent
+
+
+@contextlib.contextmanager
+def postgres_server(workdir: Path, *, durable: bool = False) -> Iterator[str]:
+    """Start a PostgreSQL cluster in ``workdir``; yield the database URL.
+
+    PostgreSQL refuses to run as root, so as root the cluster belongs to the
+    ``postgres`` system user. ``durable=False`` turns fsync off (tests);
+    benchmarks pass ``durable=True`` to measure what production would see.
+    """
+    bindir = _postgres_bin()
+    data = workdir / "pgdata"
+    sockets = workdir / "pgsock"
+    log = workdir / "postgres.log"
+    data.mkdir()
+    sockets.mkdir()
+    log.touch()
+    prefix: list[str] = []
+    if _is_root():
+        try:
+            owner = pwd.getpwnam("postgres")
+        except KeyError:
+            raise ServerUnavailable("the postgres system user is missing; reinstall postgresql") from None
+        for path in (workdir, data, sockets, log):
+            os.chown(path, owner.pw_uid, owner.pw_gid)
+        prefix = ["runuser", "-u", "postgres", "--"]
+    subprocess.run(
+        [*prefix, str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+         "-E", "UTF8", "--locale=C.UTF-8"],
+        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    port = free_port()
+    settings = ["-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={sockets}",
+                "-c", "max_connections=200", "-c", "shared_buffers=256MB"]
+    if not durable:
+        settings += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+    with open(log, "ab") as out:
+        process = subprocess.Popen(
+            [*prefix, str(bindir / "postgres"), "-D", str(data), "-p", str(port), *settings],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    try:
+        def ready() -> bool:
+            return subprocess.run(
+                [str(bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-q"],
+                check=False,
+            ).returncode == 0
+
+        _wait_for(ready, "PostgreSQL", 60, process, log)
+        subprocess.run(
+            [str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
+             "consultations"],
+            check=True,
+        )
+        yield f"postgres://postgres@127.0.0.1:{port}/consultations"
+    finally:
+        _stop(process, signal.SIGINT)  # SIGINT is PostgreSQL's "fast shutdown"
+
+
+# --------------------------------------------------------------------------- Redis
+
+
+def _redis_bin() -> str:
+    path = shutil.which("redis-server") or (
+        "/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists() else None
+    )
+    if path is None:
+        apt_install("redis-server")
+        path = shutil.which("redis-server") or "/usr/bin/redis-server"
+    if not Path(path).exists():
+        raise ServerUnavailable("redis-server is installed but was not found on PATH")
+    return path
+
+
+@contextlib.contextmanager
+def redis_server(workdir: Path) -> Iterator[str]:
+    """Start a Redis server in ``workdir`` (no persistence: it is a test broker)."""
+    binary = _redis_bin()
+    port = free_port()
+    log = workdir / "redis.log"
+    log.touch()
+    with open(log, "ab") as out:
+        process = subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(workdir)],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    try:
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=0.5)
+
+        def ready() -> bool:
+            try:
+                return bool(client.ping())
+            except redis.exceptions.ConnectionError:
+                return False
+
+        _wait_for(ready, "Redis", 30, process, log)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        _stop(process)
+
+
+# --------------------------------------------------------------------------- Celery worker
+
+
+@dataclass
+class Worker:
+    """A real ``celery worker`` process using the environment's broker and database."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+    name: str
+
+    def stop(self) -> None:
+        _stop(self.process, signal.SIGTERM, timeout=30)
+
+    def kill(self) -> None:
+        """SIGKILL the whole worker (main process and pool children)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def output(self) -> str:
+        return _tail(self.log, 200)
+
+
+def start_worker(workdir: Path, *, name: str = "worker", concurrency: int = 1,
+                 extra_env: dict[str, str] | None = None, timeout: float = 60) -> Worker:
+    """Start ``celery -A config worker`` and wait until it answers a ping."""
+    log = workdir / f"{name}-{time.monotonic_ns()}.log"
+    env = {**os.environ, **(extra_env or {})}
+    if not env.get("CELERY_BROKER_URL"):
+        raise ServerUnavailable("start_worker needs CELERY_BROKER_URL (a real Redis)")
+    node = f"{name}-{os.getpid()}-{time.monotonic_ns()}@127.0.0.1"
+    with open(log, "ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel=INFO",
+             f"--concurrency={concurrency}", "--pool=prefork", "-n", node,
+             "--without-gossip", "--without-mingle"],
+            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    worker = Worker(process=process, log=log, name=node)
+    from config.celery import app
+
+    def ready() -> bool:
+        try:
+            return bool(app.control.ping(destination=[node], timeout=0.5))
+        except Exception:
+            return False
+
+    try:
+        _wait_for(ready, "celery worker", timeout, process, log)
+    except ServerUnavailable:
+        worker.kill()
+        raise
+    return worker
+
+
+# --------------------------------------------------------------------------- runner
+
+
+@contextlib.contextmanager
+def running_services(*, durable: bool = False) -> Iterator[dict[str, str]]:
+    """PostgreSQL and Redis in a temporary directory; yields the environment to use."""
+    workdir = Path(tempfile.mkdtemp(prefix="consultations-services-"))
+    os.chmod(workdir, 0o755)
+    try:
+        with postgres_server(_subdir(workdir, "pg"), durable=durable) as db_url:
+            with redis_server(_subdir(workdir, "redis")) as redis_url:
+                yield {
+                    "DATABASE_URL": db_url,
+                    "CELERY_BROKER_URL": redis_url,
+                    "CACHE_URL": redis_url.rsplit("/", 1)[0] + "/1",
+                    "INTEGRATION_SERVICES": "1",
+                    "INTEGRATION_WORKDIR": str(workdir),
+                }
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _subdir(workdir: Path, name: str) -> Path:
+    path = workdir / name
+    path.mkdir()
+    os.chmod(path, 0o755)
+    return path
+
+
+def main(argv: list[str]) -> int:
+    if "--" in argv:
+        argv = argv[argv.index("--") + 1:]
+    if not argv:
+        print("usage: python -m tests.servers -- COMMAND [ARGS...]", file=sys.stderr)
+        return 2
+    try:
+        with running_services() as env:
+            print(
+                "[servers] PostgreSQL at {DATABASE_URL}, Redis at {CELERY_BROKER_URL}".format(**env),
+                file=sys.stderr, flush=True,
+            )
+            return subprocess.run(argv, env={**os.environ, **env}, check=False).returncode
+    except ServerUnavailable as exc:
+        print(f"[servers] cannot start the test servers: {exc}", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
