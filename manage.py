@@ -7,9 +7,14 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    from django.core.management import execute_from_command_line
+    from config.env import ConfigurationError
 
-    execute_from_command_line(sys.argv)
+    try:
+        from django.core.management import execute_from_command_line
+
+        execute_from_command_line(sys.argv)
+    except ConfigurationError as exc:
+        sys.exit(f"Configuration error: {exc}")
 
 
 if __name__ == "__main__":

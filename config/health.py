@@ -28,7 +28,7 @@ def _broker_and_worker() -> tuple[dict[str, Any], dict[str, Any]]:
     from config.celery import app
 
     try:
-        with app.connection_for_write() as conn:
+        with app.connection_for_write(url=settings.CELERY_BROKER_URL) as conn:
             conn.ensure_connection(max_retries=1, timeout=2)
     except Exception as exc:
         return {"status": "down", "error": type(exc).__name__}, {"status": "unknown"}

@@ -118,6 +118,9 @@ STORAGES = {
     },
 }
 REPORTS_DIR = VAR_DIR / "reports"
+# Development serves static files straight from the apps, no collectstatic needed.
+WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_AUTOREFRESH = DEBUG
 
 # --- Security: production is the default; development relaxes it via DJANGO_DEBUG.
 SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", not DEBUG)

@@ -1,0 +1,62 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+DEV := DJANGO_DEBUG=1
+# Unit tests always use the embedded default, whatever the caller's environment says.
+EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u CACHE_URL -u INTEGRATION_SERVICES $(DEV)
+
+.PHONY: help demo test test-unit test-js test-integration lint bench serve worker clean
+
+help:
+	@echo "make demo    create .venv, migrate the SQLite default, run the demo consultation"
+	@echo "make test    the whole suite: JS, unit and API (SQLite), browser, integration (PostgreSQL, Redis, Celery)"
+	@echo "make lint    ruff, mypy and the import contract of the pure maths"
+	@echo "make bench   the benchmarks (bench/run)"
+	@echo "make serve   runserver on the embedded default"
+
+$(VENV)/.runtime: requirements.txt
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version' 
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	@touch $@
+
+$(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	@touch $@
+
+demo: $(VENV)/.runtime
+	$(EMBEDDED) $(PY) manage.py migrate --verbosity 0
+	$(EMBEDDED) $(PY) manage.py demo
+
+test: $(VENV)/.dev test-js test-unit test-integration
+
+test-js:
+	@command -v node >/dev/null || $(PY) -c 'from tests.servers import apt_install; apt_install("nodejs")'
+	node --test tests/js/
+
+test-unit: $(VENV)/.dev
+	$(VENV)/bin/lint-imports
+	$(EMBEDDED) $(PY) -m pytest -m "not integration" -q
+
+test-integration: $(VENV)/.dev
+	$(DEV) $(PY) -m tests.servers -- $(PY) -m pytest -m integration -q
+
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
+	$(DEV) $(VENV)/bin/mypy privacy/mechanisms reconstruction/algorithms
+
+bench: $(VENV)/.dev
+	bash bench/run
+
+serve: $(VENV)/.runtime
+	$(EMBEDDED) $(PY) manage.py migrate --verbosity 0
+	$(EMBEDDED) $(PY) manage.py runserver
+
+clean:
+	rm -rf $(VENV) .bench-venv var staticfiles .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,57 @@
+"""Background jobs: requested through the API, run by a Celery worker, read back later."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from consultations.models import Organisation
+
+
+class Job(models.Model):
+    """What every background job records: who asked, how far it got, what it found.
+
+    A job moves ``queued → running → succeeded | failed``; a redelivered job
+    (worker killed mid-run) goes from ``running`` to ``running`` again. The
+    result is written once: finished jobs are never run again.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        SUCCEEDED = "succeeded", "succeeded"
+        FAILED = "failed", "failed"
+
+    FINISHED = (Status.SUCCEEDED, Status.FAILED)
+
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="+")
+    requested_by = models.CharField(max_length=150, help_text="API key prefix or staff username")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    progress = models.FloatField(default=0.0)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__} {self.pk} ({self.status})"
+
+
+class AggregateReconstruction(Job):
+    """Reconstruct a true distribution from counts of distorted answers collected elsewhere.
+
+    For example a paper negative survey (000_1b7f9a8e281301b4.txt) whose
+    tallies the organiser types in, with the channel that was used.
+    """
+
+    counts = models.JSONField()
+    channel = models.JSONField()
+    method = models.CharField(max_length=16, default="em_as")
+
+    class Meta(Job.Meta):
+        indexes = [models.Index(fields=["status", "created_at"], name="aggrec_status_created")]
