@@ -1,0 +1,243 @@
+// Client-side distortion for privacy-preserving consultations.
+//
+// The true answer never leaves the resident's device: a portal fetches the
+// survey's published scheme (GET /api/v1/surveys/{id}/scheme/), calls
+// distortAnswers() and sends only what it returns.  The scheme carries the
+// full channel of every discrete question it expects the client to distort,
+// so this file needs no mechanism maths: it samples row i of the channel.
+//
+// Randomness comes only from crypto.getRandomValues.  Math.random is not a
+// cryptographic generator: its state can be recovered from a few outputs,
+// which would let an observer undo the noise.
+//
+// ES module, no dependencies; runs in browsers and in Node >= 19.
+
+const MEMO_PREFIX = "privacy-distort:v1";
+const SAMPLED_DISCRETE = new Set(["randomised_response", "negative_uniform", "negative_gaussian"]);
+const AS_IS_DISCRETE = new Set(["none", "negative_manual"]);
+const CONTINUOUS = new Set(["none", "additive_uniform", "additive_gaussian", "additive_laplace", "retention_replacement"]);
+const ROW_SUM_TOLERANCE = 1e-6;
+
+const words = new Uint32Array(2);
+
+// A uniform double in [0, 1) with all 53 bits of mantissa random: 27 bits from
+// one 32-bit word and 26 from another.  (One word alone gives only 2^32
+// distinct values; `word % k` would favour small categories.)
+export function uniform() {
+  globalThis.crypto.getRandomValues(words);
+  return ((words[0] >>> 5) * 67108864 + (words[1] >>> 6)) / 9007199254740992;
+}
+
+// A uniform double in (0, 1), for the logarithms below.
+function openUniform() {
+  let u = 0;
+  while (u === 0) u = uniform();
+  return u;
+}
+
+function gaussian(sigma) {
+  // Box–Muller; the second variate is thrown away to keep the module stateless.
+  return sigma * Math.sqrt(-2 * Math.log(openUniform())) * Math.cos(2 * Math.PI * uniform());
+}
+
+function laplace(scale) {
+  // Inverse CDF of the Laplace distribution centred on 0.
+  const u = openUniform();
+  return u < 0.5 ? scale * Math.log(2 * u) : -scale * Math.log(2 * (1 - u));
+}
+
+function fail(question, message) {
+  throw new Error(`question "${question && question.key}": ${message}`);
+}
+
+function positiveParam(question, name) {
+  const v = question.mechanism[name];
+  if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) fail(question, `mechanism parameter "${name}" must be a positive number, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function checkChannel(question) {
+  const { channel, categories } = question;
+  const k = categories.length;
+  if (!Array.isArray(channel) || channel.length !== k) fail(question, `the scheme must carry a ${k}x${k} "channel" for mechanism "${question.mechanism.name}"`);
+  for (const row of channel) {
+    if (!Array.isArray(row) || row.length !== k || row.some((p) => typeof p !== "number" || !(p >= 0) || !Number.isFinite(p))) fail(question, "every channel row must hold one non-negative probability per category");
+    const sum = row.reduce((a, b) => a + b, 0);
+    if (Math.abs(sum - 1) > ROW_SUM_TOLERANCE) fail(question, `a channel row sums to ${+sum.toFixed(9)}, not 1`);
+  }
+  return channel;
+}
+
+// Inverse-CDF draw from one channel row.  Scaling u by the row's sum absorbs
+// rounding in the published probabilities; the fallback returns the last
+// category with positive probability when u*sum rounds up to the sum itself.
+function sampleRow(row) {
+  const total = row.reduce((a, b) => a + b, 0);
+  const u = uniform() * total;
+  let cumulative = 0;
+  let last = -1;
+  for (let j = 0; j < row.length; j++) {
+    if (row[j] <= 0) continue;
+    cumulative += row[j];
+    last = j;
+    if (u < cumulative) return j;
+  }
+  return last;
+}
+
+function distortDiscrete(question, value) {
+  const { categories, mechanism } = question;
+  if (!Array.isArray(categories) || categories.length < 2) fail(question, "a discrete question needs at least two categories");
+  const i = categories.indexOf(value);
+  if (i < 0) fail(question, `unknown category ${JSON.stringify(value)}; expected one of ${JSON.stringify(categories)}`);
+  if (AS_IS_DISCRETE.has(mechanism.name)) return value; // negative_manual: the resident's own "not me" choice
+  if (!SAMPLED_DISCRETE.has(mechanism.name)) fail(question, `unknown mechanism "${mechanism.name}" for a ${question.type} question`);
+  return categories[sampleRow(checkChannel(question)[i])];
+}
+
+function distortContinuous(question, value) {
+  const { mechanism } = question;
+  if (!CONTINUOUS.has(mechanism.name)) fail(question, `unknown mechanism "${mechanism.name}" for a continuous question`);
+  if (typeof value !== "number" || !Number.isFinite(value)) fail(question, `the answer must be a finite number, got ${JSON.stringify(value)}`);
+  const range = question.range;
+  const hasRange = Array.isArray(range) && range.length === 2 && range.every(Number.isFinite) && range[0] < range[1];
+  if (range !== undefined && !hasRange) fail(question, `invalid range ${JSON.stringify(range)}`);
+  // The server accepts only values the mechanism could have produced from the
+  // range, so an out-of-range answer is caught here, where it can be fixed.
+  if (hasRange && (value < range[0] || value > range[1])) fail(question, `the answer ${value} is outside the range [${range[0]}, ${range[1]}]`);
+  switch (mechanism.name) {
+    case "none": return value;
+    case "additive_uniform": { const h = positiveParam(question, "half_width"); return value + h * (2 * uniform() - 1); }
+    case "additive_gaussian": return value + gaussian(positiveParam(question, "sigma"));
+    case "additive_laplace": return value + laplace(positiveParam(question, "scale"));
+    case "retention_replacement": {
+      const p = question.mechanism.retain;
+      if (typeof p !== "number" || !(p > 0 && p <= 1)) fail(question, `"retain" must be in (0, 1], got ${JSON.stringify(p)}`);
+      if (!hasRange) fail(question, "retention_replacement needs the question's range");
+      return uniform() < p ? value : range[0] + (range[1] - range[0]) * uniform();
+    }
+  }
+}
+
+// The value to send for one question of the scheme, given the true answer (a
+// category label, or a number for continuous questions).  Throws an Error
+// naming the question on invalid input.
+export function distortAnswer(question, value) {
+  if (!question || typeof question !== "object" || !question.mechanism || typeof question.mechanism.name !== "string") fail(question, "not a question of a published scheme (missing mechanism)");
+  return question.type === "continuous" ? distortContinuous(question, value) : distortDiscrete(question, value);
+}
+
+// --- Permanent randomisation ------------------------------------------------
+// A resident who answers again (after withdrawing, on a retry, in a second
+// tab) must send the same distorted value, or the noise could be averaged
+// away.  The memo is keyed by (survey, participant, question) and holds only
+// the distorted value, never the true one: a shared device must not keep
+// residents' true answers.
+//
+// Our choice when the true answer changes: the earlier draw is kept.  Noticing
+// the change would mean storing the true answer, and drawing afresh on every
+// change would let anyone toggle an answer back and forth until the "noise"
+// shows what they like, a bias the estimators cannot see.  Portals should
+// therefore draw only once the resident has finished the form (the example
+// page draws when "Review" is pressed, and says the draw is final).
+// Answers sent as they are (mechanism "none", the resident's own
+// negative_manual choice) involve no draw and are not memoised: the memo
+// would hold a true answer and would freeze a resident's correction.
+
+function defaultStorage() {
+  try {
+    return globalThis.localStorage ?? null; // absent in Node; may throw in private windows
+  } catch {
+    return null;
+  }
+}
+
+function isSentAsIs(question) {
+  const name = question.mechanism.name;
+  return name === "none" || (question.type !== "continuous" && AS_IS_DISCRETE.has(name));
+}
+
+function memoKey(surveyId, participant, questionKey) {
+  return `${MEMO_PREFIX}:${surveyId}:${participant}:${questionKey}`;
+}
+
+function recall(storage, key, question) {
+  try {
+    const raw = storage.getItem(key);
+    if (raw === null) return undefined;
+    const value = JSON.parse(raw);
+    // Ignore a stale or tampered entry that the scheme could not have produced.
+    const ok = question.type === "continuous" ? Number.isFinite(value) : question.categories.includes(value);
+    return ok ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function remember(storage, key, value) {
+  try {
+    storage.setItem(key, JSON.stringify(value));
+  } catch {
+    // Quota exceeded or storage disabled: the answer is still distorted correctly.
+  }
+}
+
+// Distort a resident's answers {questionKey: trueValue} against a scheme.
+// options.participant turns on memoisation; options.storage overrides
+// localStorage (anything with getItem/setItem, or null for none).
+// Every answer is validated before anything is memoised.
+export function distortAnswers(scheme, answers, options = {}) {
+  if (!scheme || !Array.isArray(scheme.questions)) throw new Error("not a published scheme: missing questions");
+  const byKey = new Map(scheme.questions.map((q) => [q.key, q]));
+  const storage = options.participant ? (options.storage === undefined ? defaultStorage() : options.storage) : null;
+  const sent = {};
+  const fresh = [];
+  for (const [questionKey, value] of Object.entries(answers)) {
+    const question = byKey.get(questionKey);
+    if (!question) throw new Error(`unknown question "${questionKey}" for survey ${scheme.survey}`);
+    const distorted = distortAnswer(question, value); // validates even when a memo exists
+    if (!storage || isSentAsIs(question)) {
+      sent[questionKey] = distorted;
+      continue;
+    }
+    const key = memoKey(scheme.survey, options.participant, questionKey);
+    const memo = recall(storage, key, question);
+    if (memo !== undefined) {
+      sent[questionKey] = memo;
+    } else {
+      sent[questionKey] = distorted;
+      fresh.push([key, distorted]);
+    }
+  }
+  for (const [key, value] of fresh) remember(storage, key, value);
+  return sent;
+}
+
+// --- HTTP helpers --------------------------------------------------------------
+// baseUrl is the server's origin ("" for the page's own); "/api/v1" is appended.
+
+async function call(method, url, key, body) {
+  const headers = { Accept: "application/json", Authorization: `Bearer ${key}` };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const payload = await response.json().catch(() => null);
+  if (!response.ok) {
+    const error = new Error((payload && payload.detail) || `HTTP ${response.status}`);
+    Object.assign(error, { status: response.status, errors: (payload && payload.errors) || {}, retryAfter: response.headers.get("Retry-After") });
+    throw error;
+  }
+  return payload;
+}
+
+function surveyUrl(baseUrl, surveyId) {
+  return `${String(baseUrl).replace(/\/+$/, "")}/api/v1/surveys/${encodeURIComponent(surveyId)}`;
+}
+
+export function fetchScheme(baseUrl, surveyId, key) {
+  return call("GET", `${surveyUrl(baseUrl, surveyId)}/scheme/`, key);
+}
+
+// Send already-distorted answers.  Never pass true answers here.
+export function submitResponse(baseUrl, surveyId, key, participant, distortedAnswers) {
+  return call("POST", `${surveyUrl(baseUrl, surveyId)}/responses/`, key, { participant, answers: distortedAnswers });
+}

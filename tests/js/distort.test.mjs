@@ -1,0 +1,227 @@
+// Fast statistical and behavioural tests of privacy/static/privacy/distort.js
+// without a browser:  node --test tests/js/
+//
+// The sampler draws from crypto.getRandomValues, which cannot be seeded, so
+// each statistical test fails by chance with probability 0.001.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { distortAnswer, distortAnswers, uniform } from "../../privacy/static/privacy/distort.js";
+
+const N = 100_000;
+
+// Math.random is not a cryptographic generator: any use of it by the library fails here.
+Math.random = () => {
+  throw new Error("Math.random must not be used by distort.js");
+};
+
+// Upper 0.001 critical values of the chi-square distribution, df = 1..10
+// (NIST/SEMATECH e-Handbook of Statistical Methods, table 1.3.6.7.4).
+const CHI2_CRITICAL_0_001 = [NaN, 10.828, 13.816, 16.266, 18.467, 20.515, 22.458, 24.322, 26.124, 27.877, 29.588];
+
+// Kolmogorov–Smirnov large-sample critical value at alpha = 0.001:
+// sqrt(-ln(alpha / 2) / 2) / sqrt(n) = 1.9495 / sqrt(n).
+const KS_CRITICAL_0_001 = 1.9495 / Math.sqrt(N);
+
+function chiSquare(observed, probabilities, n) {
+  let statistic = 0;
+  let cells = 0;
+  probabilities.forEach((p, j) => {
+    if (p === 0) {
+      assert.equal(observed[j] ?? 0, 0, `category ${j} has probability 0 but was reported`);
+      return;
+    }
+    const expected = n * p;
+    statistic += ((observed[j] ?? 0) - expected) ** 2 / expected;
+    cells += 1;
+  });
+  return { statistic, df: cells - 1 };
+}
+
+function assertFollowsRow(question, trueValue, row) {
+  const index = new Map(question.categories.map((c, j) => [c, j]));
+  const observed = new Array(row.length).fill(0);
+  for (let s = 0; s < N; s++) observed[index.get(distortAnswer(question, trueValue))] += 1;
+  const { statistic, df } = chiSquare(observed, row, N);
+  assert.ok(statistic < CHI2_CRITICAL_0_001[df], `chi-square ${statistic.toFixed(2)} >= ${CHI2_CRITICAL_0_001[df]} (df ${df}); observed ${observed}`);
+}
+
+// Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7, far below KS resolution).
+function erf(x) {
+  const t = 1 / (1 + 0.3275911 * Math.abs(x));
+  const y = 1 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * Math.exp(-x * x);
+  return x >= 0 ? y : -y;
+}
+
+function ksStatistic(samples, cdf) {
+  const sorted = Float64Array.from(samples).sort();
+  let d = 0;
+  sorted.forEach((x, i) => {
+    const f = cdf(x);
+    d = Math.max(d, (i + 1) / sorted.length - f, f - i / sorted.length);
+  });
+  return d;
+}
+
+function noiseSamples(question, trueValue) {
+  return Array.from({ length: N }, () => distortAnswer(question, trueValue) - trueValue);
+}
+
+function negativeGaussianChannel(k, sigma) {
+  return Array.from({ length: k }, (_, i) => {
+    const w = Array.from({ length: k }, (_, j) => (j === i ? 0 : Math.exp(-((j - i) ** 2) / (2 * sigma ** 2))));
+    const total = w.reduce((a, b) => a + b, 0);
+    return w.map((x) => x / total);
+  });
+}
+
+const sex = { key: "sex", type: "binary", categories: ["F", "M"], mechanism: { name: "randomised_response", retain: 0.7 }, channel: [[0.7, 0.3], [0.3, 0.7]] };
+const satisfaction = {
+  key: "satisfaction", type: "ordinal", categories: ["1", "2", "3", "4", "5"], mechanism: { name: "negative_uniform" },
+  channel: Array.from({ length: 5 }, (_, i) => Array.from({ length: 5 }, (_, j) => (i === j ? 0 : 0.25))),
+};
+const site = { key: "site", type: "ordinal", categories: ["A", "B", "C", "D", "E", "F", "G"], mechanism: { name: "negative_gaussian", sigma: 1.5 }, channel: negativeGaussianChannel(7, 1.5) };
+const skips = { key: "skips_class", type: "ordinal", categories: ["never", "rarely", "often", "always"], mechanism: { name: "negative_manual" }, instruction: "Choose one answer that is NOT true for you." };
+const age = { key: "age", type: "continuous", range: [16, 100], mechanism: { name: "additive_uniform", half_width: 10 } };
+const income = { key: "income", type: "continuous", range: [0, 20000], mechanism: { name: "additive_gaussian", sigma: 800 } };
+const hours = { key: "hours", type: "continuous", range: [0, 80], mechanism: { name: "additive_laplace", scale: 4 } };
+const rooms = { key: "rooms", type: "continuous", range: [1, 9], mechanism: { name: "retention_replacement", retain: 0.6 } };
+const scheme = { survey: 3, status: "open", questions: [sex, satisfaction, site, skips, age, income, hours, rooms] };
+
+test("uniform() lies in [0, 1) and has mean 1/2", () => {
+  let sum = 0;
+  for (let s = 0; s < N; s++) {
+    const u = uniform();
+    assert.ok(u >= 0 && u < 1);
+    sum += u;
+  }
+  // standard error of the mean is sqrt(1/12/N) ~ 0.0009
+  assert.ok(Math.abs(sum / N - 0.5) < 0.0033);
+});
+
+test("randomised response follows the published channel row", () => {
+  assertFollowsRow(sex, "F", sex.channel[0]);
+  assertFollowsRow(sex, "M", sex.channel[1]);
+});
+
+test("uniform negative survey never reports the truth and is uniform elsewhere", () => {
+  assertFollowsRow(satisfaction, "3", satisfaction.channel[2]);
+});
+
+test("Gaussian negative survey follows its (asymmetric) row", () => {
+  assertFollowsRow(site, "B", site.channel[1]);
+});
+
+test("continuous noise has the published distribution (KS)", () => {
+  const cases = [
+    [age, 40, (x) => Math.min(1, Math.max(0, (x + 10) / 20))],
+    [income, 2400, (x) => 0.5 * (1 + erf(x / (800 * Math.SQRT2)))],
+    [hours, 38, (x) => (x < 0 ? 0.5 * Math.exp(x / 4) : 1 - 0.5 * Math.exp(-x / 4))],
+  ];
+  for (const [question, value, cdf] of cases) {
+    const d = ksStatistic(noiseSamples(question, value), cdf);
+    assert.ok(d < KS_CRITICAL_0_001, `${question.key}: KS D=${d.toFixed(5)} >= ${KS_CRITICAL_0_001.toFixed(5)}`);
+  }
+});
+
+test("retention-replacement keeps the value with probability p, else uniform on the range", () => {
+  const sent = Array.from({ length: N }, () => distortAnswer(rooms, 3));
+  const kept = sent.filter((x) => x === 3).length;
+  // binomial(N, 0.6 + 0.4 * 0) standard deviation ~ 155; 3.3 sd ~ alpha 0.001
+  assert.ok(Math.abs(kept - 0.6 * N) < 3.3 * Math.sqrt(N * 0.6 * 0.4), `kept ${kept}`);
+  const replaced = sent.filter((x) => x !== 3);
+  const d = ksStatistic(replaced, (x) => (x - 1) / 8);
+  assert.ok(d < 1.9495 / Math.sqrt(replaced.length), `KS D=${d}`);
+});
+
+test("mechanism none and negative_manual send the answer as it is", () => {
+  assert.equal(distortAnswer(skips, "often"), "often");
+  assert.equal(distortAnswer({ ...income, mechanism: { name: "none" } }, 1234.5), 1234.5);
+  assert.equal(distortAnswer({ ...sex, mechanism: { name: "none" }, channel: undefined }, "M"), "M");
+});
+
+test("invalid input throws a clear error", () => {
+  assert.throws(() => distortAnswer(sex, "X"), /question "sex": unknown category "X"/);
+  assert.throws(() => distortAnswer(sex, 0), /unknown category 0/);
+  assert.throws(() => distortAnswer(age, NaN), /question "age": the answer must be a finite number/);
+  assert.throws(() => distortAnswer(age, "40"), /finite number/);
+  assert.throws(() => distortAnswer(age, Infinity), /finite number/);
+  assert.throws(() => distortAnswer(age, 120), /outside the range \[16, 100\]/);
+  assert.throws(() => distortAnswer({ ...sex, mechanism: { name: "coin_flip" } }, "F"), /unknown mechanism "coin_flip"/);
+  assert.throws(() => distortAnswer({ ...age, mechanism: { name: "additive_cauchy" } }, 40), /unknown mechanism "additive_cauchy"/);
+  assert.throws(() => distortAnswer({ ...sex, channel: undefined }, "F"), /must carry a 2x2 "channel"/);
+  assert.throws(() => distortAnswer({ ...sex, channel: [[0.7, 0.2], [0.3, 0.7]] }, "F"), /sums to 0.9/);
+  assert.throws(() => distortAnswer({ ...income, mechanism: { name: "additive_gaussian", sigma: -1 } }, 10), /"sigma" must be a positive number/);
+  assert.throws(() => distortAnswers(scheme, { shoe_size: "42" }), /unknown question "shoe_size"/);
+});
+
+function fakeStorage() {
+  const map = new Map();
+  return {
+    map,
+    getItem: (k) => (map.has(k) ? map.get(k) : null),
+    setItem: (k, v) => map.set(k, String(v)),
+  };
+}
+
+test("a participant's distorted answers are memoised per survey and question", () => {
+  const storage = fakeStorage();
+  const answers = { sex: "F", site: "D", age: 40, skips_class: "never", income: 3000 };
+  const first = distortAnswers(scheme, answers, { participant: "p-1", storage });
+  for (let attempt = 0; attempt < 20; attempt++) {
+    assert.deepEqual(distortAnswers(scheme, answers, { participant: "p-1", storage }), first);
+  }
+  // Only drawn values are stored, never an answer sent as is (here the manual negative).
+  assert.deepEqual([...storage.map.keys()].sort(), ["age", "income", "sex", "site"].map((q) => `privacy-distort:v1:3:p-1:${q}`).sort());
+  assert.ok(![...storage.map.values()].includes("40"), "the true age must not be stored");
+});
+
+test("a changed true answer keeps the earlier draw (documented choice)", () => {
+  const storage = fakeStorage();
+  const first = distortAnswers(scheme, { age: 40 }, { participant: "p-2", storage });
+  assert.deepEqual(distortAnswers(scheme, { age: 70 }, { participant: "p-2", storage }), first);
+});
+
+test("memos are separate per participant and per survey", () => {
+  const storage = fakeStorage();
+  const seen = new Set();
+  for (let p = 0; p < 50; p++) seen.add(distortAnswers(scheme, { income: 3000 }, { participant: `p-${p}`, storage }).income);
+  seen.add(distortAnswers({ ...scheme, survey: 4 }, { income: 3000 }, { participant: "p-0", storage }).income);
+  assert.equal(seen.size, 51);
+});
+
+test("without a participant nothing is memoised and every call draws afresh", () => {
+  const storage = fakeStorage();
+  const seen = new Set();
+  for (let s = 0; s < 50; s++) seen.add(distortAnswers(scheme, { income: 3000 }, { storage }).income);
+  assert.equal(seen.size, 50);
+  assert.equal(storage.map.size, 0);
+});
+
+test("a bad answer memoises nothing, even for the valid answers before it", () => {
+  const storage = fakeStorage();
+  assert.throws(() => distortAnswers(scheme, { sex: "F", age: "forty" }, { participant: "p-3", storage }), /finite number/);
+  assert.equal(storage.map.size, 0);
+});
+
+test("works without localStorage (Node) and with storage that throws (private windows)", () => {
+  assert.equal(globalThis.localStorage, undefined);
+  const a = distortAnswers(scheme, { sex: "F", income: 3000 }, { participant: "p-4" });
+  assert.ok(sex.categories.includes(a.sex) && Number.isFinite(a.income));
+  const throwing = { getItem() { throw new Error("SecurityError"); }, setItem() { throw new Error("QuotaExceededError"); } };
+  const b = distortAnswers(scheme, { sex: "F", income: 3000 }, { participant: "p-4", storage: throwing });
+  assert.ok(sex.categories.includes(b.sex) && Number.isFinite(b.income));
+  // and the sampler stays correct when memoisation is unavailable
+  let keptF = 0;
+  for (let s = 0; s < N; s++) if (distortAnswers(scheme, { sex: "F" }, { participant: `q-${s}`, storage: throwing }).sex === "F") keptF += 1;
+  const { statistic } = chiSquare([keptF, N - keptF], sex.channel[0], N);
+  assert.ok(statistic < CHI2_CRITICAL_0_001[1], `chi-square ${statistic}`);
+});
+
+test("a stale memo the scheme could not have produced is ignored", () => {
+  const storage = fakeStorage();
+  storage.setItem("privacy-distort:v1:3:p-5:sex", JSON.stringify("X"));
+  const sent = distortAnswers(scheme, { sex: "F" }, { participant: "p-5", storage });
+  assert.ok(["F", "M"].includes(sent.sex));
+  assert.equal(storage.getItem("privacy-distort:v1:3:p-5:sex"), JSON.stringify(sent.sex));
+});
