@@ -1,0 +1,59 @@
+"""Privacy mechanisms: channels, noise models, distortion, privacy metrics, disclosure control.
+
+Pure package: numpy and scipy only (no Django, Celery or REST framework).
+"""
+
+from privacy.mechanisms.channels import (
+    custom_channel,
+    manual_negative,
+    negative_gaussian,
+    negative_uniform,
+    randomised_response,
+    validate_channel,
+    validate_stochastic,
+)
+from privacy.mechanisms.disclosure import (
+    NonResponseInterval,
+    SuppressedCounts,
+    non_response_interval,
+    question_publishable,
+    suppress_counts,
+)
+from privacy.mechanisms.distortion import distort_codes, distort_values
+from privacy.mechanisms.metrics import epsilon, privacy_level, privacy_levels
+from privacy.mechanisms.noise import (
+    AdditiveGaussian,
+    AdditiveLaplace,
+    AdditiveUniform,
+    NoiseModel,
+    NoNoise,
+    RetentionReplacement,
+    noise_model,
+)
+
+__all__ = [
+    "AdditiveGaussian",
+    "AdditiveLaplace",
+    "AdditiveUniform",
+    "NoNoise",
+    "NoiseModel",
+    "NonResponseInterval",
+    "RetentionReplacement",
+    "SuppressedCounts",
+    "custom_channel",
+    "distort_codes",
+    "distort_values",
+    "epsilon",
+    "manual_negative",
+    "negative_gaussian",
+    "negative_uniform",
+    "noise_model",
+    "non_response_interval",
+    "privacy_level",
+    "privacy_levels",
+    "question_publishable",
+    "randomised_response",
+    "suppress_counts",
+    "validate_channel",
+    "validate_stochastic",
+]

@@ -1,0 +1,272 @@
+"""Discrete privacy mechanisms as channel matrices.
+
+Every discrete mechanism is a row-stochastic channel ``C`` with
+``C[i, j] = Pr(reported category j | true category i)`` (see
+/work/shared/design/architecture.md, "The one idea that keeps the core small").
+Categories are integer codes ``0..k-1``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "custom_channel",
+    "manual_negative",
+    "negative_gaussian",
+    "negative_uniform",
+    "randomised_response",
+    "validate_channel",
+    "validate_stochastic",
+]
+
+_ROW_SUM_RTOL = 1e-9
+
+
+def validate_stochastic(channel: ArrayLike, *, square: bool = False) -> NDArray[np.float64]:
+    """Validate a (possibly rectangular) row-stochastic matrix and return a float copy.
+
+    Parameters
+    ----------
+    channel : array_like of shape (k_true, k_reported)
+        ``channel[i, j] = Pr(reported j | true i)``.
+    square : bool, default False
+        Require ``k_true == k_reported`` and ``k >= 2`` (a discrete mechanism).
+
+    Returns
+    -------
+    ndarray of float64
+        A C-contiguous copy of the matrix.
+
+    Raises
+    ------
+    ValueError
+        If the matrix is not 2-D, is empty, has non-finite or negative entries, or a row
+        does not sum to 1 within a relative tolerance of 1e-9 (the message names the row).
+    """
+    try:
+        matrix = np.array(channel, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"channel must be a numeric matrix: {exc}") from None
+    if matrix.ndim != 2:
+        raise ValueError(f"channel must be a 2-D matrix, got an array with shape {matrix.shape}")
+    rows, cols = matrix.shape
+    if rows == 0 or cols == 0:
+        raise ValueError(f"channel must not be empty, got shape {matrix.shape}")
+    if square:
+        if rows != cols:
+            raise ValueError(f"channel must be square, got shape {matrix.shape}")
+        if rows < 2:
+            raise ValueError(f"channel needs at least 2 categories, got k={rows}")
+    if not np.all(np.isfinite(matrix)):
+        row = int(np.flatnonzero(~np.all(np.isfinite(matrix), axis=1))[0])
+        raise ValueError(f"channel row {row} has a non-finite entry")
+    if np.any(matrix < 0):
+        row = int(np.flatnonzero(np.any(matrix < 0, axis=1))[0])
+        raise ValueError(f"channel row {row} has a negative entry")
+    sums = matrix.sum(axis=1)
+    bad = np.flatnonzero(np.abs(sums - 1.0) > _ROW_SUM_RTOL * np.maximum(1.0, np.abs(sums)))
+    if bad.size:
+        row = int(bad[0])
+        raise ValueError(f"channel row {row} sums to {sums[row]!r}, not 1")
+    return np.ascontiguousarray(matrix)
+
+
+def validate_channel(channel: ArrayLike) -> NDArray[np.float64]:
+    """Validate a square channel matrix of a discrete mechanism.
+
+    Parameters
+    ----------
+    channel : array_like of shape (k, k)
+        ``channel[i, j] = Pr(reported j | true i)``; ``k >= 2``.
+
+    Returns
+    -------
+    ndarray of float64, shape (k, k)
+        A validated copy.
+
+    Raises
+    ------
+    ValueError
+        Not 2-D or not square, ``k < 2``, a non-finite or negative entry, or a row that does
+        not sum to 1 (relative tolerance 1e-9); the message names the offending row.
+    """
+    return validate_stochastic(channel, square=True)
+
+
+def _check_k(k: int, minimum: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise ValueError(f"k must be an integer number of categories, got {k!r}")
+    if k < minimum:
+        raise ValueError(f"k must be at least {minimum}, got {k}")
+    return int(k)
+
+
+def _check_negative_k(k: int) -> int:
+    k = _check_k(k, 2)
+    if k < 3:
+        raise ValueError(
+            "a negative survey needs k >= 3 categories: with 2 categories the reported "
+            "(negative) category reveals the true answer"
+        )
+    return k
+
+
+def randomised_response(k: int, retain: float) -> NDArray[np.float64]:
+    """Randomised response: keep the true category with probability ``retain``.
+
+    Otherwise one of the other ``k - 1`` categories is reported uniformly, i.e. the
+    retain/change matrix of 001_28af1923c784b480.txt (Section IV-A, "distortion with a
+    matrix of retaining/changing values") with ``retain`` on the diagonal.
+
+    Parameters
+    ----------
+    k : int
+        Number of categories, ``k >= 2``.
+    retain : float
+        Probability of reporting the true category, in ``(0, 1]``.
+
+    Returns
+    -------
+    ndarray of shape (k, k)
+        ``retain`` on the diagonal, ``(1 - retain) / (k - 1)`` elsewhere.
+    """
+    k = _check_k(k, 2)
+    retain = float(retain)
+    if not (np.isfinite(retain) and 0.0 < retain <= 1.0):
+        raise ValueError(f"retain must be in (0, 1], got {retain!r}")
+    matrix = np.full((k, k), (1.0 - retain) / (k - 1))
+    np.fill_diagonal(matrix, retain)
+    return matrix
+
+
+def custom_channel(matrix: ArrayLike) -> NDArray[np.float64]:
+    """Return a validated copy of a user-given retain/change matrix.
+
+    Parameters
+    ----------
+    matrix : array_like of shape (k, k)
+        Row-stochastic, ``matrix[i, j] = Pr(reported j | true i)``. Note that
+        001_28af1923c784b480.txt (Section III-B6) writes the transpose,
+        ``a[s, p] = Pr(v_p -> v_s)``.
+
+    Returns
+    -------
+    ndarray of shape (k, k)
+    """
+    return validate_channel(matrix)
+
+
+def negative_uniform(k: int) -> NDArray[np.float64]:
+    """Uniform negative survey: report one of the other categories uniformly.
+
+    003_7fc4d61026dceaec.txt, formula (6): ``q_ij = 1/(c-1)`` for ``i != j``, 0 on the
+    diagonal.
+
+    Parameters
+    ----------
+    k : int
+        Number of categories, ``k >= 3`` (with 2 categories the negative answer reveals
+        the true one, so ``ValueError`` is raised).
+    """
+    k = _check_negative_k(k)
+    matrix = np.full((k, k), 1.0 / (k - 1))
+    np.fill_diagonal(matrix, 0.0)
+    return matrix
+
+
+def negative_gaussian(k: int, sigma: float) -> NDArray[np.float64]:
+    """Gaussian negative survey (GNS).
+
+    004_594176c10f691dd8.txt, Section 4 and 003_7fc4d61026dceaec.txt, formula (8):
+    ``q_ij ∝ exp(-(j - i)^2 / (2 sigma^2))`` for ``j != i``, ``q_ii = 0``, rows
+    renormalised. With ``k = 7`` and ``sigma = 2`` this reproduces 004's worked example
+    (``Pr_{k,1}`` = 30.7%, 17.6%, 9%, 3.2%, 1.6%, 0.5% for k = 2..7, Section 5.1).
+
+    Parameters
+    ----------
+    k : int
+        Number of (ordered) categories, ``k >= 3``.
+    sigma : float
+        Standard deviation in category steps, ``> 0`` and finite.
+
+    Notes
+    -----
+    The weights are computed relative to the nearest neighbour (distance 1), so tiny
+    ``sigma`` gives the limit (half the mass on each neighbour) instead of 0/0.
+    """
+    k = _check_negative_k(k)
+    sigma = float(sigma)
+    if not (np.isfinite(sigma) and sigma > 0.0):
+        raise ValueError(f"sigma must be > 0 and finite, got {sigma!r}")
+    index = np.arange(k, dtype=np.float64)
+    squared = (index[None, :] - index[:, None]) ** 2
+    np.fill_diagonal(squared, np.inf)  # the true category is never reported
+    weights = np.exp(-(squared - 1.0) / (2.0 * sigma * sigma))
+    return np.asarray(weights / weights.sum(axis=1, keepdims=True), dtype=np.float64)
+
+
+def _as_codes(codes: ArrayLike, k: int, name: str = "codes") -> NDArray[np.intp]:
+    array = np.asarray(codes)
+    if array.size and not np.issubdtype(array.dtype, np.integer):
+        if np.issubdtype(array.dtype, np.floating) and np.all(array == np.round(array)):
+            array = array.astype(np.intp)
+        else:
+            raise ValueError(f"{name} must be integer category codes, got dtype {array.dtype}")
+    array = array.astype(np.intp, copy=False)
+    if array.size:
+        low, high = int(array.min()), int(array.max())
+        if low < 0 or high >= k:
+            bad = low if low < 0 else high
+            raise ValueError(f"{name} must lie in 0..{k - 1}, found {bad}")
+    return array
+
+
+def manual_negative(k: int, pairs: ArrayLike | None = None) -> NDArray[np.float64]:
+    """Manually selected negative survey, channel estimated from calibration pairs.
+
+    000_1b7f9a8e281301b4.txt, Section 4.1 ("Using Background Knowledge") and the first
+    step of Section 4.2: a row ``i`` with calibration pairs is the empirical distribution
+    of the negative categories chosen by calibration participants whose true category is
+    ``i``; every other row is the uniform negative row (0 on the diagonal, ``1/(k-1)``
+    elsewhere). The diagonal is then revised to 0 and the row rescaled to sum to 1
+    (``q_ij = q_ij / sum_{j != i} q_ij``).
+
+    Parameters
+    ----------
+    k : int
+        Number of categories, ``k >= 3``.
+    pairs : array_like of shape (m, 2), optional
+        ``(true, negative)`` integer code pairs from a consenting calibration sample.
+        ``None`` or an empty array gives the uniform negative survey.
+
+    Returns
+    -------
+    ndarray of shape (k, k)
+        A row-stochastic channel with a zero diagonal.
+
+    Notes
+    -----
+    If every pair of a true category lies on the diagonal (the participants reported
+    their true category, which 000 Section 3.3 finding (4) observes happens), the revised
+    row would be all zeros; that row falls back to the uniform negative row, as if the
+    category had no calibration data.
+    """
+    k = _check_negative_k(k)
+    matrix = negative_uniform(k)
+    if pairs is None:
+        return matrix
+    array = np.asarray(pairs)
+    if array.size == 0:
+        return matrix
+    if array.ndim != 2 or array.shape[1] != 2:
+        raise ValueError(f"pairs must have shape (m, 2), got {array.shape}")
+    codes = _as_codes(array, k, name="pairs")
+    tally = np.bincount(codes[:, 0] * k + codes[:, 1], minlength=k * k).reshape(k, k)
+    tally = tally.astype(np.float64)
+    np.fill_diagonal(tally, 0.0)
+    sums = tally.sum(axis=1)
+    has_data = sums > 0
+    matrix[has_data] = tally[has_data] / sums[has_data, None]
+    return matrix

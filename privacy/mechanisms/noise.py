@@ -1,0 +1,431 @@
+"""Noise models for continuous answers.
+
+001_28af1923c784b480.txt (Section IV-A) lists the mechanisms for continuous attributes:
+additive perturbation [10] and retention replacement perturbation [23]. Once the range of
+an attribute is cut into intervals, every model becomes a channel matrix
+(``interval_channel``), so the discrete estimators (EM/AS, EQ) reconstruct continuous
+attributes too (001, Section IV-A1: "choose intervals ... and apply AS or EM").
+
+Each model is a frozen dataclass with ``distort(values, rng)``, ``reported_bounds(low,
+high)`` and ``interval_channel(true_edges, reported_edges)``; the additive ones also have
+``noise_pdf`` and ``noise_cdf`` (the density ``f_Y`` and CDF ``F_Y`` of 001, Figure 1).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import special
+
+__all__ = [
+    "AdditiveGaussian",
+    "AdditiveLaplace",
+    "AdditiveUniform",
+    "NoNoise",
+    "NoiseModel",
+    "RetentionReplacement",
+    "noise_model",
+]
+
+_BOUNDS_IN_SD = 10.0
+
+
+@runtime_checkable
+class NoiseModel(Protocol):
+    """What every continuous mechanism offers."""
+
+    def distort(self, values: ArrayLike, rng: np.random.Generator) -> NDArray[np.float64]: ...
+
+    def reported_bounds(self, low: float, high: float) -> tuple[float, float]: ...
+
+    def interval_channel(
+        self, true_edges: ArrayLike, reported_edges: ArrayLike
+    ) -> NDArray[np.float64]: ...
+
+
+def _positive(name: str, value: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if not (math.isfinite(number) and number > 0.0):
+        raise ValueError(f"{name} must be > 0 and finite, got {value!r}")
+    return number
+
+
+def _retain(value: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"retain must be a number, got {value!r}") from None
+    if not (math.isfinite(number) and 0.0 < number <= 1.0):
+        raise ValueError(f"retain must be in (0, 1], got {value!r}")
+    return number
+
+
+def _values(values: ArrayLike) -> NDArray[np.float64]:
+    array = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(array)):
+        raise ValueError("values must be finite numbers")
+    return array
+
+
+def _edges(edges: ArrayLike, name: str) -> NDArray[np.float64]:
+    array = np.asarray(edges, dtype=np.float64)
+    if array.ndim != 1 or array.size < 2:
+        raise ValueError(f"{name} must be a 1-D array of at least 2 edges, got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite")
+    if np.any(np.diff(array) <= 0):
+        raise ValueError(f"{name} must be strictly increasing")
+    return array
+
+
+def _bounds(low: float, high: float) -> tuple[float, float]:
+    low, high = float(low), float(high)
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ValueError(f"need finite low < high, got low={low!r}, high={high!r}")
+    return low, high
+
+
+def _rows_from_cdf(cdf_at_inner_edges: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Turn reported CDFs at inner edges (k_true, m-1) into a channel (k_true, m)."""
+    k_true = cdf_at_inner_edges.shape[0]
+    padded = np.concatenate(
+        [np.zeros((k_true, 1)), np.clip(cdf_at_inner_edges, 0.0, 1.0), np.ones((k_true, 1))],
+        axis=1,
+    )
+    padded = np.maximum.accumulate(padded, axis=1)
+    channel = np.diff(padded, axis=1)
+    return np.asarray(channel / channel.sum(axis=1, keepdims=True), dtype=np.float64)
+
+
+def _overlap_fraction(
+    intervals: NDArray[np.float64], reported_edges: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Share of each interval ``intervals[i] = (a, b)`` in each reported bin (outer bins open)."""
+    a = intervals[:, 0][:, None]
+    b = intervals[:, 1][:, None]
+    inner = reported_edges[1:-1][None, :]
+    # CDF of a uniform on [a, b] at the inner edges.
+    cdf = np.clip((inner - a) / (b - a), 0.0, 1.0)
+    return _rows_from_cdf(cdf)
+
+
+class _SymmetricAdditive:
+    """Shared maths for additive noise with a density symmetric about 0.
+
+    With ``G(x) = ∫_{-inf}^x F_Y(t) dt`` and symmetry, ``G(x) = max(x, 0) + T(|x|)`` where
+    ``T(u) = G(-u)`` is a small tail term. For a true value uniform on ``[a, b]`` (width
+    ``w``) the reported value ``X + Y`` has CDF
+    ``H(e) = (G(e - a) - G(e - b)) / w = (clip(e - a, 0, w) + T(|e - a|) - T(|e - b|)) / w``,
+    which avoids the cancellation of the naive difference. Channel entries are differences
+    of ``H`` at the reported edges, with the outer bins open so rows sum to 1.
+    """
+
+    def _tail(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        raise NotImplementedError
+
+    def noise_cdf(self, x: ArrayLike) -> NDArray[np.float64]:
+        raise NotImplementedError
+
+    def interval_channel(
+        self, true_edges: ArrayLike, reported_edges: ArrayLike
+    ) -> NDArray[np.float64]:
+        """Channel between true intervals and reported bins.
+
+        ``C[i, j] = Pr(X + Y in reported bin j | X uniform on true interval i)``
+        (the interval form of 001_28af1923c784b480.txt, Figure 1, as used in Section
+        IV-A1). The first and last reported bins are open to ``-inf`` and ``+inf``.
+
+        Parameters
+        ----------
+        true_edges : array_like of shape (k_true + 1,)
+            Strictly increasing edges of the true intervals.
+        reported_edges : array_like of shape (k_reported + 1,)
+            Strictly increasing edges of the reported bins; only the inner edges matter.
+
+        Returns
+        -------
+        ndarray of shape (k_true, k_reported)
+            Row-stochastic channel, computed in closed form.
+        """
+        t_edges = _edges(true_edges, "true_edges")
+        r_edges = _edges(reported_edges, "reported_edges")
+        a = t_edges[:-1, None]
+        b = t_edges[1:, None]
+        width = b - a
+        inner = r_edges[None, 1:-1]
+        cdf = (
+            np.clip(inner - a, 0.0, width)
+            + self._tail(np.abs(inner - a))
+            - self._tail(np.abs(inner - b))
+        ) / width
+        return _rows_from_cdf(np.asarray(cdf, dtype=np.float64))
+
+
+@dataclass(frozen=True)
+class AdditiveUniform(_SymmetricAdditive):
+    """Additive noise uniform on ``[-half_width, half_width]``.
+
+    001_28af1923c784b480.txt, Section III-B2 (``w_i = x_i + y_i``) and Table II (uniform
+    distortion ``<-500, 500>`` for Salary).
+    """
+
+    half_width: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "half_width", _positive("half_width", self.half_width))
+
+    @property
+    def std(self) -> float:
+        return self.half_width / math.sqrt(3.0)
+
+    def distort(self, values: ArrayLike, rng: np.random.Generator) -> NDArray[np.float64]:
+        """Return ``values + y`` with ``y ~ U(-half_width, half_width)``, vectorised."""
+        array = _values(values)
+        return array + rng.uniform(-self.half_width, self.half_width, size=array.shape)
+
+    def noise_pdf(self, x: ArrayLike) -> NDArray[np.float64]:
+        """Density ``f_Y``: ``1 / (2 h)`` on ``[-h, h]``, 0 elsewhere."""
+        array = np.asarray(x, dtype=np.float64)
+        h = self.half_width
+        return np.where(np.abs(array) <= h, 1.0 / (2.0 * h), 0.0)
+
+    def noise_cdf(self, x: ArrayLike) -> NDArray[np.float64]:
+        """CDF ``F_Y``: ``clip((x + h) / (2 h), 0, 1)``."""
+        array = np.asarray(x, dtype=np.float64)
+        h = self.half_width
+        return np.asarray(np.clip((array + h) / (2.0 * h), 0.0, 1.0), dtype=np.float64)
+
+    def _tail(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        h = self.half_width
+        gap = np.maximum(h - u, 0.0)
+        return np.asarray(gap * gap / (4.0 * h), dtype=np.float64)
+
+    def reported_bounds(self, low: float, high: float) -> tuple[float, float]:
+        """``[low - h, high + h]``: bounded noise extends the range by its support."""
+        low, high = _bounds(low, high)
+        return low - self.half_width, high + self.half_width
+
+
+@dataclass(frozen=True)
+class AdditiveGaussian(_SymmetricAdditive):
+    """Additive Gaussian noise ``N(0, sigma^2)`` (001, Section IV-A: additive perturbation)."""
+
+    sigma: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma", _positive("sigma", self.sigma))
+
+    @property
+    def std(self) -> float:
+        return self.sigma
+
+    def distort(self, values: ArrayLike, rng: np.random.Generator) -> NDArray[np.float64]:
+        """Return ``values + y`` with ``y ~ N(0, sigma^2)``, vectorised."""
+        array = _values(values)
+        return array + rng.normal(0.0, self.sigma, size=array.shape)
+
+    def noise_pdf(self, x: ArrayLike) -> NDArray[np.float64]:
+        """Density ``f_Y(x) = exp(-x^2 / (2 sigma^2)) / (sigma sqrt(2 pi))``."""
+        z = np.asarray(x, dtype=np.float64) / self.sigma
+        return np.asarray(np.exp(-0.5 * z * z) / (self.sigma * math.sqrt(2.0 * math.pi)))
+
+    def noise_cdf(self, x: ArrayLike) -> NDArray[np.float64]:
+        """CDF ``F_Y(x) = Phi(x / sigma)``."""
+        return np.asarray(special.ndtr(np.asarray(x, dtype=np.float64) / self.sigma))
+
+    def _tail(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        # G(-u) = sigma * phi(u / sigma) - u * Phi(-u / sigma)
+        z = u / self.sigma
+        phi = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+        return np.asarray(self.sigma * phi - u * special.ndtr(-z), dtype=np.float64)
+
+    def reported_bounds(self, low: float, high: float) -> tuple[float, float]:
+        """``[low - 10 sigma, high + 10 sigma]`` (unbounded noise: 10 standard deviations)."""
+        low, high = _bounds(low, high)
+        spread = _BOUNDS_IN_SD * self.sigma
+        return low - spread, high + spread
+
+
+@dataclass(frozen=True)
+class AdditiveLaplace(_SymmetricAdditive):
+    """Additive Laplace noise with density ``exp(-|x| / scale) / (2 scale)``."""
+
+    scale: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scale", _positive("scale", self.scale))
+
+    @property
+    def std(self) -> float:
+        return math.sqrt(2.0) * self.scale
+
+    def distort(self, values: ArrayLike, rng: np.random.Generator) -> NDArray[np.float64]:
+        """Return ``values + y`` with ``y ~ Laplace(0, scale)``, vectorised."""
+        array = _values(values)
+        return array + rng.laplace(0.0, self.scale, size=array.shape)
+
+    def noise_pdf(self, x: ArrayLike) -> NDArray[np.float64]:
+        """Density ``f_Y(x) = exp(-|x| / b) / (2 b)``."""
+        array = np.asarray(x, dtype=np.float64)
+        return np.asarray(np.exp(-np.abs(array) / self.scale) / (2.0 * self.scale))
+
+    def noise_cdf(self, x: ArrayLike) -> NDArray[np.float64]:
+        """CDF: ``exp(x / b) / 2`` for ``x < 0``, ``1 - exp(-x / b) / 2`` otherwise."""
+        array = np.asarray(x, dtype=np.float64)
+        half_tail = 0.5 * np.exp(-np.abs(array) / self.scale)
+        return np.asarray(np.where(array < 0, half_tail, 1.0 - half_tail))
+
+    def _tail(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.asarray(0.5 * self.scale * np.exp(-u / self.scale), dtype=np.float64)
+
+    def reported_bounds(self, low: float, high: float) -> tuple[float, float]:
+        """``[low - 10 sd, high + 10 sd]`` with ``sd = sqrt(2) * scale``."""
+        low, high = _bounds(low, high)
+        spread = _BOUNDS_IN_SD * self.std
+        return low - spread, high + spread
+
+
+@dataclass(frozen=True)
+class RetentionReplacement:
+    """Retention replacement perturbation ([23] in 001_28af1923c784b480.txt, Section IV-A).
+
+    With probability ``retain`` the true value is reported, otherwise a value drawn
+    uniformly from ``[low, high]`` (004_594176c10f691dd8.txt calls the uniform variant
+    URRP). The reported value given a true value ``x`` has the mixture distribution
+    ``retain * delta_x + (1 - retain) * U(low, high)``; it is not additive, so there is no
+    ``noise_pdf``: use :meth:`reported_cdf` for ``Pr(reported <= y | true x)``.
+    """
+
+    retain: float
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "retain", _retain(self.retain))
+        try:
+            low, high = _bounds(self.low, self.high)
+        except ValueError:
+            raise ValueError(
+                f"low and high must be finite with low < high, got {self.low!r}, {self.high!r}"
+            ) from None
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+
+    def distort(self, values: ArrayLike, rng: np.random.Generator) -> NDArray[np.float64]:
+        """Keep each value with probability ``retain``, else replace it by ``U(low, high)``."""
+        array = _values(values)
+        keep = rng.random(array.shape) < self.retain
+        replacement = rng.uniform(self.low, self.high, size=array.shape)
+        return np.where(keep, array, replacement)
+
+    def reported_cdf(self, y: ArrayLike, true_value: ArrayLike) -> NDArray[np.float64]:
+        """``Pr(reported <= y | true x) = retain [x <= y] + (1 - retain) U_cdf(y)``."""
+        yy = np.asarray(y, dtype=np.float64)
+        xx = np.asarray(true_value, dtype=np.float64)
+        uniform_cdf = np.clip((yy - self.low) / (self.high - self.low), 0.0, 1.0)
+        return np.asarray(
+            self.retain * (xx <= yy) + (1.0 - self.retain) * uniform_cdf, dtype=np.float64
+        )
+
+    def reported_bounds(self, low: float, high: float) -> tuple[float, float]:
+        """``[low, high]``: retained values stay in range and replacements are drawn from it."""
+        return _bounds(low, high)
+
+    def interval_channel(
+        self, true_edges: ArrayLike, reported_edges: ArrayLike
+    ) -> NDArray[np.float64]:
+        """``C[i, j] = retain * overlap(i, j) + (1 - retain) * Pr(U(low, high) in bin j)``.
+
+        ``overlap(i, j)`` is the share of true interval ``i`` inside reported bin ``j``;
+        outer reported bins are open so rows sum to 1.
+        """
+        t_edges = _edges(true_edges, "true_edges")
+        r_edges = _edges(reported_edges, "reported_edges")
+        retained = _overlap_fraction(np.stack([t_edges[:-1], t_edges[1:]], axis=1), r_edges)
+        replaced = _overlap_fraction(np.array([[self.low, self.high]]), r_edges)
+        return np.asarray(self.retain * retained + (1.0 - self.retain) * replaced)
+
+
+@dataclass(frozen=True)
+class NoNoise:
+    """No distortion: the reported value is the true value."""
+
+    @property
+    def std(self) -> float:
+        return 0.0
+
+    def distort(self, values: ArrayLike, rng: np.random.Generator) -> NDArray[np.float64]:
+        """Return a copy of ``values``; ``rng`` is not used."""
+        del rng
+        return np.array(_values(values), dtype=np.float64, copy=True)
+
+    def noise_pdf(self, x: ArrayLike) -> NDArray[np.float64]:
+        """A point mass at 0: ``inf`` at 0, 0 elsewhere (a Dirac delta)."""
+        array = np.asarray(x, dtype=np.float64)
+        return np.where(array == 0.0, np.inf, 0.0)
+
+    def noise_cdf(self, x: ArrayLike) -> NDArray[np.float64]:
+        """Step at 0: ``1`` for ``x >= 0``, else 0."""
+        return np.asarray(np.asarray(x, dtype=np.float64) >= 0.0, dtype=np.float64)
+
+    def reported_bounds(self, low: float, high: float) -> tuple[float, float]:
+        """``[low, high]``."""
+        return _bounds(low, high)
+
+    def interval_channel(
+        self, true_edges: ArrayLike, reported_edges: ArrayLike
+    ) -> NDArray[np.float64]:
+        """Share of each true interval in each reported bin (outer bins open)."""
+        t_edges = _edges(true_edges, "true_edges")
+        r_edges = _edges(reported_edges, "reported_edges")
+        return _overlap_fraction(np.stack([t_edges[:-1], t_edges[1:]], axis=1), r_edges)
+
+
+_MODELS: dict[str, tuple[type, tuple[str, ...]]] = {
+    "none": (NoNoise, ()),
+    "additive_uniform": (AdditiveUniform, ("half_width",)),
+    "additive_gaussian": (AdditiveGaussian, ("sigma",)),
+    "additive_laplace": (AdditiveLaplace, ("scale",)),
+    "retention_replacement": (RetentionReplacement, ("retain", "low", "high")),
+}
+
+
+def noise_model(
+    name: str, **params: float
+) -> AdditiveUniform | AdditiveGaussian | AdditiveLaplace | RetentionReplacement | NoNoise:
+    """Build a noise model from its API name and parameters.
+
+    Parameters
+    ----------
+    name : str
+        ``none``, ``additive_uniform`` (``half_width``), ``additive_gaussian``
+        (``sigma``), ``additive_laplace`` (``scale``) or ``retention_replacement``
+        (``retain``, ``low``, ``high``), as in /work/shared/design/api.md.
+    **params
+        The mechanism's parameters, exactly those listed.
+
+    Raises
+    ------
+    ValueError
+        Unknown name, missing or unexpected parameter, or an invalid value (the message
+        names the parameter).
+    """
+    if name not in _MODELS:
+        raise ValueError(f"unknown noise model {name!r}; expected one of {sorted(_MODELS)}")
+    cls, expected = _MODELS[name]
+    missing = [key for key in expected if key not in params]
+    if missing:
+        raise ValueError(f"{name} needs parameter(s) {missing}")
+    unexpected = sorted(set(params) - set(expected))
+    if unexpected:
+        raise ValueError(f"{name} does not take parameter(s) {unexpected}")
+    model: AdditiveUniform | AdditiveGaussian | AdditiveLaplace | RetentionReplacement | NoNoise
+    model = cls(**{key: params[key] for key in expected})
+    return model

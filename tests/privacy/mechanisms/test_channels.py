@@ -1,0 +1,133 @@
+"""Channels of the discrete mechanisms (architecture.md; 003 formulas (6), (8); 000 s. 4.1)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+
+from privacy.mechanisms import (
+    custom_channel,
+    manual_negative,
+    negative_gaussian,
+    negative_uniform,
+    randomised_response,
+    validate_channel,
+)
+
+
+def test_randomised_response_has_retain_on_the_diagonal() -> None:
+    channel = randomised_response(4, 0.7)
+    assert_allclose(np.diag(channel), 0.7, rtol=0, atol=1e-15)
+    assert_allclose(channel[0, 1:], 0.1, rtol=0, atol=1e-15)
+    assert_allclose(channel.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("retain", [0.0, -0.1, 1.5, float("nan")])
+def test_randomised_response_rejects_bad_retain(retain: float) -> None:
+    with pytest.raises(ValueError, match="retain"):
+        randomised_response(3, retain)
+
+
+def test_negative_uniform_is_formula_6_of_003() -> None:
+    channel = negative_uniform(5)
+    assert_allclose(np.diag(channel), 0.0, atol=0)
+    assert_allclose(channel[0, 1:], 0.25, atol=1e-15)
+
+
+def test_two_category_negative_survey_is_refused() -> None:
+    with pytest.raises(ValueError, match="reveals the true answer"):
+        negative_uniform(2)
+    with pytest.raises(ValueError, match="reveals the true answer"):
+        negative_gaussian(2, 1.0)
+    with pytest.raises(ValueError, match="reveals the true answer"):
+        manual_negative(2)
+
+
+def test_negative_gaussian_reproduces_the_worked_example_of_004() -> None:
+    # 004, Section 5.1: 7 categories, Pr_{k,1} = 30.7%, 17.6%, 9% for k = 2, 3, 4 (sigma = 2).
+    # 004 prints 3.2%, 1.6%, 0.5% for k = 5..7, which the renormalised Gaussian gives as
+    # 3.9%, 1.5%, 0.6%; only the first three are checked (the damaged text may have
+    # adjusted those probabilities, "Table 2").
+    channel = negative_gaussian(7, 2.0)
+    assert_allclose(channel[1:4, 0], [0.307, 0.176, 0.090], atol=6e-4)
+    # Row 4 of 004's example: 9%, 16.7%, 24.3% on both sides of the true category.
+    assert_allclose(channel[3], [0.0895, 0.167, 0.243, 0, 0.243, 0.167, 0.0895], atol=6e-4)
+
+
+def test_negative_gaussian_is_stable_for_tiny_sigma() -> None:
+    channel = negative_gaussian(5, 1e-3)
+    assert_allclose(channel[2], [0, 0.5, 0, 0.5, 0], atol=1e-12)
+    assert_allclose(channel[0], [0, 1, 0, 0, 0], atol=1e-12)
+
+
+@pytest.mark.parametrize("sigma", [0.0, -1.0, float("inf")])
+def test_negative_gaussian_rejects_bad_sigma(sigma: float) -> None:
+    with pytest.raises(ValueError, match="sigma"):
+        negative_gaussian(5, sigma)
+
+
+def test_manual_negative_estimates_rows_from_pairs_and_revises_the_diagonal() -> None:
+    # Category 0: 3 pairs (one on the diagonal, dropped), category 2: all on the diagonal.
+    pairs = [(0, 1), (0, 2), (0, 0), (0, 2), (2, 2), (2, 2)]
+    channel = manual_negative(4, pairs)
+    assert_allclose(channel[0], [0, 1 / 3, 2 / 3, 0], atol=1e-15)
+    uniform = np.array([1, 1, 1, 0]) / 3
+    assert_allclose(channel[3], uniform, atol=1e-15)  # no pairs: uniform negative row
+    assert_allclose(channel[2], [1 / 3, 1 / 3, 0, 1 / 3], atol=1e-15)  # all on diagonal
+    assert_allclose(np.diag(channel), 0.0, atol=0)
+
+
+def test_manual_negative_without_pairs_is_the_uniform_survey() -> None:
+    assert_allclose(manual_negative(4), negative_uniform(4), atol=0)
+    assert_allclose(manual_negative(4, np.empty((0, 2))), negative_uniform(4), atol=0)
+
+
+@pytest.mark.parametrize(
+    ("pairs", "message"),
+    [
+        ([(0, 4)], r"0\.\.3"),
+        ([(-1, 2)], r"0\.\.3"),
+        ([(0, 1, 2)], r"shape \(m, 2\)"),
+        ([(0.5, 1)], "integer"),
+    ],
+)
+def test_manual_negative_validates_pairs(pairs: list[tuple[float, ...]], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        manual_negative(4, pairs)
+
+
+@pytest.mark.parametrize(
+    ("matrix", "message"),
+    [
+        ([[0.5, 0.5]], "square"),
+        ([1.0, 0.0], "2-D"),
+        ([[1.0]], "at least 2"),
+        ([[0.5, 0.5], [0.2, 0.7]], "row 1 sums to"),
+        ([[1.2, -0.2], [0.5, 0.5]], "row 0 has a negative"),
+        ([[np.nan, 1.0], [0.5, 0.5]], "row 0 has a non-finite"),
+    ],
+)
+def test_validate_channel_says_what_is_wrong(matrix: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        validate_channel(matrix)  # type: ignore[arg-type]
+
+
+def test_custom_channel_returns_a_copy() -> None:
+    matrix = np.array([[0.6, 0.4], [0.3, 0.7]])
+    channel = custom_channel(matrix)
+    channel[0, 0] = 0
+    assert matrix[0, 0] == 0.6
+
+
+@settings(max_examples=60, deadline=None)
+@given(k=st.integers(3, 30), sigma=st.floats(0.05, 50), retain=st.floats(0.01, 1.0))
+def test_every_constructor_gives_a_valid_channel(k: int, sigma: float, retain: float) -> None:
+    for channel in (
+        randomised_response(k, retain),
+        negative_uniform(k),
+        negative_gaussian(k, sigma),
+        manual_negative(k),
+    ):
+        validate_channel(channel)
+        assert channel.shape == (k, k)

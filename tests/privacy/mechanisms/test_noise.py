@@ -1,0 +1,144 @@
+"""Continuous noise models and their interval channels (001, Section III-B2 and IV-A1)."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+from scipy import integrate
+
+from privacy.mechanisms import (
+    AdditiveGaussian,
+    AdditiveLaplace,
+    AdditiveUniform,
+    NoNoise,
+    RetentionReplacement,
+    noise_model,
+)
+
+ADDITIVE = [AdditiveUniform(0.7), AdditiveGaussian(0.6), AdditiveLaplace(0.4)]
+TRUE_EDGES = np.array([0.0, 0.5, 1.5, 3.0])
+REPORTED_EDGES = np.array([-1.0, 0.0, 1.0, 2.0, 2.5, 4.0])
+
+
+def _quadrature_channel(model: AdditiveUniform | AdditiveGaussian | AdditiveLaplace) -> np.ndarray:
+    """C[i, j] by numerical integration of F_Y differences over the true interval."""
+    edges = REPORTED_EDGES.copy()
+    edges[0], edges[-1] = -np.inf, np.inf
+    channel = np.zeros((TRUE_EDGES.size - 1, edges.size - 1))
+    for i, (a, b) in enumerate(itertools.pairwise(TRUE_EDGES)):
+        for j, (lo, hi) in enumerate(itertools.pairwise(edges)):
+
+            def mass(x: float, lo: float = lo, hi: float = hi) -> float:
+                return float(model.noise_cdf(hi - x) - model.noise_cdf(lo - x))
+
+            value, _ = integrate.quad(mass, a, b, epsabs=1e-13, epsrel=1e-12, limit=200)
+            channel[i, j] = value / (b - a)
+    return channel
+
+
+@pytest.mark.parametrize("model", ADDITIVE, ids=lambda m: type(m).__name__)
+def test_interval_channel_matches_quadrature(model: AdditiveGaussian) -> None:
+    channel = model.interval_channel(TRUE_EDGES, REPORTED_EDGES)
+    assert channel.shape == (3, 5)
+    assert_allclose(channel, _quadrature_channel(model), atol=1e-9)
+    assert_allclose(channel.sum(axis=1), 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [*ADDITIVE, RetentionReplacement(0.6, -1.0, 4.0), NoNoise()],
+    ids=lambda m: type(m).__name__,
+)
+def test_interval_channel_matches_simulation(model: AdditiveGaussian) -> None:
+    rng = np.random.default_rng(3)
+    n = 400_000
+    edges = REPORTED_EDGES.copy()
+    edges[0], edges[-1] = -np.inf, np.inf
+    channel = model.interval_channel(TRUE_EDGES, REPORTED_EDGES)
+    for i in range(3):
+        values = rng.uniform(TRUE_EDGES[i], TRUE_EDGES[i + 1], n)
+        frequencies = np.histogram(model.distort(values, rng), edges)[0] / n
+        assert_allclose(frequencies, channel[i], atol=0.004)  # > 4 standard errors
+
+
+def test_interval_channel_is_accurate_far_from_zero() -> None:
+    # Large values must not lose the channel to cancellation.
+    model = AdditiveGaussian(1.0)
+    shift = 1e6
+    near = model.interval_channel(TRUE_EDGES, REPORTED_EDGES)
+    far = model.interval_channel(TRUE_EDGES + shift, REPORTED_EDGES + shift)
+    assert_allclose(far, near, atol=1e-8)
+
+
+def test_pdf_and_cdf_agree() -> None:
+    x = np.linspace(-3, 3, 2001)
+    for model in ADDITIVE:
+        cdf = model.noise_cdf(x)
+        numeric = np.concatenate([[0.0], integrate.cumulative_trapezoid(model.noise_pdf(x), x)])
+        assert_allclose(cdf - cdf[0], numeric, atol=2e-3)
+
+
+def test_reported_bounds() -> None:
+    assert AdditiveUniform(10).reported_bounds(16, 100) == (6, 110)
+    assert AdditiveGaussian(800).reported_bounds(0, 20000) == (-8000, 28000)
+    low, high = AdditiveLaplace(2).reported_bounds(0, 1)
+    assert math.isclose(low, -20 * math.sqrt(2)) and math.isclose(high, 1 + 20 * math.sqrt(2))
+    assert RetentionReplacement(0.5, 0, 10).reported_bounds(0, 10) == (0, 10)
+    assert NoNoise().reported_bounds(1, 2) == (1, 2)
+
+
+def test_retention_replacement_keeps_or_replaces() -> None:
+    model = RetentionReplacement(0.3, 0.0, 10.0)
+    values = np.full(200_000, 5.0)
+    reported = model.distort(values, np.random.default_rng(0))
+    kept = np.mean(reported == 5.0)
+    assert_allclose(kept, 0.3, atol=0.005)
+    assert reported.min() >= 0 and reported.max() <= 10
+    assert_allclose(model.reported_cdf(5.0, 5.0), 0.3 + 0.7 * 0.5, atol=1e-15)
+
+
+def test_noise_model_maps_api_names() -> None:
+    assert noise_model("none") == NoNoise()
+    assert noise_model("additive_uniform", half_width=10) == AdditiveUniform(10)
+    assert noise_model("additive_gaussian", sigma=2) == AdditiveGaussian(2)
+    assert noise_model("additive_laplace", scale=1) == AdditiveLaplace(1)
+    assert noise_model("retention_replacement", retain=0.5, low=0, high=1) == (
+        RetentionReplacement(0.5, 0, 1)
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "message"),
+    [
+        ("additive_uniform", {"half_width": 0}, "half_width"),
+        ("additive_gaussian", {"sigma": float("inf")}, "sigma"),
+        ("additive_laplace", {"scale": -1}, "scale"),
+        ("retention_replacement", {"retain": 0, "low": 0, "high": 1}, "retain"),
+        ("retention_replacement", {"retain": 0.5, "low": 1, "high": 1}, "low and high"),
+        ("additive_gaussian", {}, "sigma"),
+        ("additive_gaussian", {"sigma": 1, "scale": 2}, "scale"),
+        ("multiplicative", {}, "unknown noise model"),
+    ],
+)
+def test_noise_model_names_the_bad_parameter(name: str, params: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        noise_model(name, **params)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    sigma=st.floats(0.01, 100),
+    edges=st.lists(st.floats(-100, 100), min_size=2, max_size=8, unique=True),
+)
+def test_interval_channel_rows_are_distributions(sigma: float, edges: list[float]) -> None:
+    sorted_edges = np.sort(np.array(edges))
+    if np.any(np.diff(sorted_edges) < 1e-6):
+        return
+    for model in (AdditiveGaussian(sigma), AdditiveLaplace(sigma), AdditiveUniform(sigma)):
+        channel = model.interval_channel(sorted_edges, sorted_edges)
+        assert np.all(channel >= 0)
+        assert_allclose(channel.sum(axis=1), 1.0, atol=1e-12)
