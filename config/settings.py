@@ -155,6 +155,8 @@ REST_FRAMEWORK = {
         "submissions": env_str("SUBMISSION_RATE_LIMIT", "100000/minute"),
     },
     "UNAUTHENTICATED_USER": None,
+    # ?format= belongs to report downloads (html|csv|json), not to renderer selection.
+    "URL_FORMAT_OVERRIDE": None,
 }
 if DEBUG:
     REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"].append(
@@ -183,8 +185,8 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Celery. Without a broker, tasks run in-process (the embedded default).
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_ALWAYS_EAGER = not env_str("CELERY_BROKER_URL")
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "memory://"
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
@@ -207,7 +209,17 @@ if CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] <= CELERY_TASK_TIME_LIM
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_WORKER_SEND_TASK_EVENTS = False
-CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
+JOBS_STUCK_AFTER_SECONDS = env_int("JOBS_STUCK_AFTER_SECONDS", 600)
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    "refresh-open-survey-reports": {
+        "task": "reconstruction.refresh_open_survey_reports",
+        "schedule": float(env_int("REPORT_REFRESH_SECONDS", 3600)),
+    },
+    "requeue-stuck-jobs": {
+        "task": "reconstruction.requeue_stuck_jobs",
+        "schedule": float(env_int("JOBS_REQUEUE_SECONDS", 300)),
+    },
+}
 
 HEALTHZ_WORKER_TIMEOUT = float(env_str("HEALTHZ_WORKER_TIMEOUT", "1.0"))
 

@@ -1,16 +1,44 @@
 from __future__ import annotations
 
+from typing import Any
+
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiExample, extend_schema
-from rest_framework import status
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework import exceptions, status
+from rest_framework.generics import ListAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from consultations.permissions import IsAnalyst
-from reconstruction.models import AggregateReconstruction
-from reconstruction.serializers import AggregateReconstructionSerializer, JobCreatedSerializer
-from reconstruction.services import aggregate_reconstruction_create
+from reconstruction import services
+from reconstruction.analysis import AnalysisInputError
+from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
+from reconstruction.serializers import (
+    AggregateReconstructionSerializer,
+    AnalysisRequestSerializer,
+    AnalysisSerializer,
+    JobCreatedSerializer,
+    ReportSerializer,
+)
+from surveys import selectors as survey_selectors
+
+
+def _accepted(job: Job, url: str) -> Response:
+    return Response(
+        {"id": job.pk, "status": job.status, "url": url},
+        status=status.HTTP_202_ACCEPTED,
+        headers={"Location": url},
+    )
+
+
+def _survey_or_404(request: Request, survey_id: Any) -> Any:
+    survey = survey_selectors.survey_get(organisation=request.user.organisation, pk=survey_id)
+    if survey is None:
+        raise exceptions.NotFound("No survey with this id in your organisation.")
+    return survey
 
 
 class AggregateReconstructionCreateApi(APIView):
@@ -40,17 +68,12 @@ class AggregateReconstructionCreateApi(APIView):
     def post(self, request: Request) -> Response:
         serializer = AggregateReconstructionSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        job = aggregate_reconstruction_create(
+        job = services.aggregate_reconstruction_create(
             organisation=request.user.organisation,
             requested_by=request.user.prefix,
             **serializer.validated_data,
         )
-        url = f"/api/v1/aggregate-reconstructions/{job.pk}/"
-        return Response(
-            {"id": job.pk, "status": job.status, "url": url},
-            status=status.HTTP_202_ACCEPTED,
-            headers={"Location": url},
-        )
+        return _accepted(job, f"/api/v1/aggregate-reconstructions/{job.pk}/")
 
 
 class AggregateReconstructionDetailApi(APIView):
@@ -65,3 +88,146 @@ class AggregateReconstructionDetailApi(APIView):
             AggregateReconstruction, pk=job_id, organisation=request.user.organisation
         )
         return Response(AggregateReconstructionSerializer(job).data)
+
+
+ANALYSIS_EXAMPLES = [
+    OpenApiExample("Conjunctive count", request_only=True, value={
+        "survey": 3, "kind": "count",
+        "where": [{"attribute": "sex", "op": "in", "value": ["F"]},
+                  {"attribute": "age", "op": "lte", "value": 30}]}),
+    OpenApiExample("Conditional mean", request_only=True, value={
+        "survey": 3, "kind": "mean", "attribute": "income",
+        "where": [{"attribute": "children", "op": "in", "value": ["Y"]}]}),
+    OpenApiExample("Distribution", request_only=True, value={
+        "survey": 3, "kind": "distribution", "attribute": "district", "method": "eq"}),
+    OpenApiExample("Stratified sample", request_only=True, value={
+        "survey": 3, "kind": "sample", "size": 30, "seed": 7,
+        "where": [{"attribute": "age", "op": "between", "value": [18, 40]}],
+        "strata": [{"where": [{"attribute": "sex", "op": "in", "value": ["F"]}], "size": 15},
+                   {"where": [{"attribute": "sex", "op": "in", "value": ["M"]}], "size": 15}]}),
+    OpenApiExample("Count result", response_only=True, status_codes=["200"], value={
+        "id": 17, "status": "succeeded", "progress": 1.0, "error": None, "kind": "count",
+        "survey": 3, "result": {"estimate": 312.4, "ci95": [290.1, 335.0], "population": 20000,
+                                "suppressed": False, "method": "joint"}}),
+]
+
+
+class AnalysisListCreateApi(ListAPIView[AnalysisJob]):
+    permission_classes = [IsAnalyst]
+    serializer_class = AnalysisSerializer
+
+    def get_queryset(self) -> Any:
+        queryset = AnalysisJob.objects.filter(organisation=self.request.user.organisation)
+        for field in ("survey", "kind", "status"):
+            value = self.request.query_params.get(field)
+            if value:
+                queryset = queryset.filter(**{field: value})
+        return queryset.order_by("-created_at", "-id")
+
+    @extend_schema(
+        summary="List analyses",
+        parameters=[
+            OpenApiParameter("survey", int, description="only this survey's analyses"),
+            OpenApiParameter("kind", str, enum=["count", "mean", "distribution", "sample"]),
+            OpenApiParameter("status", str, enum=["queued", "running", "succeeded", "failed"]),
+        ],
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        summary="Request an analysis (count, mean, distribution or sample)",
+        description=(
+            "Validates the request against the survey's questions and disclosure thresholds, "
+            "then queues a background job. Methods: distributions of discrete attributes "
+            "`em_as` (default), `eq`, `nstops`, `nstops_i`, `nstops_ii`, `mle`; of continuous "
+            "ones `em` (default), `as`; counts `joint` (default), `figure3`, `naive`; means "
+            "`unbiased` (default), `figure3`, `naive`; samples `figure3` (default), "
+            "`posterior`."
+        ),
+        request=AnalysisRequestSerializer,
+        responses={202: JobCreatedSerializer},
+        examples=ANALYSIS_EXAMPLES,
+    )
+    def post(self, request: Request) -> Response:
+        serializer = AnalysisRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        spec = dict(serializer.validated_data)
+        survey = _survey_or_404(request, spec["survey"])
+        try:
+            job = services.analysis_create(
+                organisation=request.user.organisation, survey=survey, spec=spec,
+                requested_by=request.user.prefix,
+            )
+        except AnalysisInputError as exc:
+            raise exceptions.ValidationError(exc.errors) from None
+        return _accepted(job, f"/api/v1/analyses/{job.pk}/")
+
+
+class AnalysisDetailApi(APIView):
+    permission_classes = [IsAnalyst]
+
+    @extend_schema(summary="Status, progress and result of an analysis",
+                   responses={200: AnalysisSerializer}, examples=ANALYSIS_EXAMPLES[-1:])
+    def get(self, request: Request, analysis_id: int) -> Response:
+        job = get_object_or_404(AnalysisJob, pk=analysis_id, organisation=request.user.organisation)
+        return Response(AnalysisSerializer(job).data)
+
+
+class ReportCreateApi(APIView):
+    permission_classes = [IsAnalyst]
+
+    @extend_schema(summary="Start a report of every question of a survey", request=None,
+                   responses={202: JobCreatedSerializer})
+    def post(self, request: Request, survey_id: int) -> Response:
+        survey = _survey_or_404(request, survey_id)
+        report = services.report_create(
+            organisation=request.user.organisation, survey=survey,
+            requested_by=request.user.prefix,
+        )
+        return _accepted(report, f"/api/v1/reports/{report.pk}/")
+
+
+class ReportDetailApi(APIView):
+    permission_classes = [IsAnalyst]
+
+    @extend_schema(summary="Status of a report", responses={200: ReportSerializer})
+    def get(self, request: Request, report_id: int) -> Response:
+        report = get_object_or_404(Report, pk=report_id, organisation=request.user.organisation)
+        return Response(ReportSerializer(report).data)
+
+
+DOWNLOAD_TYPES = {
+    "html": "text/html; charset=utf-8",
+    "csv": "text/csv; charset=utf-8",
+    "json": "application/json",
+}
+
+
+class ReportDownloadApi(APIView):
+    permission_classes = [IsAnalyst]
+
+    @extend_schema(
+        summary="Download a finished report",
+        parameters=[OpenApiParameter("format", str, enum=list(DOWNLOAD_TYPES), default="html")],
+        responses={(200, "text/html"): OpenApiTypes.STR, (200, "text/csv"): OpenApiTypes.STR,
+                   (200, "application/json"): OpenApiTypes.OBJECT},
+    )
+    def get(self, request: Request, report_id: int) -> HttpResponse:
+        report = get_object_or_404(Report, pk=report_id, organisation=request.user.organisation)
+        fmt = request.query_params.get("format", "html")
+        if fmt not in DOWNLOAD_TYPES:
+            raise exceptions.ValidationError(
+                {"format": f"Unknown format {fmt!r}; use html, csv or json."}
+            )
+        if report.status != Job.Status.SUCCEEDED:
+            raise exceptions.ValidationError(
+                {"report": f"The report is {report.status}; download it once it has succeeded."}
+            )
+        filename = f"survey-{report.survey_id}-report-{report.pk}.{fmt}"
+        if fmt == "json":
+            response: HttpResponse = JsonResponse(report.result)
+        else:
+            response = HttpResponse(getattr(report, fmt), content_type=DOWNLOAD_TYPES[fmt])
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -59,8 +60,16 @@ def job_fail(model: type[J], job_id: int, error: str) -> None:
     )
 
 
+@dataclass(frozen=True)
+class JobOutput:
+    """What a computation returns: the JSON result and other columns to store with it."""
+
+    result: dict[str, Any]
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
 def job_execute(
-    model: type[J], job_id: int, compute: Callable[[J, Progress], dict[str, Any]]
+    model: type[J], job_id: int, compute: Callable[[J, Progress], dict[str, Any] | JobOutput]
 ) -> J | None:
     """Run one job to completion, exactly once as far as its stored result goes.
 
@@ -99,9 +108,10 @@ def job_execute(
         logger.exception("%s %s failed", model.__name__, job_id)
         job_fail(model, job_id, f"Internal error ({type(exc).__name__}); the operators were told.")
     else:
+        output = result if isinstance(result, JobOutput) else JobOutput(result)
         model.objects.filter(pk=job_id).exclude(status__in=Job.FINISHED).update(
-            status=Job.Status.SUCCEEDED, result=result, progress=1.0, error="",
-            finished_at=timezone.now(),
+            status=Job.Status.SUCCEEDED, result=output.result, progress=1.0, error="",
+            finished_at=timezone.now(), **output.fields,
         )
     job.refresh_from_db()
     return job

@@ -55,3 +55,48 @@ class AggregateReconstruction(Job):
 
     class Meta(Job.Meta):
         indexes = [models.Index(fields=["status", "created_at"], name="aggrec_status_created")]
+
+
+class AnalysisJob(Job):
+    """A count, mean, distribution or participant sample over one survey (api.md, Analyses).
+
+    ``spec`` is the validated request as the analyst sent it (categories as labels);
+    it is what the audit trail and a re-run see.
+    """
+
+    class Kind(models.TextChoices):
+        COUNT = "count", "count"
+        MEAN = "mean", "mean"
+        DISTRIBUTION = "distribution", "distribution"
+        SAMPLE = "sample", "sample"
+
+    survey = models.ForeignKey("surveys.Survey", on_delete=models.CASCADE, related_name="analyses")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    spec = models.JSONField()
+
+    class Meta(Job.Meta):
+        indexes = [
+            models.Index(fields=["status", "created_at"], name="analysis_status_created"),
+            models.Index(fields=["organisation", "-created_at"], name="analysis_org_created"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(kind__in=["count", "mean", "distribution", "sample"]),
+                name="analysis_kind_valid",
+            )
+        ]
+
+
+class Report(Job):
+    """Every question of a survey reconstructed, with intervals, charts and suppression.
+
+    ``result`` holds the JSON form; the HTML (charts embedded) and CSV forms are
+    rendered once by the worker so downloads are plain reads.
+    """
+
+    survey = models.ForeignKey("surveys.Survey", on_delete=models.CASCADE, related_name="reports")
+    html = models.TextField(blank=True)
+    csv = models.TextField(blank=True)
+
+    class Meta(Job.Meta):
+        indexes = [models.Index(fields=["status", "created_at"], name="report_status_created")]

@@ -59,3 +59,79 @@ class JobCreatedSerializer(serializers.Serializer[Job]):
     url = serializers.CharField()
 
 
+
+
+class ConditionSerializer(serializers.Serializer[Any]):
+    attribute = serializers.CharField(max_length=64)
+    op = serializers.ChoiceField(choices=["in", "gt", "lte", "between"])
+    value = serializers.JSONField(
+        help_text="A list of categories for 'in'; a number for gt/lte; [t1, t2] for between."
+    )
+
+
+class StratumSerializer(serializers.Serializer[Any]):
+    where = ConditionSerializer(many=True, allow_empty=False)
+    size = serializers.IntegerField(min_value=1)
+
+
+ANALYSIS_METHODS = (
+    "em_as", "eq", "nstops", "nstops_i", "nstops_ii", "mle", "em", "as",
+    "joint", "figure3", "naive", "unbiased", "posterior",
+)
+
+
+class AnalysisRequestSerializer(serializers.Serializer[Any]):
+    """api.md, Analyses: what an analyst may ask for."""
+
+    survey = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=["count", "mean", "distribution", "sample"])
+    attribute = serializers.CharField(max_length=64, required=False)
+    where = ConditionSerializer(many=True, required=False, max_length=20)
+    method = serializers.ChoiceField(choices=ANALYSIS_METHODS, required=False)
+    size = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
+    seed = serializers.IntegerField(min_value=0, max_value=2**63 - 1, required=False)
+    strata = StratumSerializer(many=True, required=False, max_length=50)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        kind = attrs["kind"]
+        errors: dict[str, str] = {}
+        if kind in ("mean", "distribution") and not attrs.get("attribute"):
+            errors["attribute"] = f"A {kind} needs the attribute to analyse."
+        if kind in ("count", "sample") and attrs.get("attribute"):
+            errors["attribute"] = f"A {kind} takes no attribute; give its condition in 'where'."
+        if kind == "count" and not attrs.get("where"):
+            errors["where"] = "A count needs at least one condition."
+        if kind == "sample":
+            if "size" not in attrs:
+                errors["size"] = "A sample needs its size."
+            strata = attrs.get("strata") or []
+            if strata and "size" in attrs and sum(s["size"] for s in strata) != attrs["size"]:
+                errors["strata"] = "The strata sizes must add up to the sample size."
+        else:
+            for field in ("size", "seed", "strata"):
+                if field in attrs:
+                    errors[field] = f"Only a sample takes {field!r}."
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class AnalysisSerializer(JobSerializer):
+    survey = serializers.IntegerField(source="survey_id", read_only=True)
+    kind = serializers.CharField(read_only=True)
+    spec = serializers.JSONField(read_only=True)
+
+
+class ReportSerializer(JobSerializer):
+    survey = serializers.IntegerField(source="survey_id", read_only=True)
+    result = serializers.SerializerMethodField()
+    downloads = serializers.SerializerMethodField()
+
+    def get_result(self, report: Any) -> None:
+        return None  # the report itself is downloaded, see ``downloads``
+
+    def get_downloads(self, report: Any) -> dict[str, str]:
+        if report.status != "succeeded":
+            return {}
+        base = f"/api/v1/reports/{report.pk}/download/?format="
+        return {fmt: base + fmt for fmt in ("html", "csv", "json")}

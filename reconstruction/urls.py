@@ -3,6 +3,14 @@ from django.urls import path
 from reconstruction import apis
 
 urlpatterns = [
+    path("analyses/", apis.AnalysisListCreateApi.as_view(), name="analysis-list"),
+    path("analyses/<int:analysis_id>/", apis.AnalysisDetailApi.as_view(), name="analysis-detail"),
+    path("surveys/<int:survey_id>/reports/", apis.ReportCreateApi.as_view(), name="report-create"),
+    path("reports/<int:report_id>/", apis.ReportDetailApi.as_view(), name="report-detail"),
+    path(
+        "reports/<int:report_id>/download/", apis.ReportDownloadApi.as_view(),
+        name="report-download",
+    ),
     path(
         "aggregate-reconstructions/",
         apis.AggregateReconstructionCreateApi.as_view(),

@@ -1,0 +1,189 @@
+"""Survey reports: every question reconstructed, beside the naive counts, as JSON, CSV and HTML.
+
+Disclosure control (002_f0fd5869fe299975.txt) applies to every published
+number: a question with fewer responses than the consultation's
+``min_responses`` publishes nothing, and cells below ``min_cell`` are hidden
+(with complementary suppression, see :func:`reconstruction.analysis.suppress_cells`).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from privacy.mechanisms import epsilon
+from reconstruction.algorithms import queries
+from reconstruction.algorithms.continuous import IntervalReconstruction
+from reconstruction.algorithms.methods import reconstruct
+from reconstruction.algorithms.queries import ContinuousAttribute
+from reconstruction.algorithms.result import Reconstruction
+from reconstruction.analysis import Thresholds, distribution_payload, suppress_cells
+from surveys import selectors
+from surveys.models import Question, Survey
+
+
+def question_section(question: Question, thresholds: Thresholds) -> dict[str, Any]:
+    """One question's part of the report: its mechanism, epsilon, counts and estimates."""
+    channel = noise = values = None
+    if question.is_discrete:
+        naive = selectors.reported_code_counts(question).astype(np.float64)
+        n = int(naive.sum())
+        channel = selectors.question_channel(question)
+    else:
+        values = selectors.question_values(question)
+        n = int(values.size)
+        noise = selectors.question_noise(question)
+    section: dict[str, Any] = {
+        "key": question.key,
+        "text": question.text,
+        "type": question.type,
+        "mechanism": {"name": question.mechanism, **(question.mechanism_params or {})},
+        "epsilon": epsilon(channel) if channel is not None and question.mechanism != "none" else None,
+        "responses": n,
+    }
+    if n < thresholds.min_responses:
+        section["published"] = False
+        section["reason"] = (
+            f"fewer than {thresholds.min_responses} responses: nothing is shown for this question"
+        )
+        return section
+    if question.is_discrete:
+        result: Reconstruction | IntervalReconstruction = reconstruct(naive, channel)
+    else:
+        attribute = ContinuousAttribute(
+            values, noise, float(question.range_low), float(question.range_high)
+        )
+        result = queries.distribution({question.key: attribute}, question.key)
+        # The distorted values counted as if they were true, in the same intervals.
+        edges = result.edges.copy()
+        edges[-1] = np.nextafter(edges[-1], np.inf)  # the top of the range is in the last bin
+        clipped = np.clip(values, float(question.range_low), float(question.range_high))
+        naive = np.histogram(clipped, bins=edges)[0].astype(np.float64)
+    naive_hidden = suppress_cells(naive, thresholds.min_cell)
+    section.update(
+        published=True,
+        reconstructed=distribution_payload(result, question, thresholds.min_cell),
+        naive={
+            "counts": [None if h else float(c) for c, h in zip(naive, naive_hidden, strict=True)],
+            "suppressed": [bool(h) for h in naive_hidden],
+        },
+    )
+    return section
+
+
+def _labels(section: dict[str, Any]) -> list[str]:
+    reconstructed = section["reconstructed"]
+    if "categories" in reconstructed:
+        return [str(c) for c in reconstructed["categories"]]
+    return [f"[{a:g}, {b:g})" for a, b in reconstructed["intervals"]]
+
+
+def chart_png(section: dict[str, Any]) -> str:
+    """A bar chart of reconstructed counts (with 95% intervals) beside the naive counts."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    labels = _labels(section)
+    reconstructed = section["reconstructed"]
+    estimate = np.array([np.nan if c is None else c for c in reconstructed["counts"]], dtype=float)
+    naive = np.array([np.nan if c is None else c for c in section["naive"]["counts"]], dtype=float)
+    ci = np.array(
+        [[np.nan, np.nan] if pair is None else [np.nan if v is None else v for v in pair]
+         for pair in reconstructed["ci95"]],
+        dtype=float,
+    )
+    x = np.arange(len(labels))
+    width = 0.4
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.45 * len(labels) + 2), 2.8), dpi=90)
+    ax.bar(x - width / 2, naive, width, label="distorted answers (naive)", color="#bbbbbb")
+    errors = np.vstack([estimate - ci[:, 0], ci[:, 1] - estimate])
+    ax.bar(x + width / 2, estimate, width, yerr=np.nan_to_num(np.clip(errors, 0, None)),
+           capsize=2, label="reconstructed (95% interval)", color="#2b6cb0")
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels, rotation=45 if len(labels) > 6 else 0, ha="right" if len(labels) > 6 else "center", fontsize=7)
+    ax.set_ylabel("participants")
+    ax.legend(fontsize=7, frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def report_csv(document: dict[str, Any]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["question", "cell", "naive_count", "estimate", "ci95_low", "ci95_high",
+                     "suppressed", "method", "epsilon", "responses"])
+    for section in document["questions"]:
+        if not section["published"]:
+            writer.writerow([section["key"], "", "", "", "", "", "question", "", section["epsilon"],
+                             section["responses"]])
+            continue
+        reconstructed = section["reconstructed"]
+        for i, label in enumerate(_labels(section)):
+            pair = reconstructed["ci95"][i] or [None, None]
+            writer.writerow([
+                section["key"], label, _blank(section["naive"]["counts"][i]),
+                _blank(reconstructed["counts"][i]), _blank(pair[0]), _blank(pair[1]),
+                "yes" if reconstructed["suppressed"][i] else "no", reconstructed["method"],
+                _blank(section["epsilon"]), section["responses"],
+            ])
+    return out.getvalue()
+
+
+def _blank(value: Any) -> str:
+    if value is None:
+        return ""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def build_report(
+    survey: Survey, progress: Callable[[float], None], *, charts: bool = True
+) -> tuple[dict[str, Any], str, str]:
+    """The report of a survey as (JSON document, HTML, CSV)."""
+    thresholds = Thresholds.of(survey)
+    questions = selectors.survey_questions(survey)
+    sections = []
+    for index, question in enumerate(questions):
+        sections.append(question_section(question, thresholds))
+        progress(0.8 * (index + 1) / max(1, len(questions)))
+    document = {
+        "survey": survey.pk,
+        "title": survey.title,
+        "consultation": survey.consultation.title,
+        "status": survey.status,
+        "responses": selectors.survey_response_count(survey),
+        "generated_at": timezone.now().replace(second=0, microsecond=0).isoformat(),
+        "thresholds": {"min_responses": thresholds.min_responses, "min_cell": thresholds.min_cell},
+        "questions": sections,
+    }
+    rows = []
+    for section in sections:
+        view = dict(section)
+        if section["published"]:
+            view["rows"] = [
+                {
+                    "label": label,
+                    "naive": section["naive"]["counts"][i],
+                    "estimate": section["reconstructed"]["counts"][i],
+                    "ci": section["reconstructed"]["ci95"][i],
+                    "suppressed": section["reconstructed"]["suppressed"][i],
+                }
+                for i, label in enumerate(_labels(section))
+            ]
+            view["chart"] = chart_png(section) if charts else ""
+        rows.append(view)
+    progress(0.95)
+    html = render_to_string("reconstruction/report.html", {"report": document, "sections": rows})
+    return document, html, report_csv(document)
