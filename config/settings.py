@@ -182,6 +182,12 @@ SPECTACULAR_SETTINGS = {
         }
     },
     "SECURITY": [{"bearerAuth": []}],
+    "ENUM_NAME_OVERRIDES": {
+        "SurveyKindEnum": "surveys.models.Survey.Kind",
+        "SurveyStatusEnum": "surveys.models.Survey.Status",
+        "AnalysisKindEnum": "reconstruction.models.AnalysisJob.Kind",
+        "JobStatusEnum": "reconstruction.models.Job.Status",
+    },
 }
 
 # --- Celery. Without a broker, tasks run in-process (the embedded default).

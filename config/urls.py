@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config.health import healthz
+from reconstruction.views import admin_report_download
 
 api_v1 = [
     path("", include("consultations.urls")),
@@ -12,6 +13,10 @@ api_v1 = [
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path(
+        "admin/reports/<int:report_id>/download/", admin_report_download,
+        name="admin-report-download",
+    ),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),

@@ -204,6 +204,23 @@ DOWNLOAD_TYPES = {
 }
 
 
+def report_file(report: Report, fmt: str) -> HttpResponse:
+    """A finished report as a download (shared by the API and the admin site)."""
+    if fmt not in DOWNLOAD_TYPES:
+        raise exceptions.ValidationError({"format": f"Unknown format {fmt!r}; use html, csv or json."})
+    if report.status != Job.Status.SUCCEEDED:
+        raise exceptions.ValidationError(
+            {"report": f"The report is {report.status}; download it once it has succeeded."}
+        )
+    filename = f"survey-{report.survey_id}-report-{report.pk}.{fmt}"
+    if fmt == "json":
+        response: HttpResponse = JsonResponse(report.result)
+    else:
+        response = HttpResponse(getattr(report, fmt), content_type=DOWNLOAD_TYPES[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
 class ReportDownloadApi(APIView):
     permission_classes = [IsAnalyst]
 
@@ -215,19 +232,4 @@ class ReportDownloadApi(APIView):
     )
     def get(self, request: Request, report_id: int) -> HttpResponse:
         report = get_object_or_404(Report, pk=report_id, organisation=request.user.organisation)
-        fmt = request.query_params.get("format", "html")
-        if fmt not in DOWNLOAD_TYPES:
-            raise exceptions.ValidationError(
-                {"format": f"Unknown format {fmt!r}; use html, csv or json."}
-            )
-        if report.status != Job.Status.SUCCEEDED:
-            raise exceptions.ValidationError(
-                {"report": f"The report is {report.status}; download it once it has succeeded."}
-            )
-        filename = f"survey-{report.survey_id}-report-{report.pk}.{fmt}"
-        if fmt == "json":
-            response: HttpResponse = JsonResponse(report.result)
-        else:
-            response = HttpResponse(getattr(report, fmt), content_type=DOWNLOAD_TYPES[fmt])
-        response["Content-Disposition"] = f'attachment; filename="{filename}"'
-        return response
+        return report_file(report, request.query_params.get("format", "html"))

@@ -5,7 +5,7 @@ from typing import Any
 from rest_framework import serializers
 
 from reconstruction.algorithms.methods import DISCRETE_METHODS, reconstruct
-from reconstruction.models import Job
+from reconstruction.models import AnalysisJob, Job
 
 
 class JobSerializer(serializers.Serializer[Job]):
@@ -84,7 +84,7 @@ class AnalysisRequestSerializer(serializers.Serializer[Any]):
     """api.md, Analyses: what an analyst may ask for."""
 
     survey = serializers.IntegerField()
-    kind = serializers.ChoiceField(choices=["count", "mean", "distribution", "sample"])
+    kind = serializers.ChoiceField(choices=AnalysisJob.Kind.choices)
     attribute = serializers.CharField(max_length=64, required=False)
     where = ConditionSerializer(many=True, required=False, max_length=20)
     method = serializers.ChoiceField(choices=ANALYSIS_METHODS, required=False)
@@ -124,11 +124,8 @@ class AnalysisSerializer(JobSerializer):
 
 class ReportSerializer(JobSerializer):
     survey = serializers.IntegerField(source="survey_id", read_only=True)
-    result = serializers.SerializerMethodField()
+    result = None  # type: ignore[assignment]  # the report itself is downloaded, see ``downloads``
     downloads = serializers.SerializerMethodField()
-
-    def get_result(self, report: Any) -> None:
-        return None  # the report itself is downloaded, see ``downloads``
 
     def get_downloads(self, report: Any) -> dict[str, str]:
         if report.status != "succeeded":

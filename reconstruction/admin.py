@@ -1,0 +1,98 @@
+"""Admin views of background jobs: read-only results; reports can be started here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.html import format_html
+
+from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
+from reconstruction.services import report_create
+from surveys.models import Survey
+
+JOB_FIELDS = ("status", "progress", "error", "attempts", "requested_by", "created_at",
+              "started_at", "finished_at")
+
+
+class JobAdmin(admin.ModelAdmin):
+    list_filter = ("status", "organisation")
+    search_fields = ("requested_by",)
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(AnalysisJob)
+class AnalysisJobAdmin(JobAdmin):
+    list_display = ("id", "kind", "survey", "status", "progress", "requested_by", "created_at")
+    list_filter = ("status", "kind", "organisation")
+    readonly_fields = ("organisation", "survey", "kind", "spec", "result", *JOB_FIELDS)
+
+
+@admin.register(AggregateReconstruction)
+class AggregateReconstructionAdmin(JobAdmin):
+    list_display = ("id", "method", "status", "requested_by", "created_at")
+    readonly_fields = ("organisation", "method", "counts", "channel", "result", *JOB_FIELDS)
+
+
+class StartReportForm(forms.ModelForm):
+    class Meta:
+        model = Report
+        fields = ("survey",)
+
+
+@admin.register(Report)
+class ReportAdmin(admin.ModelAdmin):
+    """Reports are started from here (or from a survey's actions) and downloaded as files."""
+
+    list_display = ("id", "survey", "status", "progress", "requested_by", "created_at", "downloads")
+    list_filter = ("status", "organisation")
+    search_fields = ("survey__title",)
+    form = StartReportForm
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return ("survey",)
+        return ("organisation", "survey", "downloads", *JOB_FIELDS)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return () if obj is None else self.get_fields(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return obj is None
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "survey":
+            kwargs["queryset"] = Survey.objects.exclude(status=Survey.Status.DRAFT)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def save_model(self, request: HttpRequest, obj: Report, form: Any, change: bool) -> None:
+        # Through the service, so the job is queued and audited like an API request.
+        created = report_create(
+            organisation=obj.survey.consultation.organisation, survey=obj.survey,
+            requested_by=f"admin:{request.user.get_username()}",
+        )
+        obj.pk = created.pk
+        obj.refresh_from_db()
+
+    def response_add(self, request: HttpRequest, obj: Report, post_url_continue: Any = None) -> HttpResponse:
+        self.message_user(request, f"Report {obj.pk} of “{obj.survey}” was queued.", messages.SUCCESS)
+        return super().response_post_save_add(request, obj)
+
+    @admin.display(description="downloads")
+    def downloads(self, report: Report) -> str:
+        if report.status != Job.Status.SUCCEEDED:
+            return "—"
+        url = reverse("admin-report-download", args=[report.pk])
+        return format_html(
+            '<a href="{}?format=html">HTML</a> · <a href="{}?format=csv">CSV</a> · '
+            '<a href="{}?format=json">JSON</a>', url, url, url,
+        )
