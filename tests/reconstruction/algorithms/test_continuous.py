@@ -1,0 +1,176 @@
+"""Tests of interval reconstruction for continuous attributes (continuous.py)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from privacy.mechanisms import (
+    AdditiveGaussian,
+    AdditiveLaplace,
+    AdditiveUniform,
+    NoiseModel,
+    NoNoise,
+    RetentionReplacement,
+)
+from reconstruction.algorithms.continuous import (
+    bin_values,
+    fixed_point,
+    interval_count,
+    interval_edges,
+    reconstruct_continuous,
+    reported_edges,
+)
+from reconstruction.algorithms.simulation import simulate_candidates
+
+AGES = simulate_candidates(40_000, rng=np.random.default_rng(7)).age
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.floats(-1e3, 1e3),
+    st.floats(1.0, 1e3),
+    st.lists(st.floats(-2e3, 2e3), max_size=4),
+    st.integers(1, 60),
+)
+def test_grid_contains_thresholds(low: float, width: float, cuts: list[float], m: int) -> None:
+    high = low + width
+    edges = interval_edges(low, high, thresholds=cuts, n_intervals=m)
+    assert edges[0] == low and edges[-1] == high
+    assert np.all(np.diff(edges) > 0)
+    for t in cuts:
+        if low < t < high:
+            assert t in edges
+    # no sliver intervals except between two thresholds
+    inside = [t for t in cuts if low < t < high]
+    slivers = np.diff(edges) < 0.5 * width / m - 1e-9
+    for i in np.flatnonzero(slivers):
+        assert edges[i] in inside or edges[i + 1] in inside
+
+
+def test_default_interval_count_depends_on_n_and_noise() -> None:
+    assert interval_count(16, 100, n=100, noise_scale=None) == 20
+    assert interval_count(16, 100, n=10**6, noise_scale=None) == 40
+    assert interval_count(16, 100, n=10**6, noise_scale=5.77) == 30
+    assert len(interval_edges(16, 100, n=30_000, noise_scale=5.77)) - 1 == 30
+
+
+def test_reported_bins_cover_noise_support() -> None:
+    edges = interval_edges(16, 100, n_intervals=21)
+    bins = reported_edges(edges, AdditiveUniform(10), 16, 100)
+    assert bins[0] <= 6 and bins[-1] >= 110
+    assert set(edges) <= set(bins)
+    np.testing.assert_array_equal(
+        bin_values([5.0, 16.0, 100.0, 200.0], bins)[[0, -1]], [0, len(bins) - 2]
+    )
+
+
+@pytest.mark.parametrize(
+    "noise",
+    [
+        AdditiveUniform(10),
+        AdditiveGaussian(6),
+        AdditiveLaplace(4),
+        RetentionReplacement(0.6, 16, 100),
+    ],
+    ids=["uniform", "gaussian", "laplace", "retention"],
+)
+@pytest.mark.parametrize("method", ["em", "as"])
+def test_recovers_share_below_threshold(
+    noise: NoiseModel, method: Literal["em", "as"], request: pytest.FixtureRequest
+) -> None:
+    if method == "em" and isinstance(noise, AdditiveGaussian):
+        # Known limitation: with Gaussian noise the converged EM (the maximum-likelihood
+        # estimate) is spiky and moves mass across the threshold (0.11 vs 0.16 here);
+        # AS stops earlier (its chi-square rule) and stays smooth.
+        request.applymarker(pytest.mark.xfail(strict=True, reason="spiky Gaussian MLE"))
+    rng = np.random.default_rng(1)
+    reported = noise.distort(AGES, rng)
+    result = reconstruct_continuous(
+        reported,
+        noise,
+        16,
+        100,
+        method=method,
+        thresholds=[30, 60],
+        ci=False,
+    )
+    below = result.edges[1:] <= 30
+    between = (result.edges[:-1] >= 30) & (result.edges[1:] <= 60)
+    # tolerance: about 4 standard errors at n = 40,000 plus the reconstruction's own error
+    np.testing.assert_allclose(result.proportions[below].sum(), (AGES <= 30).mean(), atol=0.012)
+    np.testing.assert_allclose(
+        result.proportions[between].sum(), ((AGES > 30) & (AGES <= 60)).mean(), atol=0.015
+    )
+    assert result.reconstruction.converged
+    assert result.reconstruction.method == method
+    np.testing.assert_allclose(result.counts.sum(), AGES.size)
+
+
+def test_no_noise_gives_the_histogram() -> None:
+    edges = interval_edges(16, 100, thresholds=[30], n_intervals=20)
+    result = reconstruct_continuous(AGES, NoNoise(), 16, 100, edges=edges, ci=False)
+    histogram = np.histogram(AGES, bins=edges)[0]
+    np.testing.assert_allclose(result.counts, histogram, atol=0.5)
+
+
+def test_bootstrap_interval_is_reproducible_and_covers_estimate() -> None:
+    noise = AdditiveUniform(10)
+    reported = noise.distort(AGES[:5_000], np.random.default_rng(2))
+    one = reconstruct_continuous(reported, noise, 16, 100, n_boot=50, rng=np.random.default_rng(3))
+    two = reconstruct_continuous(reported, noise, 16, 100, n_boot=50, rng=np.random.default_rng(3))
+    np.testing.assert_array_equal(one.ci95, two.ci95)
+    assert np.all(one.ci95[:, 0] <= one.ci95[:, 1])
+    assert one.ci95.shape == (one.counts.size, 2)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 300))
+def test_counts_non_negative_and_sum_to_n(seed: int, n: int) -> None:
+    rng = np.random.default_rng(seed)
+    noise = AdditiveGaussian(5)
+    reported = noise.distort(rng.uniform(0, 50, n), rng)
+    result = reconstruct_continuous(reported, noise, 0, 50, ci=False, max_iter=2_000)
+    assert np.all(result.counts >= 0)
+    np.testing.assert_allclose(result.counts.sum(), n)
+
+
+def test_batched_and_kronecker_paths_agree() -> None:
+    rng = np.random.default_rng(4)
+    a = np.array([[0.7, 0.3], [0.2, 0.8]])
+    b = AdditiveUniform(3).interval_channel(np.linspace(0, 10, 6), np.linspace(-3, 13, 9))
+    counts = rng.integers(0, 50, size=(3, 2, 8)).astype(float)
+    batched, _, _ = fixed_point(counts, [a, b], tol=1e-10)
+    for i in range(3):
+        single, _, ok = fixed_point(counts[i], [a, b], tol=1e-10)
+        assert ok
+        np.testing.assert_allclose(batched[i], single, atol=1e-7)
+    flat, _, _ = fixed_point(counts[0].ravel(), [np.kron(a, b)], tol=1e-10)
+    np.testing.assert_allclose(flat.reshape(2, 5), batched[0], atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"values": []}, "non-empty"),
+        ({"values": [1.0, np.nan]}, "finite"),
+        ({"low": 5.0, "high": 5.0}, "low < high"),
+        ({"edges": [0.0, 20.0, 10.0, 50.0]}, "edges must increase"),
+        ({"method": "kde"}, "method must be"),
+    ],
+)
+def test_bad_input_is_refused(kwargs: dict[str, object], message: str) -> None:
+    arguments: dict[str, object] = {
+        "values": [1.0, 2.0],
+        "noise": AdditiveUniform(1),
+        "low": 0.0,
+        "high": 50.0,
+        "ci": False,
+    }
+    arguments.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        reconstruct_continuous(**arguments)  # type: ignore[arg-type]

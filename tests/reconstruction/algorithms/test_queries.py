@@ -1,0 +1,237 @@
+"""Tests of counts, means, distributions and sampling over distorted tables (queries.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from privacy.mechanisms import AdditiveUniform, randomised_response
+from reconstruction.algorithms.continuous import IntervalReconstruction
+from reconstruction.algorithms.queries import (
+    Condition,
+    ContinuousAttribute,
+    DiscreteAttribute,
+    count,
+    count_figure3,
+    count_joint,
+    count_naive,
+    distribution,
+    figure3_rows,
+    mean,
+    sample,
+    satisfies,
+)
+from reconstruction.algorithms.result import Reconstruction
+from reconstruction.algorithms.simulation import distort_pool, simulate_candidates
+
+N = 60_000
+POOL = simulate_candidates(N, rng=np.random.default_rng(2024))
+TRUTH = POOL.as_mapping()
+TABLE = distort_pool(POOL, rng=np.random.default_rng(7))
+WOMEN_PARENTS_OVER_30 = [
+    Condition("sex", "in", {0}),
+    Condition("children", "in", {1}),
+    Condition("age", "gt", 30),
+]
+
+
+def _true_count(where: list[Condition]) -> int:
+    return int(satisfies(TRUTH, where).sum())
+
+
+def test_joint_count_is_accurate_and_its_interval_covers_truth() -> None:
+    truth = _true_count(WOMEN_PARENTS_OVER_30)
+    result = count(TABLE, WOMEN_PARENTS_OVER_30, n_boot=60, rng=np.random.default_rng(1))
+    assert result.method == "joint" and result.population == N
+    # relative RMSE of the joint count is about 3% at this size (bench/bench_queries.py)
+    np.testing.assert_allclose(result.estimate, truth, rtol=0.08)
+    assert result.ci95[0] <= truth <= result.ci95[1]
+    assert result.ci95[0] < result.estimate < result.ci95[1]
+
+
+def test_joint_beats_figure3_and_naive_on_correlated_data() -> None:
+    errors: dict[str, list[float]] = {"joint": [], "figure3": [], "naive": []}
+    for seed in range(4):
+        rng = np.random.default_rng(100 + seed)
+        pool = simulate_candidates(40_000, rng=rng)
+        table = distort_pool(pool, rng=rng)
+        truth = satisfies(pool.as_mapping(), WOMEN_PARENTS_OVER_30).sum()
+        for method in errors:
+            estimate = count(table, WOMEN_PARENTS_OVER_30, method=method, ci=False, rng=rng)  # type: ignore[arg-type]
+            errors[method].append((estimate.estimate - truth) / truth)
+    rmse = {method: float(np.sqrt(np.mean(np.square(e)))) for method, e in errors.items()}
+    assert rmse["joint"] < rmse["figure3"] and rmse["joint"] < rmse["naive"]
+    assert rmse["joint"] < 0.05
+
+
+def test_figure3_single_discrete_condition_is_em_as() -> None:
+    where = [Condition("district", "in", {1, 2})]
+    figure3 = count_figure3(TABLE, where, ci=False)
+    joint = count_joint(TABLE, where, ci=False)
+    np.testing.assert_allclose(figure3.estimate, joint.estimate, rtol=1e-4)
+    np.testing.assert_allclose(figure3.estimate, _true_count(where), rtol=0.03)
+
+
+def test_figure3_rows_match_its_count() -> None:
+    rows, estimate = figure3_rows(TABLE, WOMEN_PARENTS_OVER_30, rng=np.random.default_rng(3))
+    assert abs(rows.size - estimate) <= 1.0
+    again, _ = figure3_rows(TABLE, WOMEN_PARENTS_OVER_30, rng=np.random.default_rng(3))
+    np.testing.assert_array_equal(rows, again)
+
+
+def test_naive_count_counts_reported_values() -> None:
+    where = [Condition("age", "between", (20, 40))]
+    age = TABLE["age"]
+    assert isinstance(age, ContinuousAttribute)
+    expected = ((age.values >= 20) & (age.values < 40)).sum()
+    result = count_naive(TABLE, where, rng=np.random.default_rng(0))
+    assert result.estimate == expected
+    assert result.ci95[0] < expected < result.ci95[1]
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(20, 400), st.floats(17, 99))
+def test_counts_are_within_zero_and_n(seed: int, n: int, threshold: float) -> None:
+    rng = np.random.default_rng(seed)
+    table = distort_pool(simulate_candidates(n, rng=rng), rng=rng)
+    where = [Condition("children", "in", {1}), Condition("age", "lte", threshold)]
+    for method in ("joint", "figure3", "naive"):
+        result = count(table, where, method=method, ci=False, rng=rng)
+        assert -1e-9 <= result.estimate <= n + 1e-9
+    within = distribution(table, "district", where, ci=False)
+    assert np.all(within.counts >= 0)
+    overall = distribution(table, "age", ci=False)
+    np.testing.assert_allclose(overall.counts.sum(), n)
+
+
+def test_unbiased_mean_is_unbiased_where_select_then_average_is_not() -> None:
+    where = [Condition("children", "in", {1})]
+    truth = POOL.income[POOL.children == 1].mean()
+    unbiased = mean(TABLE, "income", where)
+    figure3 = mean(TABLE, "income", where, method="figure3", rng=np.random.default_rng(2))
+    naive = mean(TABLE, "income", where, method="naive")
+    assert unbiased.method == "unbiased"
+    assert unbiased.ci95[0] <= truth <= unbiased.ci95[1]
+    for biased in (figure3, naive):
+        assert not biased.ci95[0] <= truth <= biased.ci95[1]
+        assert abs(biased.estimate - truth) > 3 * abs(unbiased.estimate - truth)
+    np.testing.assert_allclose(unbiased.group_size, (POOL.children == 1).sum(), rtol=0.03)
+
+
+def test_unbiased_mean_of_a_conjunction() -> None:
+    where = [Condition("children", "in", {1}), Condition("sex", "in", {1})]
+    truth = POOL.income[satisfies(TRUTH, where)].mean()
+    result = mean(TABLE, "income", where)
+    assert result.ci95[0] <= truth <= result.ci95[1]
+
+
+def test_overall_mean_and_mean_from_reconstructed_distribution() -> None:
+    overall = mean(TABLE, "age")
+    np.testing.assert_allclose(overall.estimate, POOL.age.mean(), atol=0.2)
+    assert overall.method == "overall" and overall.group_size == N
+    where = [Condition("age", "gt", 30)]
+    own = mean(TABLE, "age", where, n_boot=30, rng=np.random.default_rng(5))
+    assert own.method == "reconstructed"
+    np.testing.assert_allclose(own.estimate, POOL.age[POOL.age > 30].mean(), atol=1.0)
+
+
+def test_distributions_overall_and_within_group() -> None:
+    overall = distribution(TABLE, "district", rng=np.random.default_rng(0))
+    assert isinstance(overall, Reconstruction)
+    np.testing.assert_allclose(overall.proportions, np.bincount(POOL.district) / N, atol=0.015)
+    where = [Condition("children", "in", {1})]
+    within = distribution(TABLE, "district", where, n_boot=30, rng=np.random.default_rng(0))
+    assert isinstance(within, Reconstruction) and within.method == "joint_em"
+    truth = np.bincount(POOL.district[POOL.children == 1], minlength=5)
+    np.testing.assert_allclose(within.proportions, truth / truth.sum(), atol=0.02)
+    assert np.all(within.ci95[:, 0] <= within.counts) and np.all(within.counts <= within.ci95[:, 1])
+    ages = distribution(TABLE, "age", [Condition("sex", "in", {0})], ci=False)
+    assert isinstance(ages, IntervalReconstruction)
+    np.testing.assert_allclose(ages.counts.sum(), (POOL.sex == 0).sum(), rtol=0.05)
+
+
+def test_sampling_is_reproducible_and_precision_is_honest() -> None:
+    where = [Condition("children", "in", {1}), Condition("age", "gt", 30)]
+    truly = satisfies(TRUTH, where)
+    for method in ("figure3", "posterior"):
+        one = sample(TABLE, 1_500, where, method=method, rng=np.random.default_rng(8))
+        two = sample(TABLE, 1_500, where, method=method, rng=np.random.default_rng(8))
+        np.testing.assert_array_equal(one.rows, two.rows)
+        assert one.rows.size == 1_500 and np.unique(one.rows).size == 1_500
+        np.testing.assert_allclose(one.expected_precision, truly[one.rows].mean(), atol=0.05)
+        np.testing.assert_allclose(one.pool_estimate, truly.sum(), rtol=0.05)
+
+
+def test_sampling_with_strata_quotas() -> None:
+    strata = [([Condition("sex", "in", {0})], 30), ([Condition("sex", "in", {1})], 20)]
+    where = [Condition("age", "between", (18, 40))]
+    result = sample(TABLE, 50, where, strata=strata, rng=np.random.default_rng(1))
+    assert [part.size for part in result.strata_rows] == [30, 20]
+    assert np.intersect1d(result.strata_rows[0], result.strata_rows[1]).size == 0
+    assert 0 < result.expected_precision <= 1
+
+
+def test_sample_larger_than_pool_is_refused() -> None:
+    with pytest.raises(ValueError, match="larger than the pool"):
+        sample(TABLE, N + 1)
+    tiny = [Condition("age", "gt", 95)]
+    with pytest.raises(ValueError, match="larger than the pool"):
+        sample(TABLE, 5_000, tiny, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="strata sizes sum to 3"):
+        sample(TABLE, 4, strata=[([Condition("sex", "in", {0})], 3)])
+
+
+SMALL: dict[str, DiscreteAttribute | ContinuousAttribute] = {
+    "sex": DiscreteAttribute(np.array([0, 1, 1]), randomised_response(2, 0.8)),
+    "age": ContinuousAttribute(np.array([20.0, 30.0, 40.0]), AdditiveUniform(5), 16, 100),
+}
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda: count(SMALL, [Condition("sex", "gt", 1)]),
+            "op 'gt' is not defined for the discrete",
+        ),
+        (
+            lambda: count(SMALL, [Condition("age", "in", {1})]),
+            "op 'in' is not defined for the continuous",
+        ),
+        (lambda: count(SMALL, []), "empty condition"),
+        (lambda: Condition("sex", "in", set()), "empty set of categories"),
+        (lambda: Condition("age", "between", (5, 3)), "contradictory condition: between"),
+        (
+            lambda: count(SMALL, [Condition("age", "gt", 50), Condition("age", "lte", 30)]),
+            "contradictory condition on 'age'",
+        ),
+        (
+            lambda: count(SMALL, [Condition("sex", "in", {0}), Condition("sex", "in", {1})]),
+            "contradictory condition on 'sex'",
+        ),
+        (lambda: count(SMALL, [Condition("sex", "in", {2})]), r"outside 0..1"),
+        (lambda: count(SMALL, [Condition("height", "gt", 2)]), "unknown attribute 'height'"),
+        (lambda: Condition("age", "like", 3), "unknown op 'like'"),  # type: ignore[arg-type]
+        (
+            lambda: count(SMALL, [Condition("sex", "in", {0})], method="magic"),  # type: ignore[arg-type]
+            "unknown count method",
+        ),
+        (lambda: mean(SMALL, "sex"), "needs a continuous attribute"),
+        (
+            lambda: count(
+                {
+                    **SMALL,
+                    "age": ContinuousAttribute(np.array([1.0, 2.0]), AdditiveUniform(5), 0, 9),
+                },
+                [Condition("sex", "in", {0})],
+            ),
+            "mismatched lengths",
+        ),
+        (lambda: sample(SMALL, 0), "size must be a positive integer"),
+    ],
+)
+def test_bad_input_names_the_problem(make: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        make()  # type: ignore[operator]
