@@ -217,7 +217,8 @@ def prepare(survey: Survey, spec: Mapping[str, Any]) -> PreparedAnalysis:
                               "question (use a distribution)"}
             )
     method = spec.get("method")
-    _check_method(kind, questions.get(attribute) if attribute else None, method)
+    _check_method(kind, questions.get(attribute) if attribute else None, method,
+                  grouped=bool(spec.get("where")))
     where = parse_where(spec.get("where", []), questions)
     if kind == "count" and not where:
         raise AnalysisInputError({"where": "a count needs at least one condition"})
@@ -233,9 +234,18 @@ def prepare(survey: Survey, spec: Mapping[str, Any]) -> PreparedAnalysis:
     )
 
 
-def _check_method(kind: str, question: Question | None, method: str | None) -> None:
+def _check_method(
+    kind: str, question: Question | None, method: str | None, *, grouped: bool = False
+) -> None:
     if method is None:
         return
+    if kind == "distribution" and grouped:
+        # Within a group the joint EM is the only estimator; a chosen method would be
+        # silently ignored.
+        raise AnalysisInputError(
+            {"method": f"{method!r} applies only to a distribution without conditions; "
+                       "within a group the joint EM is used (leave out 'method')"}
+        )
     if kind == "count":
         allowed: Sequence[str] = COUNT_METHODS
     elif kind == "mean":
@@ -251,6 +261,17 @@ def _check_method(kind: str, question: Question | None, method: str | None) -> N
             {"method": f"{method!r} does not apply to this {kind}; choose one of "
                        f"{', '.join(allowed)}"}
         )
+    if kind == "distribution" and question is not None and question.is_discrete:
+        # Some estimators fit only some channels (nstops: the uniform negative survey).
+        # The engine's own check, on the channel alone (placeholder counts, no interval),
+        # so no job is created only to fail on it.
+        channel = selectors.question_channel(question)
+        try:
+            reconstruct(np.ones(channel.shape[0]), channel, method=method, ci=False)
+        except ValueError as exc:
+            raise AnalysisInputError(
+                {"method": f"{exc} ({question.key!r} uses {question.mechanism})"}
+            ) from None
 
 
 def precheck(prepared: PreparedAnalysis) -> None:
@@ -264,8 +285,9 @@ def precheck(prepared: PreparedAnalysis) -> None:
     spec, thresholds = prepared.spec, prepared.thresholds
     n = len(prepared.participants)
     if n < thresholds.min_responses:
+        keys = ", ".join(repr(key) for key in prepared.questions) or "this survey"
         raise AnalysisInputError(
-            {"survey": f"only {n} participants answered the questions involved; at least "
+            {"survey": f"only {n} participants answered {keys}; at least "
                        f"{thresholds.min_responses} are needed before anything is published"}
         )
     if not prepared.where:

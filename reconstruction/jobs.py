@@ -30,13 +30,24 @@ class JobInputError(ValueError):
     """The job's input cannot be computed; the message is shown to the analyst."""
 
 
+def job_send(task: Any, job_id: int) -> None:
+    """Send ``task(job_id)`` to the workers, under the worker's own time limits.
+
+    Celery copies the *sending* process's ``task_time_limit`` and
+    ``task_soft_time_limit`` into the message, where they override the
+    worker's. The limits belong to the worker (its visibility timeout is
+    checked against them), so the message carries none (explicit ``None``).
+    """
+    task.apply_async((job_id,), time_limit=None, soft_time_limit=None)
+
+
 def job_enqueue(job: Job, task: Any) -> None:
     """Queue ``task(job.pk)`` once the surrounding transaction commits.
 
     Queuing before the commit would let a fast worker look for a row that
     does not exist yet (or never will, if the transaction rolls back).
     """
-    transaction.on_commit(lambda: task.delay(job.pk))
+    transaction.on_commit(lambda: job_send(task, job.pk))
 
 
 def _progress_writer(model: type[J], job_id: int) -> Progress:
@@ -132,5 +143,5 @@ def jobs_requeue_stuck(model: type[J], task: Any, *, older_than_seconds: float) 
         )
     )
     for job_id in ids:
-        task.delay(job_id)
+        job_send(task, job_id)
     return len(ids)

@@ -1,0 +1,237 @@
+"""Jobs on real Celery workers (PostgreSQL, Redis): duplicates, time limits, killed workers.
+
+Each test that needs special settings starts its own worker with ``start_worker``;
+while it runs, any other worker (the session worker) stops consuming the default
+queue, so the job goes to the worker under test.
+
+Long jobs are aggregate reconstructions with many categories: the 1000
+bootstrap replicates of their 95% interval repeat EM/AS on k x k channels.
+They pass the API's validation, which runs the engine without the interval.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from consultations.models import Organisation
+from consultations.services import organisation_create
+from privacy.mechanisms import randomised_response
+from reconstruction import services
+from reconstruction.models import AggregateReconstruction, AnalysisJob, Job
+from reconstruction.serializers import AggregateReconstructionSerializer
+from reconstruction.tasks import run_analysis
+from tests.reconstruction.data import distorted_consultation
+from tests.servers import Worker, start_worker
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+# Short limits for the time-limit test; the visibility timeout must exceed the hard limit.
+SHORT_LIMITS = {"CELERY_TASK_SOFT_TIME_LIMIT": "2", "CELERY_TASK_TIME_LIMIT": "4",
+                "CELERY_VISIBILITY_TIMEOUT": "8"}
+# Room for a job of several seconds on a busy machine, and a visibility timeout short
+# enough to wait for: kombu's Redis transport puts a dead worker's unacknowledged
+# message back once it is older than the visibility timeout, in the sweep a consumer
+# runs when it starts (later sweeps come only every ~100 s by default).
+REDELIVERY_LIMITS = {"CELERY_TASK_SOFT_TIME_LIMIT": "20", "CELERY_TASK_TIME_LIMIT": "25",
+                     "CELERY_VISIBILITY_TIMEOUT": "30"}
+LONG_K = 600
+
+
+@pytest.fixture
+def organisation() -> Organisation:
+    return organisation_create(slug="reliability", name="Reliability")
+
+
+@pytest.fixture
+def only_our_workers() -> Iterator[None]:
+    """Workers already running stop consuming the default queue during the test."""
+    from config.celery import app
+
+    others = [name for reply in app.control.ping(timeout=1.0) or [] for name in reply]
+    if others:
+        app.control.cancel_consumer("celery", destination=others, reply=True, timeout=5)
+    yield
+    if others:
+        app.control.add_consumer("celery", destination=others, reply=True, timeout=5)
+
+
+@pytest.fixture
+def workers() -> Iterator[list[Worker]]:
+    """Workers a test starts; whatever survives the test is stopped."""
+    started: list[Worker] = []
+    yield started
+    for worker in started:
+        if worker.process.poll() is None:
+            worker.kill()
+
+
+def aggregate(organisation: Organisation, k: int, *, runaway: bool = False
+              ) -> AggregateReconstruction:
+    """A valid aggregate reconstruction whose interval takes long to compute.
+
+    Normal: counts consistent with a channel retaining 10% (EM/AS converges in
+    about 17 iterations: some 4 s for k = 600 on a quiet machine, growing as k²).
+    Runaway: random counts through a channel retaining 5%, where EM/AS needs
+    thousands of iterations (k = 300: over 20 s).
+    """
+    rng = np.random.default_rng(0)
+    channel = randomised_response(k, 0.05 if runaway else 0.1)
+    if runaway:
+        counts = rng.integers(0, 30, k).astype(float)
+    else:
+        counts = np.round(rng.integers(50, 500, k).astype(float) @ channel)
+    body = {"counts": counts.tolist(), "channel": channel.tolist()}
+    serializer = AggregateReconstructionSerializer(data=body)
+    assert serializer.is_valid(), serializer.errors
+    return services.aggregate_reconstruction_create(
+        organisation=organisation, requested_by="tests", **serializer.validated_data
+    )
+
+
+def wait_for(model: type[Job], pk: int, statuses: tuple[str, ...], timeout: float,
+             worker: Worker | None = None) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = model.objects.get(pk=pk)
+        if job.status in statuses:
+            return job
+        time.sleep(0.1)
+    log = worker.output() if worker else ""
+    raise AssertionError(f"{model.__name__} {pk} is {job.status}, not {statuses}, "
+                         f"after {timeout} s\n{log}")
+
+
+def task_lines(worker: Worker, outcome: str) -> list[str]:
+    return re.findall(rf"Task reconstruction\.\w+\[[0-9a-f-]+\] {outcome}", worker.output())
+
+
+# --------------------------------------------------------------------------- idempotency
+
+
+def test_duplicate_messages_store_one_result(
+    celery_worker_process: Worker, organisation: Organisation
+) -> None:
+    data = distorted_consultation(organisation, n=200, seed=1)
+    job = services.analysis_create(
+        organisation=organisation, survey=data.profile, requested_by="tests",
+        spec={"kind": "distribution", "attribute": "district"},
+    )  # committed: its task is queued once
+    duplicates = [run_analysis.delay(job.pk), run_analysis.delay(job.pk)]
+
+    deadline = time.monotonic() + 60
+    while not all(f"[{d.id}] succeeded" in celery_worker_process.output() for d in duplicates):
+        assert time.monotonic() < deadline, celery_worker_process.output()
+        time.sleep(0.2)
+    job = AnalysisJob.objects.get(pk=job.pk)
+    assert job.status == Job.Status.SUCCEEDED
+    assert job.attempts == 1
+    assert job.result["categories"] == ["N", "S", "E", "W", "C"]
+    assert sum(job.result["counts"]) == pytest.approx(200)
+
+
+# --------------------------------------------------------------------------- time limit
+
+
+def test_runaway_job_fails_at_the_soft_time_limit(
+    worker_workdir: Path, organisation: Organisation, only_our_workers: None,
+    workers: list[Worker],
+) -> None:
+    worker = start_worker(worker_workdir, name="short-limits", extra_env=SHORT_LIMITS)
+    workers.append(worker)
+    started = time.monotonic()
+    job = aggregate(organisation, k=300, runaway=True)
+    job = wait_for(AggregateReconstruction, job.pk, Job.FINISHED, 30, worker)
+    elapsed = time.monotonic() - started
+
+    assert job.status == Job.Status.FAILED, (job.status, job.result)
+    assert "time limit" in job.error
+    assert job.result is None and job.finished_at is not None and job.attempts == 1
+    assert elapsed < 10, f"the 2 s soft limit took {elapsed:.1f} s to end the job"
+    # The worker's own limit applied, not the 300 s of the process that queued the job.
+    assert "Soft time limit (2s) exceeded" in worker.output()
+
+    # The worker is still there and takes the next job.
+    quick = services.aggregate_reconstruction_create(
+        organisation=organisation, requested_by="tests", counts=[70.0, 30.0],
+        channel=[[0.8, 0.2], [0.2, 0.8]], method="em_as",
+    )
+    quick = wait_for(AggregateReconstruction, quick.pk, Job.FINISHED, 30, worker)
+    assert quick.status == Job.Status.SUCCEEDED, quick.error
+    assert worker.process.poll() is None
+
+
+# --------------------------------------------------------------------------- killed workers
+
+
+def test_job_of_a_killed_worker_is_redelivered_and_finished_once(
+    worker_workdir: Path, organisation: Organisation, only_our_workers: None,
+    workers: list[Worker],
+) -> None:
+    first = start_worker(worker_workdir, name="doomed", extra_env=REDELIVERY_LIMITS)
+    workers.append(first)
+    job = aggregate(organisation, k=LONG_K)
+    wait_for(AggregateReconstruction, job.pk, (Job.Status.RUNNING,), 30, first)
+    running_seen = time.monotonic()
+    first.kill()  # SIGKILL of the main process and its pool child: nothing is acknowledged
+
+    job.refresh_from_db()
+    assert job.status == Job.Status.RUNNING and job.attempts == 1 and job.result is None
+
+    # The message is restored once older than the visibility timeout; the next
+    # worker's start-up sweep finds it.
+    visibility = int(REDELIVERY_LIMITS["CELERY_VISIBILITY_TIMEOUT"])
+    time.sleep(max(0.0, running_seen + visibility + 1 - time.monotonic()))
+    second = start_worker(worker_workdir, name="rescuer", extra_env=REDELIVERY_LIMITS)
+    workers.append(second)
+    job = wait_for(AggregateReconstruction, job.pk, Job.FINISHED, 60, second)
+
+    assert job.status == Job.Status.SUCCEEDED, job.error
+    assert job.attempts == 2
+    assert len(job.result["counts"]) == LONG_K and len(job.result["ci95"]) == LONG_K
+    deadline = time.monotonic() + 10  # the task logs its end just after storing the result
+    while not task_lines(second, "succeeded") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1)  # no third delivery
+    assert len(task_lines(second, "succeeded")) == 1, second.output()
+    assert AggregateReconstruction.objects.get(pk=job.pk).attempts == 2
+    second.stop()
+
+
+def pool_children(worker: Worker) -> list[int]:
+    listing = subprocess.run(["ps", "--ppid", str(worker.process.pid), "-o", "pid="],
+                             capture_output=True, text=True, check=False).stdout
+    return [int(pid) for pid in listing.split()]
+
+
+def test_killed_pool_process_requeues_the_job_at_once(
+    worker_workdir: Path, organisation: Organisation, only_our_workers: None,
+    workers: list[Worker],
+) -> None:
+    worker = start_worker(worker_workdir, name="child-killed", extra_env=REDELIVERY_LIMITS)
+    workers.append(worker)
+    job = aggregate(organisation, k=LONG_K)
+    wait_for(AggregateReconstruction, job.pk, (Job.Status.RUNNING,), 30, worker)
+    [child] = pool_children(worker)
+    killed_at = time.monotonic()
+    os.kill(child, signal.SIGKILL)
+
+    # task_reject_on_worker_lost: the main process requeues the message itself, so
+    # the job starts again well before any visibility timeout.
+    job = wait_for(AggregateReconstruction, job.pk, Job.FINISHED, 60, worker)
+    assert job.status == Job.Status.SUCCEEDED, job.error
+    assert job.attempts == 2
+    assert len(job.result["counts"]) == LONG_K
+    assert "WorkerLostError" in worker.output()
+    assert time.monotonic() - killed_at < 28  # sooner than the visibility timeout
+    assert worker.process.poll() is None and pool_children(worker) != [child]
+    worker.stop()

@@ -1,0 +1,503 @@
+"""Analyses through the API (api.md, Analyses), tasks run in-process on SQLite.
+
+One simulated consultation of 3000 residents (tests/reconstruction/data.py) is
+built once for the module inside a transaction that is rolled back at the end;
+every test runs in its own savepoint on top of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+from django.db import transaction
+from hypothesis import given
+from hypothesis import strategies as st
+from rest_framework.test import APIClient
+
+from consultations.models import AuditEvent, Organisation
+from reconstruction.analysis import suppress_cells
+from reconstruction.models import AnalysisJob
+from tests.reconstruction.conftest import client_for
+from tests.reconstruction.data import (
+    HOUSING,
+    SATISFACTION,
+    SMALL_HOUSING,
+    Consultation,
+    distorted_consultation,
+)
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/analyses/"
+N = 3000
+
+
+@dataclass
+class World:
+    data: Consultation
+    strict_cell: Consultation  # min_cell 10
+    strict_responses: Consultation  # min_responses above its 300 residents
+    analyst: APIClient
+    portal: APIClient
+    other_analyst: APIClient
+
+    @property
+    def profile(self) -> int:
+        return self.data.profile.pk
+
+    @property
+    def opinion(self) -> int:
+        return self.data.opinion.pk
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            analyst = client_for("north", "analyst")
+            organisation = Organisation.objects.get(slug="north")
+            yield World(
+                data=distorted_consultation(organisation, n=N, seed=2026),
+                strict_cell=distorted_consultation(organisation, n=300, seed=5, min_cell=10),
+                strict_responses=distorted_consultation(organisation, n=300, seed=6,
+                                                        min_responses=301),
+                analyst=analyst,
+                portal=client_for("north", "portal"),
+                other_analyst=client_for("south", "analyst"),
+            )
+        finally:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+def analyse(client: APIClient, capture: Any, body: dict[str, Any]) -> dict[str, Any]:
+    """POST an analysis, run its task in-process, return the job as GET shows it."""
+    with capture(execute=True):
+        response = client.post(URL, body, format="json")
+    assert response.status_code == 202, response.json()
+    created = response.json()
+    assert created["status"] == "queued"
+    assert created["url"] == f"/api/v1/analyses/{created['id']}/"
+    job = client.get(created["url"]).json()
+    assert job["status"] == "succeeded", job
+    assert job["progress"] == 1.0
+    assert job["error"] is None
+    return job
+
+
+def covers(ci: list[float], truth: float) -> bool:
+    return ci[0] <= truth <= ci[1]
+
+
+def covered_share(cis: list[list[float] | None], truths: Any) -> float:
+    """Share of published cells whose 95% interval contains the truth.
+
+    Each cell's interval is a 95% interval on its own, so over k cells one miss
+    now and then is expected; the tests ask for at least 80% of the cells.
+    """
+    pairs = [(ci, t) for ci, t in zip(cis, truths, strict=True) if ci is not None]
+    assert pairs, "every cell was suppressed"
+    return float(np.mean([covers(ci, t) for ci, t in pairs]))
+
+
+def filled(counts: list[float | None]) -> np.ndarray:
+    """Counts with suppressed cells (null) as 0."""
+    return np.array([0.0 if c is None else c for c in counts], dtype=float)
+
+
+# --------------------------------------------------------------------------- counts
+
+
+def test_count_with_conjunctive_condition_across_discrete_and_continuous(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    pool = world.data.pool
+    where = [{"attribute": "sex", "op": "in", "value": ["F"]},
+             {"attribute": "age", "op": "lte", "value": 30}]
+    job = analyse(world.analyst, django_capture_on_commit_callbacks,
+                  {"survey": world.profile, "kind": "count", "where": where})
+    result = job["result"]
+    truth = float(np.sum((pool.sex == 0) & (pool.age <= 30)))
+    assert result["population"] == N
+    assert result["suppressed"] is False
+    assert result["ci95"][0] < result["estimate"] < result["ci95"][1]
+    assert covers(result["ci95"], truth), (truth, result)
+    # Age noise of ±10 around the cut at 30 leaves a wide interval at n = 3000 (the
+    # engine's own simulations agree), but it must still say something.
+    assert result["ci95"][0] >= 0 and result["ci95"][1] < 0.3 * N
+    assert job["kind"] == "count" and job["spec"]["where"] == where
+
+
+def test_opinion_survey_count_conditions_on_profile_attributes(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    pool, opinions = world.data.pool, world.data.opinions
+    where = [{"attribute": "satisfaction", "op": "in", "value": ["4", "5"]},
+             {"attribute": "children", "op": "in", "value": ["Y"]}]
+    result = analyse(world.analyst, django_capture_on_commit_callbacks,
+                     {"survey": world.opinion, "kind": "count", "where": where})["result"]
+    truth = float(np.sum((opinions["satisfaction"] >= 3) & (pool.children == 1)))
+    assert result["population"] == N
+    assert covers(result["ci95"], truth), (truth, result)
+
+
+# --------------------------------------------------------------------------- means
+
+
+def test_mean_without_condition(world: World, django_capture_on_commit_callbacks: Any) -> None:
+    income = world.data.pool.income
+    result = analyse(world.analyst, django_capture_on_commit_callbacks,
+                     {"survey": world.profile, "kind": "mean", "attribute": "income"})["result"]
+    assert covers(result["ci95"], float(income.mean())), (income.mean(), result)
+    assert result["group_size"] == pytest.approx(N, rel=0.01)
+    assert result["suppressed"] is False
+
+
+def test_mean_with_condition(world: World, django_capture_on_commit_callbacks: Any) -> None:
+    pool = world.data.pool
+    result = analyse(world.analyst, django_capture_on_commit_callbacks, {
+        "survey": world.profile, "kind": "mean", "attribute": "income",
+        "where": [{"attribute": "children", "op": "in", "value": ["Y"]}],
+    })["result"]
+    truth = float(pool.income[pool.children == 1].mean())
+    assert covers(result["ci95"], truth), (truth, result)
+    group = float(np.sum(pool.children == 1))
+    assert result["group_size"] == pytest.approx(group, rel=0.15)
+    # The condition matters: parents earn more than everyone on average here.
+    assert result["estimate"] > float(pool.income.mean())
+
+
+def test_mean_of_a_profile_attribute_from_the_opinion_survey(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    pool, opinions = world.data.pool, world.data.opinions
+    result = analyse(world.analyst, django_capture_on_commit_callbacks, {
+        "survey": world.opinion, "kind": "mean", "attribute": "age",
+        "where": [{"attribute": "satisfaction", "op": "in", "value": ["4", "5"]}],
+    })["result"]
+    truth = float(pool.age[opinions["satisfaction"] >= 3].mean())
+    # The engine's interval covered the truth in 28 of 30 simulations of this setting
+    # (a condition on a 5-category negative survey); with this seed the truth lies just
+    # beyond it, so allow a quarter of the interval's width either side.
+    low, high = result["ci95"]
+    slack = 0.25 * (high - low)
+    assert low - slack <= truth <= high + slack, (truth, result)
+    assert result["group_size"] == pytest.approx(np.sum(opinions["satisfaction"] >= 3), rel=0.15)
+
+
+# --------------------------------------------------------------------------- distributions
+
+
+@pytest.mark.parametrize("method", ["em_as", "eq", "nstops", "nstops_i", "nstops_ii", "mle"])
+def test_distribution_of_a_uniform_negative_question_with_every_method(
+    world: World, django_capture_on_commit_callbacks: Any, method: str
+) -> None:
+    truth = world.data.true_counts("satisfaction", len(SATISFACTION))
+    result = analyse(world.analyst, django_capture_on_commit_callbacks, {
+        "survey": world.opinion, "kind": "distribution", "attribute": "satisfaction",
+        "method": method,
+    })["result"]
+    # The engine names the MLE of 000 "nstops_mle".
+    assert result["method"] == {"mle": "nstops_mle"}.get(method, method)
+    assert result["categories"] == list(SATISFACTION)
+    assert isinstance(result["iterations"], int) and isinstance(result["converged"], bool)
+    counts = np.array(result["counts"], dtype=float)
+    assert counts.shape == (5,) and not np.isnan(counts).any()
+    assert counts.sum() == pytest.approx(N, rel=1e-6)
+    assert sum(result["proportions"]) == pytest.approx(1.0, abs=1e-9)
+    assert result["suppressed"] == [False] * 5
+    assert covered_share(result["ci95"], truth) >= 0.8, (truth.tolist(), result)
+    # A negative survey of 3000 is noisy, but far better than the distorted answers:
+    # total variation distance under 0.08.
+    assert 0.5 * np.abs(counts / N - truth / N).sum() < 0.08
+
+
+@pytest.mark.parametrize("method", ["em_as", "eq"])
+def test_distribution_of_a_randomised_response_question(
+    world: World, django_capture_on_commit_callbacks: Any, method: str
+) -> None:
+    truth = np.bincount(world.data.pool.district, minlength=5)
+    result = analyse(world.analyst, django_capture_on_commit_callbacks, {
+        "survey": world.profile, "kind": "distribution", "attribute": "district",
+        "method": method,
+    })["result"]
+    assert result["categories"] == ["N", "S", "E", "W", "C"]
+    assert result["method"] == method
+    assert covered_share(result["ci95"], truth) >= 0.8, (truth.tolist(), result)
+    counts = np.array(result["counts"], dtype=float)
+    assert 0.5 * np.abs(counts - truth).sum() / N < 0.05
+
+
+@pytest.mark.parametrize("method", ["em", "as"])
+def test_distribution_of_a_continuous_question(
+    world: World, django_capture_on_commit_callbacks: Any, method: str
+) -> None:
+    age = world.data.pool.age
+    result = analyse(world.analyst, django_capture_on_commit_callbacks, {
+        "survey": world.profile, "kind": "distribution", "attribute": "age", "method": method,
+    })["result"]
+    intervals = np.array(result["intervals"], dtype=float)
+    assert "categories" not in result
+    assert intervals[0, 0] == 16 and intervals[-1, 1] == 100
+    np.testing.assert_array_equal(intervals[1:, 0], intervals[:-1, 1])  # contiguous
+    counts = filled(result["counts"])
+    assert len(result["ci95"]) == len(counts) == len(intervals)
+    # Suppressed cells (the sparse tail near 100) hide under 5 each, or their complement.
+    assert counts.sum() == pytest.approx(N, rel=0.02)
+    edges = np.append(intervals[:, 0], np.nextafter(100.0, np.inf))
+    true_counts = np.histogram(age, bins=edges)[0]
+    # Narrow intervals are ill-determined under ±10 noise (EM's maximum likelihood is
+    # spiky), so compare the shape over groups of four intervals (about 12 years) and
+    # the mean (within a year).
+    groups = np.arange(len(counts)) // 4
+    coarse = np.bincount(groups, weights=counts) / counts.sum()
+    true_coarse = np.bincount(groups, weights=true_counts) / N
+    assert 0.5 * np.abs(coarse - true_coarse).sum() < 0.1, (coarse, true_coarse)
+    midpoints = intervals.mean(axis=1)
+    assert float(midpoints @ counts / counts.sum()) == pytest.approx(float(age.mean()), abs=1.0)
+    assert covered_share(result["ci95"], true_counts) >= 0.6, (result, true_counts.tolist())
+
+
+def test_distribution_within_a_group_sums_to_the_group(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    pool, opinions = world.data.pool, world.data.opinions
+    result = analyse(world.analyst, django_capture_on_commit_callbacks, {
+        "survey": world.opinion, "kind": "distribution", "attribute": "satisfaction",
+        "where": [{"attribute": "children", "op": "in", "value": ["Y"]}],
+    })["result"]
+    parents = pool.children == 1
+    truth = np.bincount(opinions["satisfaction"][parents], minlength=5)
+    assert result["method"] == "joint_em"
+    assert result["n"] == pytest.approx(parents.sum(), rel=0.15)
+    assert covered_share(result["ci95"], truth) >= 0.8, (truth.tolist(), result)
+
+
+# --------------------------------------------------------------------------- samples
+
+PANEL = {
+    "kind": "sample", "size": 30,
+    "where": [{"attribute": "age", "op": "between", "value": [18, 40]}],
+    "strata": [{"where": [{"attribute": "sex", "op": "in", "value": ["F"]}], "size": 15},
+               {"where": [{"attribute": "sex", "op": "in", "value": ["M"]}], "size": 15}],
+}
+
+
+def test_stratified_sample_with_seed(world: World, django_capture_on_commit_callbacks: Any) -> None:
+    pool = world.data.pool
+    body = {**PANEL, "survey": world.profile, "seed": 7}
+    first = analyse(world.analyst, django_capture_on_commit_callbacks, body)["result"]
+    again = analyse(world.analyst, django_capture_on_commit_callbacks, body)["result"]
+    other = analyse(world.analyst, django_capture_on_commit_callbacks,
+                    {**body, "seed": 8})["result"]
+
+    drawn = first["participants"]
+    assert len(drawn) == 30 and len(set(drawn)) == 30
+    assert set(drawn) <= set(world.data.participants.tolist())
+    assert [len(stratum) for stratum in first["strata"]] == [15, 15]
+    assert sorted(ref for stratum in first["strata"] for ref in stratum) == sorted(drawn)
+    assert first["seed"] == 7
+    assert again["participants"] == drawn  # same seed, same panel
+    assert set(other["participants"]) != set(drawn)
+
+    true_pool = float(np.sum((pool.age >= 18) & (pool.age < 40)))
+    assert first["pool_estimate"] == pytest.approx(true_pool, rel=0.15)
+    assert 0 < first["expected_precision"] <= 1
+    rows = world.data.index_of(drawn)
+    meets = (pool.age[rows] >= 18) & (pool.age[rows] < 40)
+    base_rate = true_pool / N
+    # Drawn on distorted data, the panel is still far richer in 18-39s than the population.
+    assert meets.mean() > base_rate + 0.2, (meets.mean(), base_rate)
+    # Sex is randomised (75% kept): a stratum drawn as women is only about 76% women,
+    # one drawn as men about 27%; with 15 each, ask only for the order.
+    women = np.mean(pool.sex[world.data.index_of(first["strata"][0])] == 0)
+    men = np.mean(pool.sex[world.data.index_of(first["strata"][1])] == 0)
+    assert women > men, (women, men)
+
+
+# --------------------------------------------------------------------------- disclosure control
+
+
+def jobs() -> int:
+    return AnalysisJob.objects.count()
+
+
+def refused(client: APIClient, body: dict[str, Any], status: int = 400) -> dict[str, Any]:
+    before = jobs()
+    response = client.post(URL, body, format="json")
+    assert response.status_code == status, response.json()
+    assert jobs() == before, "a refused analysis must not create a job"
+    return response.json()
+
+
+def test_question_with_too_few_answers_is_refused_naming_it(world: World) -> None:
+    body = refused(world.analyst, {"survey": world.opinion, "kind": "distribution",
+                                   "attribute": "pilot"})
+    assert "'pilot'" in body["errors"]["survey"], body
+    assert "at least 10" in body["detail"], body
+
+
+def test_too_small_group_is_refused_and_audited(world: World) -> None:
+    where = [{"attribute": "housing", "op": "in", "value": ["tent"]}]  # 3 residents
+    body = refused(world.analyst, {"survey": world.opinion, "kind": "count", "where": where})
+    assert "too small to publish" in body["detail"], body
+    assert "where" in body["errors"]
+    event = AuditEvent.objects.filter(action="analysis.refused").first()
+    assert event is not None
+    assert event.details["where"] == where
+    assert "too small to publish" in event.details["reason"]
+    assert event.actor and event.target == f"survey {world.opinion}"
+
+
+def test_small_cells_of_a_distribution_are_suppressed_with_a_complement(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    result = analyse(world.analyst, django_capture_on_commit_callbacks, {
+        "survey": world.opinion, "kind": "distribution", "attribute": "housing",
+    })["result"]
+    truth = world.data.true_counts("housing", len(HOUSING))
+    assert truth[2:].tolist() == list(SMALL_HOUSING)
+    # tent (3) is below min_cell 5; boat (7) is hidden too, else 3 = total - the rest.
+    assert result["suppressed"] == [False, False, True, True]
+    assert result["counts"][2:] == [None, None]
+    assert result["proportions"][2:] == [None, None]
+    assert result["ci95"][2:] == [None, None]
+    assert result["counts"][:2] == pytest.approx(truth[:2].tolist())
+    assert "5" in result["suppression"]
+
+
+@given(st.lists(st.integers(min_value=0, max_value=40), min_size=1, max_size=12),
+       st.integers(min_value=5, max_value=20))
+def test_never_exactly_one_hidden_cell(counts: list[int], min_cell: int) -> None:
+    hidden = suppress_cells(np.array(counts, dtype=float), min_cell)
+    assert np.all(hidden[np.array(counts) < min_cell])
+    if len(counts) > 1:
+        assert hidden.sum() != 1
+
+
+def test_stricter_consultation_thresholds_apply(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    boat = [{"attribute": "housing", "op": "in", "value": ["boat"]}]  # 7 residents
+    # Default thresholds (min_cell 5): a count of 7 may be published.
+    result = analyse(world.analyst, django_capture_on_commit_callbacks,
+                     {"survey": world.opinion, "kind": "count", "where": boat})["result"]
+    assert result["estimate"] == pytest.approx(7)
+    # min_cell 10: the same count is refused, and both small cells are hidden.
+    strict = world.strict_cell.opinion.pk
+    body = refused(world.analyst, {"survey": strict, "kind": "count", "where": boat})
+    assert "too small to publish" in body["detail"] and "10" in body["detail"]
+    result = analyse(world.analyst, django_capture_on_commit_callbacks,
+                     {"survey": strict, "kind": "distribution", "attribute": "housing"})["result"]
+    assert result["suppressed"] == [False, False, True, True]
+    # min_responses 301 with 300 residents: nothing at all is published.
+    body = refused(world.analyst, {"survey": world.strict_responses.opinion.pk,
+                                   "kind": "distribution", "attribute": "satisfaction"})
+    assert "at least 301" in body["detail"], body
+
+
+# --------------------------------------------------------------------------- bad input
+
+AGE = "age"
+
+
+def where(*conditions: tuple[str, str, Any]) -> list[dict[str, Any]]:
+    return [{"attribute": a, "op": op, "value": v} for a, op, v in conditions]
+
+
+BAD_REQUESTS = [
+    ("unknown attribute", {"kind": "count", "where": where(("shoe_size", "gt", 40))},
+     "where", "shoe_size"),
+    ("unknown mean attribute", {"kind": "mean", "attribute": "shoe_size"}, "where", "shoe_size"),
+    ("gt on a nominal", {"kind": "count", "where": where(("district", "gt", 2))},
+     "where[0]", "district"),
+    ("in on a continuous", {"kind": "count", "where": where((AGE, "in", [30]))},
+     "where[0]", "age"),
+    ("unknown category", {"kind": "count", "where": where(("sex", "in", ["X"]))},
+     "where[0]", "'X'"),
+    ("non-numeric threshold", {"kind": "count", "where": where((AGE, "gt", "old"))},
+     "where[0]", "number"),
+    ("empty where for a count", {"kind": "count", "where": []}, "where", "condition"),
+    ("no where for a count", {"kind": "count"}, "where", "condition"),
+    ("between reversed", {"kind": "count", "where": where((AGE, "between", [50, 30]))},
+     "where[0]", "contradictory"),
+    ("between empty", {"kind": "count", "where": where((AGE, "between", [30, 30]))},
+     "where[0]", "contradictory"),
+    ("gt 40 and lte 30", {"kind": "count", "where": where((AGE, "gt", 40), (AGE, "lte", 30))},
+     "where", "contradictory"),
+    ("in F and in M", {"kind": "count", "where": where(("sex", "in", ["F"]), ("sex", "in", ["M"]))},
+     "where", "contradictory"),
+    ("above the declared range", {"kind": "count", "where": where((AGE, "gt", 100))},
+     "where", "contradictory"),
+    ("below the declared range", {"kind": "count", "where": where((AGE, "lte", 10))},
+     "where", "contradictory"),
+    ("between outside the range", {"kind": "count", "where": where((AGE, "between", [120, 130]))},
+     "where", "contradictory"),
+    ("sample larger than the pool", {"kind": "sample", "size": 5000}, "size", "larger"),
+    ("sample larger than its conditioned pool",
+     {"kind": "sample", "size": 2000, "where": where((AGE, "lte", 25))}, "size", "larger"),
+    ("strata not summing to size",
+     {"kind": "sample", "size": 30, "strata": [
+         {"where": where(("sex", "in", ["F"])), "size": 10},
+         {"where": where(("sex", "in", ["M"])), "size": 10}]}, "strata", "add up"),
+    ("mean of a discrete question", {"kind": "mean", "attribute": "sex"}, "attribute", "mean"),
+    ("nstops on randomised response",
+     {"kind": "distribution", "attribute": "sex", "method": "nstops"}, "method", "negative"),
+    ("nstops_ii on randomised response",
+     {"kind": "distribution", "attribute": "district", "method": "nstops_ii"}, "method",
+     "uniform negative"),
+    ("nstops on a Gaussian negative survey",
+     {"kind": "distribution", "attribute": "site", "method": "nstops", "_opinion": True},
+     "method",
+     "uniform negative"),
+    ("continuous method on a discrete question",
+     {"kind": "distribution", "attribute": "sex", "method": "as"}, "method", "as"),
+    ("discrete method on a continuous question",
+     {"kind": "distribution", "attribute": AGE, "method": "eq"}, "method", "eq"),
+    ("unknown method", {"kind": "distribution", "attribute": AGE, "method": "magic"},
+     "method", "magic"),
+    ("unknown kind", {"kind": "median", "attribute": AGE}, "kind", "median"),
+    ("method with a condition", {"kind": "distribution", "attribute": "sex", "method": "eq",
+                                 "where": where((AGE, "lte", 30))}, "method", "joint EM"),
+]
+
+
+@pytest.mark.parametrize(("case", "body", "field", "fragment"), BAD_REQUESTS,
+                         ids=[case for case, *_ in BAD_REQUESTS])
+def test_bad_input_is_named_and_no_job_created(
+    world: World, case: str, body: dict[str, Any], field: str, fragment: str
+) -> None:
+    body = dict(body)
+    survey = world.opinion if body.pop("_opinion", False) else world.profile
+    answer = refused(world.analyst, {"survey": survey, **body})
+    assert field in answer["errors"], (case, answer)
+    assert fragment in json.dumps(answer["errors"][field]), (case, answer)
+    assert answer["detail"].startswith("Invalid input:"), answer
+
+
+def test_survey_of_another_organisation_is_404(world: World) -> None:
+    body = {"survey": world.profile, "kind": "distribution", "attribute": "sex"}
+    refused(world.other_analyst, body, status=404)
+    refused(world.analyst, {**body, "survey": 999_999}, status=404)
+
+
+def test_analysis_of_another_organisation_is_404(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    job = analyse(world.analyst, django_capture_on_commit_callbacks,
+                  {"survey": world.profile, "kind": "distribution", "attribute": "sex"})
+    assert world.other_analyst.get(f"{URL}{job['id']}/").status_code == 404
+
+
+def test_portal_key_and_no_key_are_refused(world: World) -> None:
+    body = {"survey": world.profile, "kind": "distribution", "attribute": "sex"}
+    refused(world.portal, body, status=403)
+    refused(APIClient(), body, status=401)
+    assert world.portal.get(URL).status_code == 403
