@@ -73,6 +73,8 @@ def question_section(question: Question, thresholds: Thresholds) -> dict[str, An
         naive={
             "counts": [None if h else float(c) for c, h in zip(naive, naive_hidden, strict=True)],
             "suppressed": [bool(h) for h in naive_hidden],
+            # Hidden because small (shown as "less than min_cell"), not as a complement.
+            "below_threshold": [bool(c < thresholds.min_cell) for c in naive],
         },
     )
     return section
@@ -176,6 +178,7 @@ def build_report(
                 {
                     "label": label,
                     "naive": section["naive"]["counts"][i],
+                    "naive_small": section["naive"]["below_threshold"][i],
                     "estimate": section["reconstructed"]["counts"][i],
                     "ci": section["reconstructed"]["ci95"][i],
                     "suppressed": section["reconstructed"]["suppressed"][i],

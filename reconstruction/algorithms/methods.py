@@ -29,7 +29,12 @@ def _is_uniform_negative(channel: np.ndarray[Any, np.dtype[np.float64]]) -> bool
 
 
 def _is_negative(channel: np.ndarray[Any, np.dtype[np.float64]]) -> bool:
-    return bool(np.all(np.diag(channel) < 1.0))
+    """A negative survey: the true category is reported no more often than by chance.
+
+    000 revises the diagonal of such a channel to 0 (a participant who picked their own
+    category made a mistake); doing that to, say, randomised response would destroy it.
+    """
+    return bool(np.all(np.diag(channel) <= 1.0 / channel.shape[0]))
 
 
 def reconstruct(

@@ -57,6 +57,9 @@ def test_negative_survey_method(analyst, django_capture_on_commit_callbacks) -> 
         ({"counts": [1, 2, 3], "channel": randomised_response(3, 0.6).tolist(),
           "method": "nstops"}, "method"),
         ({"counts": [1, 2], "channel": [[0.5, 0.5], [0.5, 0.5]], "method": "eq"}, "channel"),
+        # 000's diagonal revision would destroy a randomised-response channel.
+        ({"counts": [1, 2, 3], "channel": randomised_response(3, 0.6).tolist(),
+          "method": "mle"}, "method"),
         ({"channel": [[1, 0], [0, 1]]}, "counts"),
     ],
 )
