@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-from typing import Any
 
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
@@ -26,7 +25,11 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         prefix, dot, _secret = key.partition(".")
         if not dot or not prefix:
             raise exceptions.AuthenticationFailed("Malformed API key.")
-        api_key = ApiKey.objects.select_related("organisation").filter(prefix=prefix).first()
+        # No ORDER BY (prefix is unique): this runs on every request.
+        found = list(
+            ApiKey.objects.select_related("organisation").filter(prefix=prefix).order_by()[:1]
+        )
+        api_key = found[0] if found else None
         if api_key is None or not hmac.compare_digest(api_key.hashed_key, hash_key(key)):
             raise exceptions.AuthenticationFailed("Invalid API key.")
         if api_key.revoked_at is not None:

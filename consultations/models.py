@@ -88,3 +88,50 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target}"
+
+
+class Consultation(models.Model):
+    """A deliberative consultation of one organisation: its surveys share participants.
+
+    ``min_responses`` and ``min_cell`` are the disclosure thresholds applied before any
+    number is published (002_f0fd5869fe299975.txt: question-level threshold 10,
+    option-level threshold 5); a consultation may only make them stricter.
+    """
+
+    MIN_RESPONSES_FLOOR = 10
+    MIN_CELL_FLOOR = 5
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.PROTECT, related_name="consultations"
+    )
+    title = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    min_responses = models.PositiveIntegerField(
+        default=MIN_RESPONSES_FLOOR,
+        help_text="Question-level disclosure threshold: fewer responses publish nothing.",
+    )
+    min_cell = models.PositiveIntegerField(
+        default=MIN_CELL_FLOOR,
+        help_text="Option-level disclosure threshold: smaller cells are suppressed.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["organisation", "-created_at"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(min_responses__gte=10),
+                name="consultation_min_responses_at_least_10",
+                violation_error_message="min_responses may not be below 10.",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(min_cell__gte=5),
+                name="consultation_min_cell_at_least_5",
+                violation_error_message="min_cell may not be below 5.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title

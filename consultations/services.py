@@ -1,4 +1,4 @@
-"""Writes of the consultations app: organisations, keys and the audit trail."""
+"""Writes of the consultations app: organisations, keys, consultations and the audit trail."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from consultations.models import ApiKey, AuditEvent, Organisation
+from consultations.models import ApiKey, AuditEvent, Consultation, Organisation
 
 
 def hash_key(key: str) -> str:
@@ -56,7 +56,10 @@ def api_key_create(
         expires_at=expires_at,
     )
     audit_record(
-        organisation=organisation, actor=actor, action="api_key.create", target=prefix,
+        organisation=organisation,
+        actor=actor,
+        action="api_key.create",
+        target=prefix,
         details={"role": role},
     )
     return IssuedKey(api_key=api_key, key=key)
@@ -68,7 +71,9 @@ def api_key_revoke(*, api_key: ApiKey, actor: str = "system") -> ApiKey:
         api_key.revoked_at = timezone.now()
         api_key.save(update_fields=["revoked_at"])
         audit_record(
-            organisation=api_key.organisation, actor=actor, action="api_key.revoke",
+            organisation=api_key.organisation,
+            actor=actor,
+            action="api_key.revoke",
             target=api_key.prefix,
         )
     return api_key
@@ -83,6 +88,91 @@ def audit_record(
     details: dict[str, Any] | None = None,
 ) -> AuditEvent:
     return AuditEvent.objects.create(
-        organisation=organisation, actor=actor, action=action, target=target,
+        organisation=organisation,
+        actor=actor,
+        action=action,
+        target=target,
         details=details or {},
+    )
+
+
+_CONSULTATION_FIELDS = ("title", "description", "min_responses", "min_cell")
+
+
+@transaction.atomic
+def consultation_create(
+    *,
+    organisation: Organisation,
+    title: str,
+    description: str = "",
+    min_responses: int = Consultation.MIN_RESPONSES_FLOOR,
+    min_cell: int = Consultation.MIN_CELL_FLOOR,
+    actor: str = "system",
+) -> Consultation:
+    """Create a consultation; thresholds below 10 responses / 5 per cell are refused."""
+    consultation = Consultation(
+        organisation=organisation,
+        title=title,
+        description=description,
+        min_responses=min_responses,
+        min_cell=min_cell,
+    )
+    consultation.full_clean()
+    consultation.save()
+    audit_record(
+        organisation=organisation,
+        actor=actor,
+        action="consultation.create",
+        target=str(consultation.pk),
+        details={"title": title},
+    )
+    return consultation
+
+
+@transaction.atomic
+def consultation_update(
+    *, consultation: Consultation, actor: str = "system", **changes: Any
+) -> Consultation:
+    """Change a consultation's title, description or thresholds."""
+    unknown = sorted(set(changes) - set(_CONSULTATION_FIELDS))
+    if unknown:
+        raise ValueError(f"consultation_update cannot change {', '.join(unknown)}")
+    changed = {k: v for k, v in changes.items() if getattr(consultation, k) != v}
+    for name, value in changed.items():
+        setattr(consultation, name, value)
+    if changed:
+        consultation.full_clean()
+        consultation.save(update_fields=[*changed, "updated_at"])
+        audit_record(
+            organisation=consultation.organisation,
+            actor=actor,
+            action="consultation.update",
+            target=str(consultation.pk),
+            details={"fields": sorted(changed)},
+        )
+    return consultation
+
+
+@transaction.atomic
+def consultation_delete(*, consultation: Consultation, actor: str = "system") -> None:
+    """Delete a consultation whose surveys never opened (their data would go with it).
+
+    Raises
+    ------
+    surveys.errors.Conflict
+        When one of its surveys has been opened.
+    """
+    from surveys.errors import Conflict
+
+    if consultation.surveys.exclude(status="draft").exists():
+        raise Conflict(
+            "A consultation with surveys that have been opened cannot be deleted; "
+            "close its surveys instead.",
+            {"consultation": ["Has surveys that have been opened."]},
+        )
+    organisation, pk = consultation.organisation, consultation.pk
+    consultation.surveys.all().delete()
+    consultation.delete()
+    audit_record(
+        organisation=organisation, actor=actor, action="consultation.delete", target=str(pk)
     )

@@ -1,1 +1,23 @@
-urlpatterns: list[object] = []
+from django.urls import path
+
+from surveys import apis
+
+urlpatterns = [
+    path("surveys/", apis.SurveyListApi.as_view(), name="survey-list"),
+    path("surveys/<str:pk>/", apis.SurveyDetailApi.as_view(), name="survey-detail"),
+    path("surveys/<str:pk>/open/", apis.SurveyOpenApi.as_view(), name="survey-open"),
+    path("surveys/<str:pk>/close/", apis.SurveyCloseApi.as_view(), name="survey-close"),
+    path("surveys/<str:pk>/scheme/", apis.SurveySchemeApi.as_view(), name="survey-scheme"),
+    path("surveys/<str:pk>/responses/", apis.ResponseSubmitApi.as_view(), name="survey-responses"),
+    path(
+        "surveys/<str:pk>/responses/bulk/",
+        apis.ResponseBulkApi.as_view(),
+        name="survey-responses-bulk",
+    ),
+    path(
+        "surveys/<str:pk>/responses/<str:participant>/",
+        apis.ResponseWithdrawApi.as_view(),
+        name="survey-response-withdraw",
+    ),
+    path("surveys/<str:pk>/calibration/", apis.CalibrationApi.as_view(), name="survey-calibration"),
+]

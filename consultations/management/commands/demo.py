@@ -80,7 +80,7 @@ OPINION_QUESTIONS: list[dict[str, Any]] = [
 
 
 class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         """No access log: it would record the client's address."""
 
 

@@ -1,0 +1,343 @@
+"""Benchmark of the submission API over real HTTP: gunicorn on loopback, PostgreSQL.
+
+    DJANGO_DEBUG=1 .venv/bin/python bench/bench_api.py [--bulk-batches 10] [--singles 4000]
+
+1. Bulk: batches of 10,000 responses with 7 answers each, POSTed one after the other to
+   ``/surveys/{id}/responses/bulk/``; target >= 5,000 responses per second end to end
+   (request bodies are encoded before the clock starts; the server parses, validates
+   and stores them within the timed window).
+2. Single: 16 concurrent keep-alive clients POST one response each, back to back, to
+   ``/surveys/{id}/responses/``; target p95 < 50 ms.
+
+PostgreSQL and Redis come from tests/servers.py (durable PostgreSQL: fsync on, as in
+production). Prints a table with the target beside each figure; exits 1 if a target is
+missed (``--no-fail`` to always exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+BULK_TARGET = 5_000.0  # responses per second
+P95_TARGET_MS = 50.0
+CLIENTS = 16
+
+
+def _answers(i: int) -> dict[str, object]:
+    return {
+        "sex": "FM"[i % 2],
+        "district": "NSEWC"[i % 5],
+        "satisfaction": "12345"[i % 5],
+        "site": "ABCDEFG"[i % 7],
+        "skips_class": ("never", "rarely", "often", "always")[i % 4],
+        "age": 16.0 + (i * 7919) % 8400 / 100.0,
+        "income": float((i * 104729) % 20000),
+    }
+
+
+def _setup_django(env: dict[str, str]) -> None:
+    os.environ.update(env)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+
+
+def _prepare(env: dict[str, str]) -> tuple[int, str]:
+    """Migrate, then create an organisation, a portal key and an open 7-question survey."""
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--verbosity", "0"],
+        cwd=REPO,
+        env={**os.environ, **env},
+        check=True,
+    )
+    _setup_django(env)
+    from consultations.services import api_key_create, consultation_create, organisation_create
+    from surveys.services import survey_create, survey_open
+    from tests.factories import seven_questions
+
+    organisation = organisation_create(slug="bench", name="Benchmark")
+    key = api_key_create(organisation=organisation, role="portal", name="bench").key
+    consultation = consultation_create(organisation=organisation, title="Benchmark")
+    survey = survey_create(
+        organisation=organisation,
+        consultation=consultation,
+        kind="profile",
+        title="Benchmark",
+        questions=seven_questions(),
+        actor="bench",
+    )
+    survey_open(survey=survey, actor="bench")
+    from django.db import connections
+
+    connections.close_all()
+    return survey.pk, key
+
+
+def _start_gunicorn(env: dict[str, str], port: int, workers: int, threads: int, log: Path):
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "config.wsgi:application",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+        "--worker-class",
+        "gthread" if threads > 1 else "sync",
+        "--timeout",
+        "120",
+        "--error-logfile",
+        str(log),
+        "--log-level",
+        "warning",
+    ]
+    process = subprocess.Popen(
+        command,
+        cwd=REPO,
+        env={
+            **os.environ,
+            **env,
+            "DJANGO_DEBUG": "0",
+            "DJANGO_SECRET_KEY": "bench-" + "x" * 50,
+            "DJANGO_SECURE_SSL_REDIRECT": "0",
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=open(log, "ab"),  # noqa: SIM115  (the server process owns it)
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/healthz")
+            conn.getresponse().read()
+            return process
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise RuntimeError(f"gunicorn did not start:\n{log.read_text() if log.exists() else ''}")
+
+
+def _post(conn: http.client.HTTPConnection, path: str, body: bytes, key: str) -> tuple[int, bytes]:
+    conn.request(
+        "POST",
+        path,
+        body=body,
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    response = conn.getresponse()
+    return response.status, response.read()
+
+
+def bench_bulk(port: int, survey: int, key: str, batches: int, size: int) -> dict[str, float]:
+    bodies = [
+        json.dumps(
+            {
+                "responses": [
+                    {"participant": f"b{b}-{i}", "answers": _answers(b * size + i)}
+                    for i in range(size)
+                ]
+            }
+        ).encode()
+        for b in range(batches)
+    ]
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    # Warm-up: one small batch (imports, connection, cached answer rules).
+    _post(
+        conn,
+        f"/api/v1/surveys/{survey}/responses/bulk/",
+        json.dumps({"responses": [{"participant": "warm-0", "answers": _answers(0)}]}).encode(),
+        key,
+    )
+    durations = []
+    start = time.perf_counter()
+    for body in bodies:
+        t0 = time.perf_counter()
+        status, content = _post(conn, f"/api/v1/surveys/{survey}/responses/bulk/", body, key)
+        durations.append(time.perf_counter() - t0)
+        if status != 201:
+            raise RuntimeError(f"bulk batch failed: {status} {content[:500]!r}")
+    elapsed = time.perf_counter() - start
+    return {
+        "responses": batches * size,
+        "seconds": elapsed,
+        "rate": batches * size / elapsed,
+        "batch_median_s": statistics.median(durations),
+        "body_mb": len(bodies[0]) / 1e6,
+    }
+
+
+def _descendants(root: int) -> list[int]:
+    """``root`` and every process below it (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    found, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, parent in parents.items() if parent in frontier]
+        found += frontier
+    return found
+
+
+def _cpu_seconds(roots: list[int]) -> float:
+    """User + system CPU time of the process trees under ``roots`` (live processes)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for root in roots:
+        for pid in _descendants(root):
+            try:
+                with open(f"/proc/{pid}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])
+            except OSError:
+                continue
+    return total / ticks
+
+
+def bench_single(port: int, survey: int, key: str, per_client: int) -> dict[str, float]:
+    latencies: list[float] = []
+    failures: list[str] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(CLIENTS)
+
+    def client(number: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        bodies = [
+            json.dumps({"participant": f"s{number}-{i}", "answers": _answers(i)}).encode()
+            for i in range(per_client)
+        ]
+        mine: list[float] = []
+        barrier.wait()
+        for body in bodies:
+            t0 = time.perf_counter()
+            status, content = _post(conn, f"/api/v1/surveys/{survey}/responses/", body, key)
+            mine.append(time.perf_counter() - t0)
+            if status != 201:
+                with lock:
+                    failures.append(f"{status} {content[:200]!r}")
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(CLIENTS)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - start
+    if failures:
+        raise RuntimeError(f"{len(failures)} single submissions failed, e.g. {failures[0]}")
+    ordered = sorted(latencies)
+
+    def pct(p: float) -> float:
+        return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))] * 1000
+
+    return {
+        "requests": len(ordered),
+        "rate": len(ordered) / elapsed,
+        "p50_ms": pct(50),
+        "p95_ms": pct(95),
+        "p99_ms": pct(99),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bulk-batches", type=int, default=10)
+    parser.add_argument("--bulk-size", type=int, default=10_000)
+    parser.add_argument("--singles", type=int, default=4_000, help="single submissions in all")
+    parser.add_argument("--workers", type=int, default=int(os.environ.get("BENCH_WORKERS", "2")))
+    parser.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", "4")))
+    parser.add_argument("--no-fail", action="store_true")
+    args = parser.parse_args(argv)
+
+    from tests.servers import free_port, running_services
+
+    with running_services(durable=True) as env:
+        env = {**env, "SUBMISSION_RATE_LIMIT": "100000000/minute"}
+        survey, key = _prepare(env)
+        port = free_port()
+        log = Path(env["INTEGRATION_WORKDIR"]) / "gunicorn.log"
+        server = _start_gunicorn(env, port, args.workers, args.threads, log)
+        try:
+            postmaster = int(
+                (Path(env["INTEGRATION_WORKDIR"]) / "pg" / "pgdata" / "postmaster.pid")
+                .read_text()
+                .split()[0]
+            )
+            bulk = bench_bulk(port, survey, key, max(1, args.bulk_batches), args.bulk_size)
+            app0, db0 = _cpu_seconds([server.pid]), _cpu_seconds([postmaster])
+            single = bench_single(port, survey, key, max(1, args.singles // CLIENTS))
+            app_cpu = (_cpu_seconds([server.pid]) - app0) / single["requests"] * 1000
+            db_cpu = (_cpu_seconds([postmaster]) - db0) / single["requests"] * 1000
+        except Exception:
+            print(log.read_text(errors="replace")[-5000:], file=sys.stderr)
+            raise
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+    rows = [
+        (
+            "bulk submission (responses/s, 7 answers each)",
+            f"{bulk['rate']:,.0f}",
+            f">= {BULK_TARGET:,.0f}",
+            bulk["rate"] >= BULK_TARGET,
+        ),
+        ("  median 10,000-response batch (s)", f"{bulk['batch_median_s']:.2f}", "", None),
+        (
+            f"single submission p95 latency, {CLIENTS} clients (ms)",
+            f"{single['p95_ms']:.1f}",
+            f"< {P95_TARGET_MS:.0f}",
+            single["p95_ms"] < P95_TARGET_MS,
+        ),
+        ("  p50 / p99 (ms)", f"{single['p50_ms']:.1f} / {single['p99_ms']:.1f}", "", None),
+        ("  throughput (requests/s)", f"{single['rate']:,.0f}", "", None),
+        (
+            "  CPU per request: gunicorn / PostgreSQL (ms)",
+            f"{app_cpu:.1f} / {db_cpu:.1f}",
+            "",
+            None,
+        ),
+    ]
+    print(
+        f"\nAPI benchmark: gunicorn {args.workers} worker(s) x {args.threads} thread(s), "
+        f"PostgreSQL (durable), {os.cpu_count()} CPU(s), "
+        f"load average {os.getloadavg()[0]:.1f} (other processes share the CPUs)"
+    )
+    print(f"{'measure':52} {'measured':>14} {'target':>10}  ok")
+    for name, value, target, ok in rows:
+        mark = "" if ok is None else ("yes" if ok else "NO")
+        print(f"{name:52} {value:>14} {target:>10}  {mark}")
+    print(
+        f"(bulk: {bulk['responses']:,} responses in {bulk['seconds']:.1f} s, "
+        f"{bulk['body_mb']:.1f} MB per batch; single: {single['requests']:,} requests)"
+    )
+    missed = [name for name, _, _, ok in rows if ok is False]
+    return 1 if missed and not args.no_fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Admin for operators: organisations, keys (shown once, revocable), consultations, audit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from consultations.models import ApiKey, AuditEvent, Consultation, Organisation
+from consultations.services import (
+    api_key_create,
+    api_key_revoke,
+    consultation_create,
+    consultation_update,
+)
+
+
+def staff_actor(request: HttpRequest) -> str:
+    return f"staff:{request.user.get_username()}"
+
+
+@admin.register(Organisation)
+class OrganisationAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "created_at"]
+    search_fields = ["slug", "name"]
+    readonly_fields = ["created_at"]
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = [
+        "prefix",
+        "organisation",
+        "role",
+        "name",
+        "created_at",
+        "expires_at",
+        "revoked_at",
+    ]
+    list_filter = ["role", "organisation", ("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["prefix", "name", "organisation__slug"]
+    readonly_fields = ["prefix", "hashed_key", "created_at", "revoked_at"]
+    actions = ["revoke"]
+
+    def get_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> list[str]:
+        if obj is None:  # the key itself is generated, never typed in
+            return ["organisation", "role", "name", "expires_at"]
+        return [
+            "organisation",
+            "role",
+            "name",
+            "prefix",
+            "hashed_key",
+            "created_at",
+            "expires_at",
+            "revoked_at",
+        ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> list[str]:
+        if obj is None:
+            return []
+        return ["organisation", "role", *self.readonly_fields]
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        issued = api_key_create(
+            organisation=obj.organisation,
+            role=obj.role,
+            name=obj.name,
+            expires_at=obj.expires_at,
+            actor=staff_actor(request),
+        )
+        for field in ("id", "prefix", "hashed_key", "created_at"):
+            setattr(obj, field, getattr(issued.api_key, field))
+        obj._state.adding = False
+        self.message_user(
+            request,
+            f"The new key is shown once, store it now: {issued.key}",
+            level=messages.WARNING,
+        )
+
+    @admin.action(description="Revoke the selected keys")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        for api_key in queryset:
+            api_key_revoke(api_key=api_key, actor=staff_actor(request))
+        self.message_user(request, f"Revoked {queryset.count()} key(s).")
+
+
+@admin.register(Consultation)
+class ConsultationAdmin(admin.ModelAdmin):
+    list_display = ["title", "organisation", "min_responses", "min_cell", "created_at"]
+    list_filter = ["organisation"]
+    search_fields = ["title", "description"]
+    readonly_fields = ["created_at", "updated_at"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return ["organisation", *self.readonly_fields] if obj else list(self.readonly_fields)
+
+    def save_model(self, request: HttpRequest, obj: Consultation, form: Any, change: bool) -> None:
+        if change:
+            consultation_update(
+                consultation=Consultation.objects.get(pk=obj.pk),
+                actor=staff_actor(request),
+                **{
+                    name: form.cleaned_data[name]
+                    for name in form.changed_data
+                    if name in ("title", "description", "min_responses", "min_cell")
+                },
+            )
+            obj.refresh_from_db()
+            return
+        created = consultation_create(
+            organisation=obj.organisation,
+            title=obj.title,
+            description=obj.description,
+            min_responses=obj.min_responses,
+            min_cell=obj.min_cell,
+            actor=staff_actor(request),
+        )
+        obj.pk = created.pk
+        obj._state.adding = False
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "organisation", "actor", "action", "target"]
+    list_filter = ["action", "organisation"]
+    search_fields = ["actor", "action", "target"]
+    readonly_fields = ["created_at", "organisation", "actor", "action", "target", "details"]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

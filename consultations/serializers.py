@@ -1,0 +1,56 @@
+"""Input and output shapes of the consultations API."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from consultations.models import Consultation
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every 4xx answer: a one-line ``detail`` and ``errors`` naming fields or items."""
+
+    detail = serializers.CharField()
+    errors = serializers.DictField(child=serializers.JSONField(), required=False)
+
+
+class ConsultationSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Consultation
+        fields = [
+            "id",
+            "title",
+            "description",
+            "min_responses",
+            "min_cell",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class ConsultationInputSerializer(serializers.Serializer):
+    title = serializers.CharField(max_length=200)
+    description = serializers.CharField(
+        allow_blank=True, required=False, default="", max_length=20_000
+    )
+    min_responses = serializers.IntegerField(
+        min_value=Consultation.MIN_RESPONSES_FLOOR,
+        max_value=1_000_000,
+        required=False,
+        default=Consultation.MIN_RESPONSES_FLOOR,
+        help_text="Question-level disclosure threshold (at least 10).",
+    )
+    min_cell = serializers.IntegerField(
+        min_value=Consultation.MIN_CELL_FLOOR,
+        max_value=1_000_000,
+        required=False,
+        default=Consultation.MIN_CELL_FLOOR,
+        help_text="Option-level disclosure threshold (at least 5).",
+    )
+
+
+class ConsultationFilterSerializer(serializers.Serializer):
+    search = serializers.CharField(
+        required=False, max_length=200, help_text="Case-insensitive match on the title."
+    )

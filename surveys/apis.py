@@ -1,0 +1,472 @@
+"""``/surveys/``: surveys with their questions, the published scheme, responses, calibration.
+
+Thin views: validate the envelope with a serializer, call one service or selector.
+Every object is looked up within the key's organisation, so another organisation's
+survey answers 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from rest_framework import exceptions, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+
+from consultations.apibase import ApiView, not_found
+from consultations.apis import ERRORS, ID_PARAMETER, NOT_FOUND, PAGE_NOT_FOUND
+from consultations.selectors import consultation_get
+from consultations.serializers import ErrorSerializer
+from consultations.throttling import SubmissionRateThrottle
+from surveys import selectors, services
+from surveys.errors import SurveyDomainError
+from surveys.models import Survey
+from surveys.serializers import (
+    BulkInputSerializer,
+    BulkResultSerializer,
+    CalibrationInputSerializer,
+    CalibrationResultSerializer,
+    ResponseInputSerializer,
+    SchemeSerializer,
+    SubmittedSerializer,
+    SurveyFilterSerializer,
+    SurveyInputSerializer,
+    SurveySerializer,
+    SurveyUpdateSerializer,
+)
+
+CONFLICT = {409: OpenApiResponse(ErrorSerializer, description="Conflicts with what is stored.")}
+THROTTLED = {
+    429: OpenApiResponse(
+        ErrorSerializer, description="Rate limit of this key exceeded; see Retry-After."
+    )
+}
+
+SURVEY_EXAMPLE = OpenApiExample(
+    "Profile survey",
+    request_only=True,
+    value={
+        "consultation": 1,
+        "kind": "profile",
+        "title": "Candidate registration",
+        "questions": [
+            {
+                "key": "sex",
+                "text": "Sex",
+                "type": "binary",
+                "categories": ["F", "M"],
+                "mechanism": {"name": "randomised_response", "retain": 0.7},
+            },
+            {
+                "key": "district",
+                "type": "nominal",
+                "categories": ["N", "S", "E", "W", "C"],
+                "mechanism": {
+                    "name": "randomised_response",
+                    "matrix": [
+                        [0.6, 0.1, 0.1, 0.1, 0.1],
+                        [0.1, 0.6, 0.1, 0.1, 0.1],
+                        [0.1, 0.1, 0.6, 0.1, 0.1],
+                        [0.1, 0.1, 0.1, 0.6, 0.1],
+                        [0.1, 0.1, 0.1, 0.1, 0.6],
+                    ],
+                },
+            },
+            {
+                "key": "satisfaction",
+                "type": "ordinal",
+                "categories": ["1", "2", "3", "4", "5"],
+                "mechanism": {"name": "negative_uniform"},
+            },
+            {
+                "key": "site",
+                "type": "ordinal",
+                "categories": ["A", "B", "C", "D", "E", "F", "G"],
+                "mechanism": {"name": "negative_gaussian", "sigma": 1.5},
+            },
+            {
+                "key": "skips_class",
+                "type": "ordinal",
+                "categories": ["never", "rarely", "often", "always"],
+                "mechanism": {"name": "negative_manual"},
+            },
+            {
+                "key": "age",
+                "type": "continuous",
+                "range": [16, 100],
+                "mechanism": {"name": "additive_uniform", "half_width": 10},
+            },
+            {
+                "key": "income",
+                "type": "continuous",
+                "range": [0, 20000],
+                "mechanism": {"name": "additive_gaussian", "sigma": 800},
+            },
+            {
+                "key": "tenure",
+                "type": "binary",
+                "categories": ["own", "rent"],
+                "mechanism": {"name": "none"},
+            },
+        ],
+    },
+)
+SCHEME_EXAMPLE = OpenApiExample(
+    "Scheme",
+    response_only=True,
+    value={
+        "survey": 3,
+        "title": "Candidate registration",
+        "kind": "profile",
+        "status": "open",
+        "questions": [
+            {
+                "key": "sex",
+                "text": "Sex",
+                "type": "binary",
+                "required": True,
+                "categories": ["F", "M"],
+                "mechanism": {"name": "randomised_response", "retain": 0.7},
+                "channel": [[0.7, 0.3], [0.3, 0.7]],
+                "epsilon": 0.847,
+            },
+            {
+                "key": "skips_class",
+                "text": "",
+                "type": "ordinal",
+                "required": True,
+                "categories": ["never", "rarely", "often", "always"],
+                "mechanism": {"name": "negative_manual"},
+                "instruction": "Choose one answer that is NOT true for you.",
+            },
+            {
+                "key": "age",
+                "text": "",
+                "type": "continuous",
+                "required": True,
+                "range": [16, 100],
+                "mechanism": {"name": "additive_uniform", "half_width": 10},
+            },
+        ],
+    },
+)
+RESPONSE_EXAMPLE = OpenApiExample(
+    "Response",
+    request_only=True,
+    value={"participant": "p-000123", "answers": {"sex": "M", "age": 43.2, "district": "E"}},
+)
+
+
+class SurveyScopedApi(ApiView):
+    def survey(self, pk: Any) -> Survey:
+        survey = selectors.survey_get(organisation=self.organisation, pk=pk)
+        if survey is None:
+            raise not_found("Survey")
+        return survey
+
+
+class SurveyListApi(SurveyScopedApi):
+    serializer_class = SurveySerializer
+    pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
+
+    @extend_schema(
+        operation_id="surveys_list",
+        summary="List surveys (filter by consultation, kind, status)",
+        parameters=[SurveyFilterSerializer],
+        responses={200: SurveySerializer(many=True), **ERRORS, **PAGE_NOT_FOUND},
+    )
+    def get(self, request: Request) -> Response:
+        filters = self.query(SurveyFilterSerializer, request)
+        page = self.paginate_queryset(
+            selectors.survey_list(organisation=self.organisation, **filters)
+        )
+        return self.get_paginated_response(SurveySerializer(page, many=True).data)
+
+    @extend_schema(
+        operation_id="surveys_create",
+        summary="Create a draft survey with its questions (analyst key)",
+        request=SurveyInputSerializer,
+        responses={201: SurveySerializer, **ERRORS},
+        examples=[SURVEY_EXAMPLE],
+    )
+    def post(self, request: Request) -> Response:
+        data = self.validated(SurveyInputSerializer, request.data)
+        consultation = consultation_get(organisation=self.organisation, pk=data["consultation"])
+        if consultation is None:
+            raise exceptions.ValidationError({"consultation": ["No such consultation."]})
+        survey = services.survey_create(
+            organisation=self.organisation,
+            consultation=consultation,
+            kind=data["kind"],
+            title=data["title"],
+            questions=data["questions"],
+            actor=self.actor,
+        )
+        survey = selectors.survey_get(organisation=self.organisation, pk=survey.pk)
+        return Response(SurveySerializer(survey).data, status=status.HTTP_201_CREATED)
+
+
+class SurveyDetailApi(SurveyScopedApi):
+    serializer_class = SurveySerializer
+
+    @extend_schema(
+        operation_id="surveys_retrieve",
+        parameters=[ID_PARAMETER],
+        summary="Read a survey with its questions",
+        responses={200: SurveySerializer, **ERRORS, **NOT_FOUND},
+    )
+    def get(self, request: Request, pk: str) -> Response:
+        return Response(SurveySerializer(self.survey(pk)).data)
+
+    def _update(self, request: Request, pk: str, partial: bool) -> Response:
+        survey = self.survey(pk)
+        data = self.validated(SurveyUpdateSerializer, request.data, partial=partial)
+        if not partial and ("title" not in data or "questions" not in data):
+            raise exceptions.ValidationError(
+                {k: ["This field is required."] for k in ("title", "questions") if k not in data}
+            )
+        for name, current in (("consultation", survey.consultation_id), ("kind", survey.kind)):
+            if name in data and data[name] != current:
+                raise exceptions.ValidationError({name: [f"Cannot change a survey's {name}."]})
+        services.survey_update(
+            survey=survey,
+            title=data.get("title"),
+            questions=data.get("questions"),
+            actor=self.actor,
+        )
+        return Response(SurveySerializer(self.survey(pk)).data)
+
+    @extend_schema(
+        operation_id="surveys_update",
+        parameters=[ID_PARAMETER],
+        summary="Replace the title and questions of a draft survey (analyst key)",
+        request=SurveyUpdateSerializer,
+        responses={200: SurveySerializer, **ERRORS, **NOT_FOUND},
+    )
+    def put(self, request: Request, pk: str) -> Response:
+        return self._update(request, pk, partial=False)
+
+    @extend_schema(
+        operation_id="surveys_partial_update",
+        parameters=[ID_PARAMETER],
+        summary="Rename a survey, or replace a draft survey's questions (analyst key)",
+        request=SurveyUpdateSerializer,
+        responses={200: SurveySerializer, **ERRORS, **NOT_FOUND},
+        examples=[OpenApiExample("Rename", value={"title": "Registration"}, request_only=True)],
+    )
+    def patch(self, request: Request, pk: str) -> Response:
+        return self._update(request, pk, partial=True)
+
+    @extend_schema(
+        operation_id="surveys_destroy",
+        parameters=[ID_PARAMETER],
+        summary="Delete a draft survey (analyst key)",
+        responses={204: None, **ERRORS, **NOT_FOUND, **CONFLICT},
+    )
+    def delete(self, request: Request, pk: str) -> Response:
+        services.survey_delete(survey=self.survey(pk), actor=self.actor)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SurveyOpenApi(SurveyScopedApi):
+    serializer_class = SurveySerializer
+
+    @extend_schema(
+        operation_id="surveys_open",
+        parameters=[ID_PARAMETER],
+        summary="Open a draft survey; its questions freeze (analyst key)",
+        request=None,
+        responses={200: SurveySerializer, **ERRORS, **NOT_FOUND, **CONFLICT},
+    )
+    def post(self, request: Request, pk: str) -> Response:
+        services.survey_open(survey=self.survey(pk), actor=self.actor)
+        return Response(SurveySerializer(self.survey(pk)).data)
+
+
+class SurveyCloseApi(SurveyScopedApi):
+    serializer_class = SurveySerializer
+
+    @extend_schema(
+        operation_id="surveys_close",
+        parameters=[ID_PARAMETER],
+        summary="Close an open survey (analyst key)",
+        request=None,
+        responses={200: SurveySerializer, **ERRORS, **NOT_FOUND, **CONFLICT},
+    )
+    def post(self, request: Request, pk: str) -> Response:
+        services.survey_close(survey=self.survey(pk), actor=self.actor)
+        return Response(SurveySerializer(self.survey(pk)).data)
+
+
+class SurveySchemeApi(SurveyScopedApi):
+    serializer_class = SchemeSerializer
+
+    @extend_schema(
+        operation_id="surveys_scheme",
+        parameters=[ID_PARAMETER],
+        summary="The published scheme: what a client needs to distort answers",
+        responses={200: SchemeSerializer, **ERRORS, **NOT_FOUND},
+        examples=[SCHEME_EXAMPLE],
+    )
+    def get(self, request: Request, pk: str) -> Response:
+        return Response(selectors.survey_scheme(self.survey(pk)))
+
+
+class SubmissionApi(SurveyScopedApi):
+    """Portal and analyst keys may submit; each key is rate-limited (scope submissions)."""
+
+    analyst_writes = False
+    throttle_classes = [SubmissionRateThrottle]
+
+    def open_survey(self, pk: Any) -> Survey:
+        """The survey for a submission (remembered while open: the hot path)."""
+        survey = selectors.survey_for_submission(organisation=self.organisation, pk=pk)
+        if survey is None:
+            raise not_found("Survey")
+        return survey
+
+    def submit(self, pk: Any, service: Any, **kwargs: Any) -> Any:
+        """Call a submission service; look the survey up afresh if it changed meanwhile."""
+        try:
+            return service(survey=self.open_survey(pk), actor=self.actor, **kwargs)
+        except services.StaleSurvey:
+            selectors.survey_forget(int(pk))
+            return service(survey=self.open_survey(pk), actor=self.actor, **kwargs)
+        except SurveyDomainError as exc:
+            if "survey" in exc.errors:  # it closed: read it again next time
+                selectors.survey_forget(int(pk))
+            raise
+
+
+class ResponseSubmitApi(SubmissionApi):
+    serializer_class = ResponseInputSerializer
+
+    @extend_schema(
+        operation_id="responses_create",
+        parameters=[ID_PARAMETER],
+        summary="Submit one participant's distorted answers",
+        request=ResponseInputSerializer,
+        responses={
+            201: OpenApiResponse(SubmittedSerializer, description="Stored."),
+            **ERRORS,
+            **NOT_FOUND,
+            **THROTTLED,
+            409: OpenApiResponse(
+                ErrorSerializer, description="The participant already answered or withdrew."
+            ),
+        },
+        examples=[RESPONSE_EXAMPLE],
+    )
+    def post(self, request: Request, pk: str) -> Response:
+        data = self.validated(ResponseInputSerializer, request.data)
+        self.submit(
+            pk, services.response_submit, participant=data["participant"], answers=data["answers"]
+        )
+        return Response({"participant": data["participant"]}, status=status.HTTP_201_CREATED)
+
+
+class ResponseBulkApi(SubmissionApi):
+    serializer_class = BulkInputSerializer
+
+    @extend_schema(
+        operation_id="responses_bulk_create",
+        parameters=[ID_PARAMETER],
+        summary="Submit up to 10,000 responses atomically",
+        description=(
+            "One bad item rejects the whole batch (400 naming each bad item by index in "
+            "`errors.responses`); a participant repeated in the batch or who already "
+            "answered gives 409 naming them. Nothing is stored in either case."
+        ),
+        request=BulkInputSerializer,
+        responses={
+            201: BulkResultSerializer,
+            **ERRORS,
+            **NOT_FOUND,
+            **THROTTLED,
+            409: OpenApiResponse(ErrorSerializer, description="Participants already answered."),
+        },
+        examples=[
+            OpenApiExample(
+                "Two responses",
+                request_only=True,
+                value={
+                    "responses": [
+                        {"participant": "p-000123", "answers": {"sex": "M", "age": 43.2}},
+                        {"participant": "p-000124", "answers": {"sex": "F", "age": 19.0}},
+                    ]
+                },
+            ),
+            OpenApiExample(
+                "Created", response_only=True, status_codes=["201"], value={"created": 2}
+            ),
+            OpenApiExample(
+                "A bad item",
+                response_only=True,
+                status_codes=["400"],
+                value={
+                    "detail": "1 of 2 responses is invalid; nothing was stored.",
+                    "errors": {
+                        "responses": {
+                            "1": {
+                                "answers": {
+                                    "sex": ["Must be one of the categories ['F', 'M'], got 'X'."]
+                                }
+                            }
+                        }
+                    },
+                },
+            ),
+        ],
+    )
+    def post(self, request: Request, pk: str) -> Response:
+        self.open_survey(pk)  # 404 before reading a large body
+        data = self.validated(BulkInputSerializer, request.data)
+        created = self.submit(pk, services.responses_submit_bulk, responses=data["responses"])
+        return Response({"created": created}, status=status.HTTP_201_CREATED)
+
+
+class ResponseWithdrawApi(SubmissionApi):
+    serializer_class = None
+
+    @extend_schema(
+        operation_id="responses_withdraw",
+        parameters=[ID_PARAMETER],
+        summary="Withdraw a participant's response (its answers are deleted)",
+        responses={204: None, **ERRORS, **NOT_FOUND, **THROTTLED},
+    )
+    def delete(self, request: Request, pk: str, participant: str) -> Response:
+        services.response_withdraw(
+            survey=self.survey(pk), participant=participant, actor=self.actor
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CalibrationApi(SubmissionApi):
+    serializer_class = CalibrationInputSerializer
+
+    @extend_schema(
+        operation_id="calibration_create",
+        parameters=[ID_PARAMETER],
+        summary="Upload (true, negative) pairs for a negative_manual question",
+        request=CalibrationInputSerializer,
+        responses={201: CalibrationResultSerializer, **ERRORS, **NOT_FOUND, **THROTTLED},
+        examples=[
+            OpenApiExample(
+                "Pairs",
+                request_only=True,
+                value={
+                    "question": "skips_class",
+                    "pairs": [["never", "always"], ["rarely", "often"]],
+                },
+            )
+        ],
+    )
+    def post(self, request: Request, pk: str) -> Response:
+        survey = self.survey(pk)
+        data = self.validated(CalibrationInputSerializer, request.data)
+        result = services.calibration_upload(
+            survey=survey, question=data["question"], pairs=data["pairs"], actor=self.actor
+        )
+        return Response(CalibrationResultSerializer(result).data, status=status.HTTP_201_CREATED)

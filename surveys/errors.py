@@ -1,0 +1,28 @@
+"""Domain errors raised by the surveys services.
+
+They carry a one-line ``detail`` and an ``errors`` mapping naming the offending field or
+item, and know nothing about HTTP: the API layer maps them to 400 / 404 / 409.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SurveyDomainError(Exception):
+    def __init__(self, detail: str, errors: dict[str, Any] | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.errors = errors or {}
+
+
+class InvalidInput(SurveyDomainError):
+    """Input that can never be accepted as it is (HTTP 400)."""
+
+
+class Conflict(SurveyDomainError):
+    """Input that clashes with what is stored: a second response, a state change (HTTP 409)."""
+
+
+class NotFound(SurveyDomainError):
+    """A referenced object does not exist in this scope (HTTP 404)."""

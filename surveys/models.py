@@ -1,0 +1,320 @@
+"""Surveys, their questions, and the distorted answers portals submit.
+
+Privacy rules kept by the schema itself (/work/shared/design/architecture.md):
+
+* there is no column for a true answer, a name, an e-mail, an IP address or a user agent;
+  a participant is the portal's pseudonymous reference;
+* timestamps of residents' actions are coarsened to the hour (a check constraint);
+* one response per participant per survey (a unique constraint), and a withdrawn
+  response stays as a tombstone without answers, so nobody can answer twice and average
+  the noise away.
+
+Answers are typed rows, one per (response, question): a small-integer category code for
+discrete questions or a float for continuous ones, so that counting reported codes is one
+``GROUP BY`` over the ``(question, code)`` index and a question's answers load straight
+into a numpy array.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models.functions import TruncHour
+
+from consultations.models import Consultation
+
+DISCRETE_TYPES = ("binary", "nominal", "ordinal")
+DISCRETE_MECHANISMS = (
+    "none",
+    "randomised_response",
+    "negative_uniform",
+    "negative_gaussian",
+    "negative_manual",
+)
+NEGATIVE_MECHANISMS = ("negative_uniform", "negative_gaussian", "negative_manual")
+CONTINUOUS_MECHANISMS = (
+    "none",
+    "additive_uniform",
+    "additive_gaussian",
+    "additive_laplace",
+    "retention_replacement",
+)
+MAX_CATEGORIES = 100
+# A finite float: PostgreSQL orders NaN above every number, so this also rejects NaN.
+FLOAT_LIMIT = 1e300
+
+
+class Survey(models.Model):
+    class Kind(models.TextChoices):
+        PROFILE = "profile", "profile"
+        OPINION = "opinion", "opinion"
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "draft"
+        OPEN = "open", "open"
+        CLOSED = "closed", "closed"
+
+    consultation = models.ForeignKey(Consultation, on_delete=models.PROTECT, related_name="surveys")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    title = models.CharField(max_length=200)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    created_at = models.DateTimeField(auto_now_add=True)
+    opened_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["consultation", "kind", "status"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["consultation"],
+                condition=models.Q(kind="profile"),
+                name="survey_one_profile_per_consultation",
+                violation_error_message="This consultation already has a profile survey.",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(kind__in=["profile", "opinion"]), name="survey_kind_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=["draft", "open", "closed"]),
+                name="survey_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.kind}, {self.status})"
+
+    @property
+    def organisation_id(self) -> int:
+        return self.consultation.organisation_id
+
+
+class Question(models.Model):
+    """One question with its privacy mechanism; frozen once the survey opens.
+
+    ``n_categories`` is the number of categories of a discrete question (0 for a
+    continuous one); answers and calibration pairs copy it and a composite foreign key
+    ``(question, n_categories)`` (PostgreSQL) or a trigger (SQLite) keeps the copy honest,
+    so that ``0 <= code < n_categories`` is a plain check constraint on the answer row.
+    """
+
+    class Type(models.TextChoices):
+        BINARY = "binary", "binary"
+        NOMINAL = "nominal", "nominal"
+        ORDINAL = "ordinal", "ordinal"
+        CONTINUOUS = "continuous", "continuous"
+
+    survey = models.ForeignKey(Survey, on_delete=models.CASCADE, related_name="questions")
+    key = models.CharField(max_length=64)
+    text = models.CharField(max_length=500, blank=True)
+    type = models.CharField(max_length=16, choices=Type.choices)
+    required = models.BooleanField(default=True)
+    categories = models.JSONField(default=list, blank=True)
+    n_categories = models.PositiveSmallIntegerField(default=0, editable=False)
+    range_low = models.FloatField(null=True, blank=True)
+    range_high = models.FloatField(null=True, blank=True)
+    mechanism = models.CharField(max_length=32)
+    mechanism_params = models.JSONField(default=dict, blank=True)
+    position = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ["survey", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["survey", "key"], name="question_key_unique"),
+            models.UniqueConstraint(fields=["survey", "position"], name="question_position_unique"),
+            # Target of the composite foreign keys from answers and calibration pairs.
+            models.UniqueConstraint(fields=["id", "n_categories"], name="question_id_k_unique"),
+            models.CheckConstraint(
+                condition=(
+                    models.Q(
+                        type__in=DISCRETE_TYPES,
+                        n_categories__gte=2,
+                        n_categories__lte=MAX_CATEGORIES,
+                        range_low__isnull=True,
+                        range_high__isnull=True,
+                        mechanism__in=DISCRETE_MECHANISMS,
+                    )
+                    | models.Q(
+                        type="continuous",
+                        n_categories=0,
+                        range_low__isnull=False,
+                        range_high__isnull=False,
+                        range_low__lt=models.F("range_high"),
+                        mechanism__in=CONTINUOUS_MECHANISMS,
+                    )
+                ),
+                name="question_type_shape_and_mechanism",
+                violation_error_message=(
+                    "A discrete question needs 2 or more categories and a discrete mechanism; "
+                    "a continuous one a range low < high and a continuous mechanism."
+                ),
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(type="binary") | models.Q(n_categories=2),
+                name="question_binary_has_two_categories",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(mechanism__in=NEGATIVE_MECHANISMS)
+                | models.Q(n_categories__gte=3),
+                name="question_negative_needs_three_categories",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.type}, {self.mechanism})"
+
+    @property
+    def is_discrete(self) -> bool:
+        return self.type != self.Type.CONTINUOUS
+
+
+class Participant(models.Model):
+    """A pseudonymous reference chosen by the portal, within one consultation.
+
+    The same reference answers the consultation's profile survey (a candidate for the
+    participant sample) and its opinion surveys, which is how their answers are joined.
+    Nothing else about the person is stored.
+    """
+
+    consultation = models.ForeignKey(
+        Consultation, on_delete=models.CASCADE, related_name="participants"
+    )
+    reference = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["consultation", "reference"], name="participant_reference_unique"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(reference__regex=r"^[A-Za-z0-9_-]{1,64}$"),
+                name="participant_reference_format",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.reference
+
+
+class Response(models.Model):
+    """One participant's distorted answers to one survey.
+
+    ``submitted_at`` is coarsened to the hour. A withdrawal deletes the answers and keeps
+    this row as a tombstone (``withdrawn_at`` set) so the participant cannot answer again.
+    """
+
+    survey = models.ForeignKey(Survey, on_delete=models.CASCADE, related_name="responses")
+    participant = models.ForeignKey(
+        Participant, on_delete=models.CASCADE, related_name="responses", db_index=False
+    )
+    submitted_at = models.DateTimeField()
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["survey", "participant"], name="response_one_per_participant"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(submitted_at=TruncHour("submitted_at")),
+                name="response_submitted_at_coarsened_to_hour",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(withdrawn_at__isnull=True)
+                | models.Q(withdrawn_at=TruncHour("withdrawn_at")),
+                name="response_withdrawn_at_coarsened_to_hour",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"response {self.pk} to survey {self.survey_id}"
+
+
+class Answer(models.Model):
+    """A distorted answer: a category code (discrete) or a float (continuous), never both."""
+
+    response = models.ForeignKey(
+        Response, on_delete=models.CASCADE, related_name="answers", db_index=False
+    )
+    # No separate foreign-key constraint on question_id: the composite key
+    # (question_id, n_categories) of migration 0002 already proves the question exists,
+    # and one check per row instead of two matters for bulk inserts.
+    question = models.ForeignKey(
+        Question,
+        on_delete=models.PROTECT,
+        related_name="answers",
+        db_index=False,
+        db_constraint=False,
+    )
+    code = models.SmallIntegerField(null=True, blank=True)
+    value = models.FloatField(null=True, blank=True)
+    # A copy of the question's n_categories (0 for continuous), bound to it by a
+    # composite foreign key (PostgreSQL) or a trigger (SQLite): see migration 0002.
+    n_categories = models.PositiveSmallIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["response", "question"], name="answer_one_per_question"
+            ),
+            models.CheckConstraint(
+                condition=(
+                    models.Q(
+                        code__isnull=False,
+                        value__isnull=True,
+                        code__gte=0,
+                        code__lt=models.F("n_categories"),
+                    )
+                    | models.Q(
+                        code__isnull=True,
+                        n_categories=0,
+                        value__isnull=False,
+                        value__gte=-FLOAT_LIMIT,
+                        value__lte=FLOAT_LIMIT,
+                    )
+                ),
+                name="answer_code_in_range_xor_finite_value",
+            ),
+        ]
+        indexes = [models.Index(fields=["question", "code"], name="answer_question_code")]
+
+    def __str__(self) -> str:
+        return f"{self.question_id}: {self.code if self.code is not None else self.value}"
+
+
+class CalibrationPair(models.Model):
+    """A (true, negative) category pair of a consenting calibration participant.
+
+    They estimate rows of a manually selected negative survey's channel
+    (000_1b7f9a8e281301b4.txt, Section 4.1). No participant reference is kept.
+    """
+
+    question = models.ForeignKey(
+        Question, on_delete=models.CASCADE, related_name="calibration_pairs"
+    )
+    true_code = models.SmallIntegerField()
+    negative_code = models.SmallIntegerField()
+    n_categories = models.PositiveSmallIntegerField()
+    uploaded_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["question", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(
+                    true_code__gte=0,
+                    true_code__lt=models.F("n_categories"),
+                    negative_code__gte=0,
+                    negative_code__lt=models.F("n_categories"),
+                )
+                & ~models.Q(true_code=models.F("negative_code")),
+                name="calibration_codes_in_range_and_distinct",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(uploaded_at=TruncHour("uploaded_at")),
+                name="calibration_uploaded_at_coarsened_to_hour",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.question_id}: {self.true_code} -> {self.negative_code}"

@@ -1,0 +1,474 @@
+"""Questions and their mechanisms: validation, channels, noise models, answer lookups.
+
+Framework-free apart from type hints: every mechanism is built and validated by
+:mod:`privacy.mechanisms`, so the rules for parameters live in one place and the API,
+the admin and the services all give the same messages.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from privacy.mechanisms import (
+    custom_channel,
+    epsilon,
+    manual_negative,
+    negative_gaussian,
+    negative_uniform,
+    noise_model,
+    randomised_response,
+)
+
+DISCRETE_TYPES = ("binary", "nominal", "ordinal")
+QUESTION_TYPES = (*DISCRETE_TYPES, "continuous")
+DISCRETE_MECHANISMS: dict[str, tuple[str, ...]] = {
+    # name -> allowed parameters
+    "none": (),
+    "randomised_response": ("retain", "matrix"),
+    "negative_uniform": (),
+    "negative_gaussian": ("sigma",),
+    "negative_manual": (),
+}
+CONTINUOUS_MECHANISMS: dict[str, tuple[str, ...]] = {
+    "none": (),
+    "additive_uniform": ("half_width",),
+    "additive_gaussian": ("sigma",),
+    "additive_laplace": ("scale",),
+    "retention_replacement": ("retain",),
+}
+MAX_CATEGORIES = 100
+MAX_LABEL_LENGTH = 100
+MAX_TEXT_LENGTH = 500
+KEY_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+PARTICIPANT_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+NEGATIVE_MANUAL_INSTRUCTION = "Choose one answer that is NOT true for you."
+
+
+class QuestionInvalid(ValueError):
+    """A question specification is wrong; ``errors`` maps field names to messages."""
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()))
+        self.errors = errors
+
+
+def is_number(value: Any) -> bool:
+    """A JSON number: int or float but not bool (``True`` is not 1 here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class QuestionSpec:
+    """A validated question, ready to be stored."""
+
+    key: str
+    text: str
+    type: str
+    required: bool
+    categories: tuple[str, ...]
+    range: tuple[float, float] | None
+    mechanism: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_categories(self) -> int:
+        return len(self.categories)
+
+
+def parse_question(raw: Any) -> QuestionSpec:
+    """Validate one question as the API receives it and return its spec.
+
+    Raises
+    ------
+    QuestionInvalid
+        With messages keyed by the offending field (``key``, ``type``, ``categories``,
+        ``range``, ``mechanism``, ...).
+    """
+    if not isinstance(raw, Mapping):
+        raise QuestionInvalid({"non_field_errors": ["A question must be a JSON object."]})
+    errors: dict[str, list[str]] = {}
+    known = {"key", "text", "type", "required", "categories", "range", "mechanism"}
+    for name in sorted(set(raw) - known):
+        errors[str(name)] = [f"Unknown field; a question has {', '.join(sorted(known))}."]
+
+    key = raw.get("key")
+    if not isinstance(key, str) or not KEY_PATTERN.match(key):
+        errors["key"] = ["Must be 1-64 characters: a letter, then letters, digits or underscores."]
+    text = raw.get("text", "")
+    if text is None:
+        text = ""
+    if not isinstance(text, str) or len(text) > MAX_TEXT_LENGTH:
+        errors["text"] = [f"Must be a string of at most {MAX_TEXT_LENGTH} characters."]
+    required = raw.get("required", True)
+    if not isinstance(required, bool):
+        errors["required"] = ["Must be true or false."]
+    qtype = raw.get("type")
+    if qtype not in QUESTION_TYPES:
+        errors["type"] = [f"Must be one of {', '.join(QUESTION_TYPES)}."]
+        qtype = None
+
+    categories: tuple[str, ...] = ()
+    value_range: tuple[float, float] | None = None
+    raw_categories = raw.get("categories")
+    raw_range = raw.get("range")
+    if qtype in DISCRETE_TYPES:
+        if raw_range is not None:
+            errors["range"] = [f"A {qtype} question has categories, not a range."]
+        categories_error = _categories_error(raw_categories, qtype)
+        if categories_error:
+            errors["categories"] = [categories_error]
+        else:
+            categories = tuple(raw_categories)
+    elif qtype == "continuous":
+        if raw_categories not in (None, []):
+            errors["categories"] = ["A continuous question has a range, not categories."]
+        if (
+            not isinstance(raw_range, (list, tuple))
+            or len(raw_range) != 2
+            or not all(is_number(v) and math.isfinite(v) for v in raw_range)
+        ):
+            errors["range"] = ["Must be [low, high], two finite numbers."]
+        elif not raw_range[0] < raw_range[1]:
+            errors["range"] = [f"low must be below high, got [{raw_range[0]}, {raw_range[1]}]."]
+        else:
+            value_range = (float(raw_range[0]), float(raw_range[1]))
+
+    mechanism, params = "", {}
+    raw_mechanism = raw.get("mechanism")
+    if not isinstance(raw_mechanism, Mapping) or not isinstance(raw_mechanism.get("name"), str):
+        errors["mechanism"] = ['Must be an object with a "name", e.g. {"name": "none"}.']
+    elif qtype is not None:
+        mechanism = raw_mechanism["name"]
+        params = {k: v for k, v in raw_mechanism.items() if k != "name"}
+        problem = None
+        if "categories" not in errors and "range" not in errors:
+            problem = mechanism_error(qtype, categories, value_range, mechanism, params)
+        if problem:
+            errors["mechanism"] = [problem]
+
+    if errors:
+        raise QuestionInvalid(errors)
+    return QuestionSpec(
+        key=key,
+        text=text,
+        type=qtype,
+        required=required,
+        categories=categories,
+        range=value_range,
+        mechanism=mechanism,
+        params=dict(params),
+    )
+
+
+def parse_questions(raw: Any) -> list[QuestionSpec]:
+    """Validate a survey's question list (keys unique).
+
+    Raises
+    ------
+    QuestionListInvalid
+        With one entry per question (``{}`` for a good one), as DRF reports nested lists.
+    """
+    if not isinstance(raw, list):
+        raise QuestionListInvalid(["Must be a list of questions."])
+    item_errors: list[dict[str, list[str]]] = []
+    specs: list[QuestionSpec] = []
+    first_index: dict[str, int] = {}
+    for index, item in enumerate(raw):
+        problems: dict[str, list[str]] = {}
+        try:
+            spec = parse_question(item)
+        except QuestionInvalid as exc:
+            problems = exc.errors
+        else:
+            specs.append(spec)
+            if spec.key in first_index:
+                problems["key"] = [
+                    f"Duplicate key {spec.key!r}: question {first_index[spec.key]} has it."
+                ]
+            else:
+                first_index[spec.key] = index
+        item_errors.append(problems)
+    if any(item_errors):
+        raise QuestionListInvalid(item_errors)
+    return specs
+
+
+class QuestionListInvalid(ValueError):
+    def __init__(self, errors: list[Any]) -> None:
+        bad = (
+            [i for i, e in enumerate(errors) if e] if errors and isinstance(errors[0], dict) else []
+        )
+        super().__init__(f"invalid questions {bad}" if bad else str(errors))
+        self.errors = errors
+
+
+def _categories_error(raw: Any, qtype: str) -> str | None:
+    if not isinstance(raw, list) or not all(isinstance(c, str) for c in raw):
+        return "Must be a list of category labels (strings)."
+    if qtype == "binary" and len(raw) != 2:
+        return f"A binary question has exactly 2 categories, got {len(raw)}."
+    if not 2 <= len(raw) <= MAX_CATEGORIES:
+        return f"Must have between 2 and {MAX_CATEGORIES} categories, got {len(raw)}."
+    for label in raw:
+        if not 1 <= len(label) <= MAX_LABEL_LENGTH or label != label.strip():
+            return (
+                f"Labels must be 1-{MAX_LABEL_LENGTH} characters without surrounding spaces, "
+                f"got {label!r}."
+            )
+    seen: set[str] = set()
+    for label in raw:
+        if label in seen:
+            return f"Duplicate category label {label!r}."
+        seen.add(label)
+    return None
+
+
+def mechanism_error(
+    qtype: str,
+    categories: Sequence[str],
+    value_range: tuple[float, float] | None,
+    name: str,
+    params: Mapping[str, Any],
+) -> str | None:
+    """Why this mechanism cannot distort this question, or ``None`` if it can."""
+    discrete = qtype in DISCRETE_TYPES
+    table = DISCRETE_MECHANISMS if discrete else CONTINUOUS_MECHANISMS
+    if name not in table:
+        return f"{name!r} is not a mechanism for a {qtype} question; use one of {', '.join(table)}."
+    unexpected = sorted(set(params) - set(table[name]))
+    if unexpected:
+        allowed = ", ".join(table[name]) or "no parameters"
+        return f"{name} does not take {', '.join(unexpected)} (it takes {allowed})."
+    if name == "negative_gaussian" and qtype != "ordinal":
+        return "negative_gaussian needs ordered categories: use it on an ordinal question."
+    for param, value in params.items():
+        if param == "matrix":
+            continue
+        if not is_number(value):
+            return f"{param} must be a number, got {value!r}."
+    try:
+        if discrete:
+            discrete_channel(len(categories), name, params)
+        else:
+            assert value_range is not None
+            continuous_noise(value_range, name, params)
+    except ValueError as exc:
+        return f"{name}: {exc}"
+    return None
+
+
+def discrete_channel(
+    k: int, name: str, params: Mapping[str, Any], pairs: NDArray[np.integer] | None = None
+) -> NDArray[np.float64]:
+    """The channel ``C[i, j] = Pr(reported j | true i)`` of a discrete mechanism.
+
+    ``pairs`` are the (true, negative) calibration codes of a ``negative_manual``
+    question (000_1b7f9a8e281301b4.txt, Section 4.1); uniform rows where there are none.
+    """
+    if name == "none":
+        return np.eye(k)
+    if name == "randomised_response":
+        if ("retain" in params) == ("matrix" in params):
+            raise ValueError("give either retain (a probability) or matrix (k x k), not both")
+        if "retain" in params:
+            return randomised_response(k, params["retain"])
+        matrix = params["matrix"]
+        if not isinstance(matrix, list) or not all(
+            isinstance(row, list) and all(is_number(v) for v in row) for row in matrix
+        ):
+            raise ValueError("matrix must be a list of rows of numbers")
+        shape = (len(matrix), len(matrix[0]) if matrix else 0)
+        if len(matrix) != k or any(len(row) != k for row in matrix):
+            raise ValueError(f"matrix must be {k} x {k} (one row per category), got {shape}")
+        return custom_channel(matrix)
+    if name == "negative_uniform":
+        return negative_uniform(k)
+    if name == "negative_gaussian":
+        if "sigma" not in params:
+            raise ValueError("needs sigma (in category steps)")
+        return negative_gaussian(k, params["sigma"])
+    if name == "negative_manual":
+        return manual_negative(k, pairs)
+    raise ValueError(f"unknown discrete mechanism {name!r}")
+
+
+def continuous_noise(value_range: tuple[float, float], name: str, params: Mapping[str, Any]):
+    """The noise model of a continuous mechanism (``retention_replacement`` draws from range)."""
+    if name == "retention_replacement":
+        return noise_model(name, low=value_range[0], high=value_range[1], **params)
+    return noise_model(name, **params)
+
+
+# --------------------------------------------------------------------------- scheme
+
+
+def mechanism_json(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name": name, **params}
+
+
+def question_scheme(question: Any, channel: NDArray[np.float64] | None = None) -> dict[str, Any]:
+    """What a client needs to distort one question (nothing secret).
+
+    A discrete question carries its full ``channel`` in ``categories`` order and
+    ``epsilon``; a ``negative_manual`` one carries an ``instruction`` instead (its channel
+    is estimated from calibration data, there is nothing to sample); a continuous one its
+    ``range`` and the mechanism's parameters.
+    """
+    entry: dict[str, Any] = {
+        "key": question.key,
+        "text": question.text,
+        "type": question.type,
+        "required": question.required,
+    }
+    if question.type in DISCRETE_TYPES:
+        entry["categories"] = list(question.categories)
+    else:
+        entry["range"] = [question.range_low, question.range_high]
+    entry["mechanism"] = mechanism_json(question.mechanism, question.mechanism_params)
+    if question.type in DISCRETE_TYPES:
+        if question.mechanism == "negative_manual":
+            entry["instruction"] = NEGATIVE_MANUAL_INSTRUCTION
+        else:
+            if channel is None:
+                channel = discrete_channel(
+                    question.n_categories, question.mechanism, question.mechanism_params
+                )
+            entry["channel"] = channel.tolist()
+            entry["epsilon"] = epsilon(channel)
+    return entry
+
+
+# --------------------------------------------------------------------------- answers
+
+
+@dataclass(frozen=True)
+class AnswerRule:
+    """How to check and store one question's answer, computed once per survey."""
+
+    question_id: int
+    key: str
+    required: bool
+    n_categories: int  # 0 for continuous
+    codes: dict[str, int] | None  # label -> code for discrete questions
+    low: float = 0.0  # bounds of a value the mechanism could have produced
+    high: float = 0.0
+
+    def describe_range(self) -> str:
+        return f"[{self.low:g}, {self.high:g}]"
+
+
+@dataclass(frozen=True)
+class AnswerForm:
+    """A survey's answer rules by key, in question order."""
+
+    rules: tuple[AnswerRule, ...]
+    by_key: dict[str, AnswerRule]
+    required_keys: frozenset[str]
+
+
+def answer_form(questions: Iterable[Any]) -> AnswerForm:
+    rules = []
+    for q in questions:
+        if q.type in DISCRETE_TYPES:
+            rules.append(
+                AnswerRule(
+                    question_id=q.id,
+                    key=q.key,
+                    required=q.required,
+                    n_categories=q.n_categories,
+                    codes={label: code for code, label in enumerate(q.categories)},
+                )
+            )
+        else:
+            model = continuous_noise((q.range_low, q.range_high), q.mechanism, q.mechanism_params)
+            low, high = model.reported_bounds(q.range_low, q.range_high)
+            rules.append(
+                AnswerRule(
+                    question_id=q.id,
+                    key=q.key,
+                    required=q.required,
+                    n_categories=0,
+                    codes=None,
+                    low=float(low),
+                    high=float(high),
+                )
+            )
+    return AnswerForm(
+        rules=tuple(rules),
+        by_key={r.key: r for r in rules},
+        required_keys=frozenset(r.key for r in rules if r.required),
+    )
+
+
+# A row to store: (question_id, code, value, n_categories).
+AnswerRow = tuple[int, int | None, float | None, int]
+
+
+def check_response(
+    item: Any, form: AnswerForm
+) -> tuple[str | None, list[AnswerRow], dict[str, Any]]:
+    """Validate one submitted response against a survey's answer rules.
+
+    Returns ``(participant, rows, errors)``; ``errors`` is empty when the response is
+    good and otherwise names each offending field and answer key.
+    """
+    errors: dict[str, Any] = {}
+    if not isinstance(item, dict):
+        return None, [], {"non_field_errors": ["A response must be a JSON object."]}
+    extra = [k for k in item if k not in ("participant", "answers")]
+    if extra:
+        for name in extra:
+            errors[str(name)] = ['Unknown field; a response has "participant" and "answers".']
+    participant = item.get("participant")
+    if not isinstance(participant, str) or not PARTICIPANT_PATTERN.match(participant):
+        errors["participant"] = ["Must be 1-64 characters of A-Z, a-z, 0-9, _ and -."]
+        participant = None
+    answers = item.get("answers")
+    rows: list[AnswerRow] = []
+    if not isinstance(answers, dict):
+        errors["answers"] = ["Must be an object mapping question keys to answers."]
+        return participant, rows, errors
+    answer_errors: dict[str, list[str]] = {}
+    by_key = form.by_key
+    for key, answer in answers.items():
+        rule = by_key.get(key)
+        if rule is None:
+            answer_errors[str(key)] = ["Unknown question key."]
+            continue
+        if answer is None:
+            if rule.required:
+                answer_errors[key] = ["This answer is required."]
+            continue
+        codes = rule.codes
+        if codes is not None:
+            code = codes.get(answer) if isinstance(answer, str) else None
+            if code is None:
+                answer_errors[key] = [
+                    f"Must be one of the categories {list(codes)}, got {answer!r}."
+                ]
+            else:
+                rows.append((rule.question_id, code, None, rule.n_categories))
+        else:
+            if not is_number(answer) or not math.isfinite(answer):
+                answer_errors[key] = [f"Must be a finite number, got {answer!r}."]
+            elif not rule.low <= answer <= rule.high:
+                answer_errors[key] = [
+                    f"{answer!r} could not have been produced by the mechanism from the "
+                    f"question's range: reported values lie in {rule.describe_range()}."
+                ]
+            else:
+                rows.append((rule.question_id, None, float(answer), 0))
+    if len(answers) < len(form.required_keys) or not form.required_keys.issubset(answers):
+        for key in form.required_keys:
+            if key not in answers:
+                answer_errors[key] = ["This answer is required."]
+    if answer_errors:
+        errors["answers"] = answer_errors
+    return participant, rows, errors

@@ -1,0 +1,324 @@
+"""Input and output shapes of the surveys API.
+
+Questions are validated by :func:`surveys.schemes.parse_questions` (the same rules the
+services apply), and submitted responses by the services' fast path, so the serializers
+here check the envelope and describe the shapes for the OpenAPI schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from surveys import schemes
+from surveys.models import Question, Survey
+from surveys.services import MAX_BULK, MAX_CALIBRATION_PAIRS
+
+# --------------------------------------------------------------------------- documentation
+
+MECHANISM_SCHEMA = {
+    "type": "object",
+    "description": (
+        "`name` and its parameters. Discrete: none; randomised_response (retain in (0, 1] "
+        "or a k x k row-stochastic matrix); negative_uniform; negative_gaussian (sigma > 0, "
+        "ordinal only); negative_manual. Continuous: none; additive_uniform (half_width); "
+        "additive_gaussian (sigma); additive_laplace (scale); retention_replacement (retain)."
+    ),
+    "properties": {
+        "name": {
+            "type": "string",
+            "enum": sorted(set(schemes.DISCRETE_MECHANISMS) | set(schemes.CONTINUOUS_MECHANISMS)),
+        },
+        "retain": {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 1},
+        "matrix": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
+        "sigma": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
+        "half_width": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
+        "scale": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
+    },
+    "required": ["name"],
+    "additionalProperties": False,
+}
+ANSWER_SCHEMA = {
+    "description": "A category label (discrete question) or a finite number (continuous).",
+    "oneOf": [{"type": "string"}, {"type": "number"}],
+}
+
+
+@extend_schema_field(MECHANISM_SCHEMA)
+class MechanismField(serializers.JSONField):
+    pass
+
+
+class QuestionDocSerializer(serializers.Serializer):
+    """A question as the API receives it."""
+
+    key = serializers.RegexField(schemes.KEY_PATTERN.pattern, help_text="Unique in the survey.")
+    text = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    type = serializers.ChoiceField(choices=schemes.QUESTION_TYPES)
+    required = serializers.BooleanField(required=False, default=True)
+    categories = serializers.ListField(
+        child=serializers.CharField(max_length=schemes.MAX_LABEL_LENGTH),
+        required=False,
+        min_length=2,
+        max_length=schemes.MAX_CATEGORIES,
+        help_text="Discrete questions: distinct labels, in order (codes 0..k-1).",
+    )
+    range = serializers.ListField(
+        child=serializers.FloatField(),
+        required=False,
+        min_length=2,
+        max_length=2,
+        help_text="Continuous questions: [low, high] with low < high.",
+    )
+    mechanism = MechanismField()
+
+    class Meta:
+        ref_name = "QuestionInput"
+
+
+@extend_schema_field(QuestionDocSerializer(many=True))
+class QuestionListField(serializers.Field):
+    """A list of questions, validated with the services' rules (errors per item)."""
+
+    def to_internal_value(self, data: Any) -> list[dict[str, Any]]:
+        try:
+            schemes.parse_questions(data)
+        except schemes.QuestionListInvalid as exc:
+            raise serializers.ValidationError(exc.errors) from None
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class QuestionSerializer(serializers.ModelSerializer):
+    range = serializers.SerializerMethodField()
+    mechanism = serializers.SerializerMethodField()
+    categories = serializers.ListField(child=serializers.CharField(), read_only=True)
+
+    class Meta:
+        model = Question
+        fields = ["key", "text", "type", "required", "categories", "range", "mechanism"]
+        read_only_fields = fields
+
+    @extend_schema_field(
+        {
+            "type": "array",
+            "items": {"type": "number"},
+            "nullable": True,
+            "minItems": 2,
+            "maxItems": 2,
+        }
+    )
+    def get_range(self, question: Question) -> list[float] | None:
+        if question.is_discrete:
+            return None
+        return [question.range_low, question.range_high]
+
+    @extend_schema_field(MECHANISM_SCHEMA)
+    def get_mechanism(self, question: Question) -> dict[str, Any]:
+        return schemes.mechanism_json(question.mechanism, question.mechanism_params)
+
+
+class SurveySerializer(serializers.ModelSerializer):
+    questions = QuestionSerializer(many=True, read_only=True)
+    response_count = serializers.SerializerMethodField(
+        help_text="Responses that have not been withdrawn."
+    )
+
+    class Meta:
+        model = Survey
+        fields = [
+            "id",
+            "consultation",
+            "kind",
+            "title",
+            "status",
+            "created_at",
+            "opened_at",
+            "closed_at",
+            "response_count",
+            "questions",
+        ]
+        read_only_fields = fields
+
+    def get_response_count(self, survey: Survey) -> int:
+        count = getattr(survey, "response_count", None)
+        if count is None:
+            count = survey.responses.filter(withdrawn_at__isnull=True).count()
+        return int(count)
+
+
+class SurveyInputSerializer(serializers.Serializer):
+    consultation = serializers.IntegerField(min_value=1)
+    kind = serializers.ChoiceField(choices=Survey.Kind.choices)
+    title = serializers.CharField(max_length=200)
+    questions = QuestionListField(required=False, default=list)
+
+
+class SurveyUpdateSerializer(serializers.Serializer):
+    consultation = serializers.IntegerField(
+        min_value=1, required=False, help_text="Cannot change; may be repeated."
+    )
+    kind = serializers.ChoiceField(
+        choices=Survey.Kind.choices, required=False, help_text="Cannot change; may be repeated."
+    )
+    title = serializers.CharField(max_length=200, required=False)
+    questions = QuestionListField(
+        required=False, help_text="Replaces all questions; only while the survey is a draft."
+    )
+
+
+class SurveyFilterSerializer(serializers.Serializer):
+    consultation = serializers.IntegerField(required=False, min_value=1)
+    kind = serializers.ChoiceField(choices=Survey.Kind.choices, required=False)
+    status = serializers.ChoiceField(choices=Survey.Status.choices, required=False)
+
+
+# --------------------------------------------------------------------------- scheme
+
+
+class SchemeQuestionSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    text = serializers.CharField()
+    type = serializers.ChoiceField(choices=schemes.QUESTION_TYPES)
+    required = serializers.BooleanField()
+    categories = serializers.ListField(child=serializers.CharField(), required=False)
+    range = serializers.ListField(child=serializers.FloatField(), required=False)
+    mechanism = MechanismField()
+    channel = serializers.ListField(
+        child=serializers.ListField(child=serializers.FloatField()),
+        required=False,
+        help_text="C[i][j] = Pr(report category j | true category i), in categories order.",
+    )
+    epsilon = serializers.FloatField(
+        required=False, allow_null=True, help_text="Local differential privacy; null if unbounded."
+    )
+    instruction = serializers.CharField(required=False, help_text="negative_manual questions.")
+
+
+class SchemeSerializer(serializers.Serializer):
+    survey = serializers.IntegerField()
+    title = serializers.CharField()
+    kind = serializers.CharField(help_text="profile or opinion.")
+    status = serializers.CharField(help_text="draft, open or closed: submit only while open.")
+    questions = SchemeQuestionSerializer(many=True)
+
+
+# --------------------------------------------------------------------------- responses
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "pattern": schemes.PARTICIPANT_PATTERN.pattern,
+        "minLength": 1,
+        "maxLength": 64,
+        "description": "The portal's pseudonymous reference (no name, e-mail or address).",
+    }
+)
+class ParticipantField(serializers.Field):
+    """Passed through: the service checks it (a number is not a reference)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": ANSWER_SCHEMA,
+        "description": "Question key -> distorted answer.",
+    }
+)
+class AnswersField(ParticipantField):
+    pass
+
+
+class ResponseInputSerializer(serializers.Serializer):
+    participant = ParticipantField()
+    answers = AnswersField()
+
+
+@extend_schema_field(
+    {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": MAX_BULK,
+        "items": {
+            "type": "object",
+            "properties": {
+                "participant": {
+                    "type": "string",
+                    "pattern": schemes.PARTICIPANT_PATTERN.pattern,
+                },
+                "answers": {"type": "object", "additionalProperties": ANSWER_SCHEMA},
+            },
+            "required": ["participant", "answers"],
+        },
+    }
+)
+class ResponseListField(serializers.Field):
+    """A list of up to 10,000 responses; items are checked by the service's fast path."""
+
+    def to_internal_value(self, data: Any) -> list[Any]:
+        if not isinstance(data, list):
+            raise serializers.ValidationError("Must be a list of responses.")
+        if not 1 <= len(data) <= MAX_BULK:
+            raise serializers.ValidationError(
+                f"Must hold 1 to {MAX_BULK} responses, got {len(data)}."
+            )
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class BulkInputSerializer(serializers.Serializer):
+    responses = ResponseListField()
+
+
+class SubmittedSerializer(serializers.Serializer):
+    participant = serializers.CharField(help_text="The reference whose response was stored.")
+
+
+class BulkResultSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+@extend_schema_field(
+    {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": MAX_CALIBRATION_PAIRS,
+        "items": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
+        "description": "[true label, negative label] pairs; the labels must differ.",
+    }
+)
+class PairListField(ParticipantField):
+    pass
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class QuestionKeyField(ParticipantField):
+    pass
+
+
+class CalibrationInputSerializer(serializers.Serializer):
+    question = QuestionKeyField(help_text="Key of a negative_manual question.")
+    pairs = PairListField()
+
+
+class CalibrationResultSerializer(serializers.Serializer):
+    question = serializers.CharField()
+    added = serializers.IntegerField()
+    total = serializers.IntegerField(help_text="Pairs stored for the question in all.")

@@ -1,0 +1,132 @@
+"""The admin site: every page renders, keys are shown once, surveys open/close via services."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.messages import get_messages
+from django.urls import reverse
+
+from consultations.models import ApiKey, AuditEvent
+from consultations.services import hash_key
+from surveys.models import Response, Survey
+from surveys.services import calibration_upload, responses_submit_bulk
+from tests.factories import good_answers, survey_factory
+
+
+@pytest.fixture
+def staff(db, client):
+    user = get_user_model().objects.create_superuser("operator", "ops@example.invalid", "pw-123456")
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def filled(survey):
+    responses_submit_bulk(
+        survey=survey,
+        responses=[{"participant": f"p{i}", "answers": good_answers(i)} for i in range(3)],
+    )
+    calibration_upload(survey=survey, question="skips_class", pairs=[["never", "often"]])
+    return survey
+
+
+MODELS = [
+    "consultations_organisation",
+    "consultations_apikey",
+    "consultations_consultation",
+    "consultations_auditevent",
+    "surveys_survey",
+    "surveys_response",
+    "surveys_participant",
+    "surveys_calibrationpair",
+]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_every_changelist_and_change_page_renders(staff, filled, name):
+    changelist = staff.get(reverse(f"admin:{name}_changelist"))
+    assert changelist.status_code == 200
+    model = changelist.context["cl"].model
+    obj = model.objects.first()
+    assert obj is not None
+    assert staff.get(reverse(f"admin:{name}_change", args=[obj.pk])).status_code == 200
+
+
+def test_changelists_search_and_filter(staff, filled):
+    found = staff.get(reverse("admin:surveys_response_changelist"), {"q": "p1"})
+    assert [r.participant.reference for r in found.context["cl"].result_list] == ["p1"]
+    drafts = staff.get(reverse("admin:surveys_survey_changelist"), {"status__exact": "draft"})
+    assert list(drafts.context["cl"].result_list) == []
+
+
+def test_a_key_created_in_the_admin_is_shown_once_and_stored_hashed(staff, tenant):
+    response = staff.post(
+        reverse("admin:consultations_apikey_add"),
+        {"organisation": tenant.organisation.pk, "role": "portal", "name": "Portal of the city"},
+        follow=True,
+    )
+    assert response.status_code == 200
+    messages = [str(m) for m in get_messages(response.wsgi_request)]
+    shown = [m.rsplit(" ", 1)[1] for m in messages if "shown once" in m]
+    assert len(shown) == 1
+    key = shown[0]
+    stored = ApiKey.objects.get(name="Portal of the city")
+    assert stored.hashed_key == hash_key(key) and key not in stored.hashed_key
+    assert key.startswith(stored.prefix + ".")
+    page = staff.get(reverse("admin:consultations_apikey_change", args=[stored.pk]))
+    assert key not in page.content.decode()
+
+
+def test_revoke_action_goes_through_the_service(staff, tenant):
+    url = reverse("admin:consultations_apikey_changelist")
+    staff.post(url, {"action": "revoke", "_selected_action": [tenant.portal_key.pk]})
+    tenant.portal_key.refresh_from_db()
+    assert tenant.portal_key.revoked_at is not None
+    assert AuditEvent.objects.filter(action="api_key.revoke", actor="staff:operator").exists()
+
+
+def test_open_and_close_actions(staff, consultation):
+    draft = survey_factory(consultation, open_it=False)
+    url = reverse("admin:surveys_survey_changelist")
+    staff.post(url, {"action": "open_surveys", "_selected_action": [draft.pk]})
+    draft.refresh_from_db()
+    assert draft.status == Survey.Status.OPEN
+    staff.post(url, {"action": "close_surveys", "_selected_action": [draft.pk]})
+    draft.refresh_from_db()
+    assert draft.status == Survey.Status.CLOSED
+    response = staff.post(
+        url, {"action": "open_surveys", "_selected_action": [draft.pk]}, follow=True
+    )
+    assert any("only a draft survey" in str(m) for m in get_messages(response.wsgi_request))
+    assert AuditEvent.objects.filter(action="survey.close", actor="staff:operator").exists()
+
+
+def test_responses_and_audit_trail_are_read_only(staff, filled):
+    response = Response.objects.first()
+    assert staff.get(reverse("admin:surveys_response_add")).status_code == 403
+    page = staff.get(reverse("admin:surveys_response_change", args=[response.pk]))
+    assert b'name="_save"' not in page.content
+    before = response.submitted_at
+    staff.post(
+        reverse("admin:surveys_response_change", args=[response.pk]), {"submitted_at": "2020-01-01"}
+    )
+    response.refresh_from_db()
+    assert response.submitted_at == before
+    assert staff.get(reverse("admin:consultations_auditevent_add")).status_code == 403
+    event = AuditEvent.objects.first()
+    assert (
+        staff.post(reverse("admin:consultations_auditevent_delete", args=[event.pk])).status_code
+        == 403
+    )
+
+
+def test_withdraw_action(staff, filled):
+    target = Response.objects.get(participant__reference="p0")
+    staff.post(
+        reverse("admin:surveys_response_changelist"),
+        {"action": "withdraw", "_selected_action": [target.pk]},
+    )
+    target.refresh_from_db()
+    assert target.withdrawn_at is not None
+    assert not target.answers.exists()
