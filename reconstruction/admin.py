@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
+from consultations.admin import staff_actor
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
 from reconstruction.services import report_create
 from surveys.models import Survey
@@ -78,7 +79,7 @@ class ReportAdmin(admin.ModelAdmin):
         # Through the service, so the job is queued and audited like an API request.
         created = report_create(
             organisation=obj.survey.consultation.organisation, survey=obj.survey,
-            requested_by=f"admin:{request.user.get_username()}",
+            requested_by=staff_actor(request),
         )
         obj.pk = created.pk
         obj.refresh_from_db()

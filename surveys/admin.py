@@ -66,7 +66,7 @@ class SurveyAdmin(admin.ModelAdmin):
     search_fields = ["title", "consultation__title"]
     readonly_fields = ["consultation", "kind", "status", "created_at", "opened_at", "closed_at"]
     inlines = [QuestionInline]
-    actions = ["open_surveys", "close_surveys"]
+    actions = ["open_surveys", "close_surveys", "start_report"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # created with questions through the API / services
@@ -94,6 +94,20 @@ class SurveyAdmin(admin.ModelAdmin):
     @admin.action(description="Close the selected open surveys")
     def close_surveys(self, request: HttpRequest, queryset: QuerySet[Survey]) -> None:
         self._transition(request, queryset, services.survey_close, "Closed")
+
+    @admin.action(description="Start a report of the selected surveys")
+    def start_report(self, request: HttpRequest, queryset: QuerySet[Survey]) -> None:
+        from reconstruction.services import report_create
+
+        for survey in queryset.select_related("consultation__organisation"):
+            report = report_create(
+                organisation=survey.consultation.organisation, survey=survey,
+                requested_by=staff_actor(request),
+            )
+            self.message_user(
+                request, f"Report {report.pk} of “{survey}” was queued; see Reports.",
+                level=messages.SUCCESS,
+            )
 
 
 class AnswerInline(ReadOnlyAdminMixin, admin.TabularInline):

@@ -17,6 +17,10 @@ from pathlib import Path
 
 import pytest
 
+# Playwright's sync API keeps an event loop running in the test thread; Django's guard
+# would then refuse the tests' own (synchronous) database calls.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",

@@ -41,8 +41,8 @@ def test_staff_start_a_report_and_download_it(client, open_survey, django_captur
     assert response.status_code == 302
     report = Report.objects.get()
     assert report.status == "succeeded", report.error
-    assert report.requested_by == "admin:organiser"
-    assert AuditEvent.objects.filter(action="report.create", actor="admin:organiser").exists()
+    assert report.requested_by == "staff:organiser"
+    assert AuditEvent.objects.filter(action="report.create", actor="staff:organiser").exists()
     page = client.get(f"/admin/reconstruction/report/{report.pk}/change/")
     assert b"?format=html" in page.content
     html = client.get(f"/admin/reports/{report.pk}/download/?format=html")
