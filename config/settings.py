@@ -204,7 +204,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 300)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 360)
 if CELERY_TASK_TIME_LIMIT <= CELERY_TASK_SOFT_TIME_LIMIT:
-    raise ConfigurationError("CELERY_TASK_TIME_LIMIT must be longer than CELERY_TASK_SOFT_TIME_LIMIT")
+    raise ConfigurationError(
+        "CELERY_TASK_TIME_LIMIT must be longer than CELERY_TASK_SOFT_TIME_LIMIT"
+    )
 # A message not acknowledged within the visibility timeout is redelivered: it must
 # outlast the hard time limit or a long job would run twice.
 CELERY_BROKER_TRANSPORT_OPTIONS = {

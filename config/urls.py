@@ -14,7 +14,8 @@ api_v1 = [
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path(
-        "admin/reports/<int:report_id>/download/", admin_report_download,
+        "admin/reports/<int:report_id>/download/",
+        admin_report_download,
         name="admin-report-download",
     ),
     path("admin/", admin.site.urls),

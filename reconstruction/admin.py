@@ -15,8 +15,16 @@ from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Rep
 from reconstruction.services import report_create
 from surveys.models import Survey
 
-JOB_FIELDS = ("status", "progress", "error", "attempts", "requested_by", "created_at",
-              "started_at", "finished_at")
+JOB_FIELDS = (
+    "status",
+    "progress",
+    "error",
+    "attempts",
+    "requested_by",
+    "created_at",
+    "started_at",
+    "finished_at",
+)
 
 
 class JobAdmin(admin.ModelAdmin):
@@ -78,14 +86,19 @@ class ReportAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Report, form: Any, change: bool) -> None:
         # Through the service, so the job is queued and audited like an API request.
         created = report_create(
-            organisation=obj.survey.consultation.organisation, survey=obj.survey,
+            organisation=obj.survey.consultation.organisation,
+            survey=obj.survey,
             requested_by=staff_actor(request),
         )
         obj.pk = created.pk
         obj.refresh_from_db()
 
-    def response_add(self, request: HttpRequest, obj: Report, post_url_continue: Any = None) -> HttpResponse:
-        self.message_user(request, f"Report {obj.pk} of “{obj.survey}” was queued.", messages.SUCCESS)
+    def response_add(
+        self, request: HttpRequest, obj: Report, post_url_continue: Any = None
+    ) -> HttpResponse:
+        self.message_user(
+            request, f"Report {obj.pk} of “{obj.survey}” was queued.", messages.SUCCESS
+        )
         return super().response_post_save_add(request, obj)
 
     @admin.display(description="downloads")
@@ -95,5 +108,8 @@ class ReportAdmin(admin.ModelAdmin):
         url = reverse("admin-report-download", args=[report.pk])
         return format_html(
             '<a href="{}?format=html">HTML</a> · <a href="{}?format=csv">CSV</a> · '
-            '<a href="{}?format=json">JSON</a>', url, url, url,
+            '<a href="{}?format=json">JSON</a>',
+            url,
+            url,
+            url,
         )

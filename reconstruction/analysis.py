@@ -163,8 +163,10 @@ def _check_satisfiable(
                     high, high_open = t2, True
         if low > high or (low == high and (low_open or high_open)):
             raise AnalysisInputError(
-                {field: f"contradictory condition: no value of {key!r} in its range "
-                        f"[{question.range_low:g}, {question.range_high:g}] meets all of it"}
+                {
+                    field: f"contradictory condition: no value of {key!r} in its range "
+                    f"[{question.range_low:g}, {question.range_high:g}] meets all of it"
+                }
             )
 
 
@@ -193,8 +195,10 @@ def _attribute(question: Question, column: np.ndarray[Any, Any]) -> Attribute:
     if question.is_discrete:
         return DiscreteAttribute(column.astype(np.intp), selectors.question_channel(question))
     return ContinuousAttribute(
-        column.astype(np.float64), selectors.question_noise(question),
-        float(question.range_low), float(question.range_high),
+        column.astype(np.float64),
+        selectors.question_noise(question),
+        float(question.range_low),
+        float(question.range_high),
     )
 
 
@@ -213,12 +217,18 @@ def prepare(survey: Survey, spec: Mapping[str, Any]) -> PreparedAnalysis:
         question = questions[attribute]
         if kind == "mean" and question.is_discrete:
             raise AnalysisInputError(
-                {"attribute": f"{attribute!r} is {question.type}: a mean needs a continuous "
-                              "question (use a distribution)"}
+                {
+                    "attribute": f"{attribute!r} is {question.type}: a mean needs a continuous "
+                    "question (use a distribution)"
+                }
             )
     method = spec.get("method")
-    _check_method(kind, questions.get(attribute) if attribute else None, method,
-                  grouped=bool(spec.get("where")))
+    _check_method(
+        kind,
+        questions.get(attribute) if attribute else None,
+        method,
+        grouped=bool(spec.get("where")),
+    )
     where = parse_where(spec.get("where", []), questions)
     if kind == "count" and not where:
         raise AnalysisInputError({"where": "a count needs at least one condition"})
@@ -229,8 +239,14 @@ def prepare(survey: Survey, spec: Mapping[str, Any]) -> PreparedAnalysis:
     loaded = selectors.attribute_table(survey, list(dict.fromkeys(keys)))
     table = {key: _attribute(questions[key], loaded.columns[key]) for key in loaded.columns}
     return PreparedAnalysis(
-        survey=survey, spec=spec, questions=questions, where=where, strata=strata,
-        participants=loaded.participants, table=table, thresholds=Thresholds.of(survey),
+        survey=survey,
+        spec=spec,
+        questions=questions,
+        where=where,
+        strata=strata,
+        participants=loaded.participants,
+        table=table,
+        thresholds=Thresholds.of(survey),
     )
 
 
@@ -243,8 +259,10 @@ def _check_method(
         # Within a group the joint EM is the only estimator; a chosen method would be
         # silently ignored.
         raise AnalysisInputError(
-            {"method": f"{method!r} applies only to a distribution without conditions; "
-                       "within a group the joint EM is used (leave out 'method')"}
+            {
+                "method": f"{method!r} applies only to a distribution without conditions; "
+                "within a group the joint EM is used (leave out 'method')"
+            }
         )
     if kind == "count":
         allowed: Sequence[str] = COUNT_METHODS
@@ -258,8 +276,10 @@ def _check_method(
         allowed = CONTINUOUS_METHODS
     if method not in allowed:
         raise AnalysisInputError(
-            {"method": f"{method!r} does not apply to this {kind}; choose one of "
-                       f"{', '.join(allowed)}"}
+            {
+                "method": f"{method!r} does not apply to this {kind}; choose one of "
+                f"{', '.join(allowed)}"
+            }
         )
     if kind == "distribution" and question is not None and question.is_discrete:
         # Some estimators fit only some channels (nstops: the uniform negative survey).
@@ -287,8 +307,10 @@ def precheck(prepared: PreparedAnalysis) -> None:
     if n < thresholds.min_responses:
         keys = ", ".join(repr(key) for key in prepared.questions) or "this survey"
         raise AnalysisInputError(
-            {"survey": f"only {n} participants answered {keys}; at least "
-                       f"{thresholds.min_responses} are needed before anything is published"}
+            {
+                "survey": f"only {n} participants answered {keys}; at least "
+                f"{thresholds.min_responses} are needed before anything is published"
+            }
         )
     if not prepared.where:
         group = float(n)
@@ -298,22 +320,28 @@ def precheck(prepared: PreparedAnalysis) -> None:
     needed = thresholds.min_cell if kind in ("count", "sample") else thresholds.min_responses
     if prepared.where and group < needed:
         raise AnalysisInputError(
-            {"where": f"the group this condition selects is too small to publish (fewer than "
-                      f"{needed} estimated participants)"}
+            {
+                "where": f"the group this condition selects is too small to publish (fewer than "
+                f"{needed} estimated participants)"
+            }
         )
     if kind == "sample":
         size = int(spec["size"])
         if size > group:
             raise AnalysisInputError(
-                {"size": f"a sample of {size} is larger than the estimated pool of "
-                         f"{group:.0f} participants meeting the condition"}
+                {
+                    "size": f"a sample of {size} is larger than the estimated pool of "
+                    f"{group:.0f} participants meeting the condition"
+                }
             )
         for i, (stratum, quota) in enumerate(prepared.strata):
             pool = queries.count(prepared.table, [*prepared.where, *stratum], ci=False).estimate
             if quota > pool:
                 raise AnalysisInputError(
-                    {f"strata[{i}].size": f"a quota of {quota} is larger than the stratum's "
-                                          f"estimated pool of {pool:.0f}"}
+                    {
+                        f"strata[{i}].size": f"a quota of {quota} is larger than the stratum's "
+                        f"estimated pool of {pool:.0f}"
+                    }
                 )
 
 
@@ -328,7 +356,9 @@ def _interval(pair: Any) -> list[float | None]:
     return [_finite(float(pair[0])), _finite(float(pair[1]))]
 
 
-def suppress_cells(counts: np.ndarray[Any, Any], min_cell: int) -> np.ndarray[Any, np.dtype[np.bool_]]:
+def suppress_cells(
+    counts: np.ndarray[Any, Any], min_cell: int
+) -> np.ndarray[Any, np.dtype[np.bool_]]:
     """Which cells of a distribution to hide.
 
     Primary suppression hides cells estimated below ``min_cell`` (002's
@@ -394,8 +424,10 @@ def overall_distribution(
     attribute = (table or {}).get(question.key)
     if attribute is None:
         attribute = ContinuousAttribute(
-            selectors.question_values(question), selectors.question_noise(question),
-            float(question.range_low), float(question.range_high),
+            selectors.question_values(question),
+            selectors.question_noise(question),
+            float(question.range_low),
+            float(question.range_high),
         )
     return queries.distribution({question.key: attribute}, question.key, method=method or "em")
 
@@ -453,15 +485,19 @@ def run(prepared: PreparedAnalysis, progress: Progress) -> dict[str, Any]:
     # sample
     seed = spec.get("seed")
     drawn = queries.sample(
-        table, int(spec["size"]), where, strata=prepared.strata,
-        method=method or "figure3", rng=np.random.default_rng(seed),
+        table,
+        int(spec["size"]),
+        where,
+        strata=prepared.strata,
+        method=method or "figure3",
+        rng=np.random.default_rng(seed),
     )
     progress(0.9)
     return {
         "participants": [str(ref) for ref in prepared.participants[drawn.rows]],
-        "strata": [
-            [str(ref) for ref in prepared.participants[rows]] for rows in drawn.strata_rows
-        ] if prepared.strata else [],
+        "strata": [[str(ref) for ref in prepared.participants[rows]] for rows in drawn.strata_rows]
+        if prepared.strata
+        else [],
         "pool_estimate": float(drawn.pool_estimate),
         "expected_precision": float(drawn.expected_precision),
         "seed": seed,

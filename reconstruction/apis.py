@@ -56,11 +56,17 @@ class AggregateReconstructionCreateApi(APIView):
         examples=[
             OpenApiExample(
                 "Uniform negative survey",
-                value={"counts": [23, 22, 20, 18, 17],
-                       "channel": [[0, .25, .25, .25, .25], [.25, 0, .25, .25, .25],
-                                   [.25, .25, 0, .25, .25], [.25, .25, .25, 0, .25],
-                                   [.25, .25, .25, .25, 0]],
-                       "method": "nstops_i"},
+                value={
+                    "counts": [23, 22, 20, 18, 17],
+                    "channel": [
+                        [0, 0.25, 0.25, 0.25, 0.25],
+                        [0.25, 0, 0.25, 0.25, 0.25],
+                        [0.25, 0.25, 0, 0.25, 0.25],
+                        [0.25, 0.25, 0.25, 0, 0.25],
+                        [0.25, 0.25, 0.25, 0.25, 0],
+                    ],
+                    "method": "nstops_i",
+                },
                 request_only=True,
             )
         ],
@@ -91,24 +97,68 @@ class AggregateReconstructionDetailApi(APIView):
 
 
 ANALYSIS_EXAMPLES = [
-    OpenApiExample("Conjunctive count", request_only=True, value={
-        "survey": 3, "kind": "count",
-        "where": [{"attribute": "sex", "op": "in", "value": ["F"]},
-                  {"attribute": "age", "op": "lte", "value": 30}]}),
-    OpenApiExample("Conditional mean", request_only=True, value={
-        "survey": 3, "kind": "mean", "attribute": "income",
-        "where": [{"attribute": "children", "op": "in", "value": ["Y"]}]}),
-    OpenApiExample("Distribution", request_only=True, value={
-        "survey": 3, "kind": "distribution", "attribute": "district", "method": "eq"}),
-    OpenApiExample("Stratified sample", request_only=True, value={
-        "survey": 3, "kind": "sample", "size": 30, "seed": 7,
-        "where": [{"attribute": "age", "op": "between", "value": [18, 40]}],
-        "strata": [{"where": [{"attribute": "sex", "op": "in", "value": ["F"]}], "size": 15},
-                   {"where": [{"attribute": "sex", "op": "in", "value": ["M"]}], "size": 15}]}),
-    OpenApiExample("Count result", response_only=True, status_codes=["200"], value={
-        "id": 17, "status": "succeeded", "progress": 1.0, "error": None, "kind": "count",
-        "survey": 3, "result": {"estimate": 312.4, "ci95": [290.1, 335.0], "population": 20000,
-                                "suppressed": False, "method": "joint"}}),
+    OpenApiExample(
+        "Conjunctive count",
+        request_only=True,
+        value={
+            "survey": 3,
+            "kind": "count",
+            "where": [
+                {"attribute": "sex", "op": "in", "value": ["F"]},
+                {"attribute": "age", "op": "lte", "value": 30},
+            ],
+        },
+    ),
+    OpenApiExample(
+        "Conditional mean",
+        request_only=True,
+        value={
+            "survey": 3,
+            "kind": "mean",
+            "attribute": "income",
+            "where": [{"attribute": "children", "op": "in", "value": ["Y"]}],
+        },
+    ),
+    OpenApiExample(
+        "Distribution",
+        request_only=True,
+        value={"survey": 3, "kind": "distribution", "attribute": "district", "method": "eq"},
+    ),
+    OpenApiExample(
+        "Stratified sample",
+        request_only=True,
+        value={
+            "survey": 3,
+            "kind": "sample",
+            "size": 30,
+            "seed": 7,
+            "where": [{"attribute": "age", "op": "between", "value": [18, 40]}],
+            "strata": [
+                {"where": [{"attribute": "sex", "op": "in", "value": ["F"]}], "size": 15},
+                {"where": [{"attribute": "sex", "op": "in", "value": ["M"]}], "size": 15},
+            ],
+        },
+    ),
+    OpenApiExample(
+        "Count result",
+        response_only=True,
+        status_codes=["200"],
+        value={
+            "id": 17,
+            "status": "succeeded",
+            "progress": 1.0,
+            "error": None,
+            "kind": "count",
+            "survey": 3,
+            "result": {
+                "estimate": 312.4,
+                "ci95": [290.1, 335.0],
+                "population": 20000,
+                "suppressed": False,
+                "method": "joint",
+            },
+        },
+    ),
 ]
 
 
@@ -156,7 +206,9 @@ class AnalysisListCreateApi(ListAPIView[AnalysisJob]):
         survey = _survey_or_404(request, spec["survey"])
         try:
             job = services.analysis_create(
-                organisation=request.user.organisation, survey=survey, spec=spec,
+                organisation=request.user.organisation,
+                survey=survey,
+                spec=spec,
                 requested_by=request.user.prefix,
             )
         except AnalysisInputError as exc:
@@ -167,8 +219,11 @@ class AnalysisListCreateApi(ListAPIView[AnalysisJob]):
 class AnalysisDetailApi(APIView):
     permission_classes = [IsAnalyst]
 
-    @extend_schema(summary="Status, progress and result of an analysis",
-                   responses={200: AnalysisSerializer}, examples=ANALYSIS_EXAMPLES[-1:])
+    @extend_schema(
+        summary="Status, progress and result of an analysis",
+        responses={200: AnalysisSerializer},
+        examples=ANALYSIS_EXAMPLES[-1:],
+    )
     def get(self, request: Request, analysis_id: int) -> Response:
         job = get_object_or_404(AnalysisJob, pk=analysis_id, organisation=request.user.organisation)
         return Response(AnalysisSerializer(job).data)
@@ -177,12 +232,16 @@ class AnalysisDetailApi(APIView):
 class ReportCreateApi(APIView):
     permission_classes = [IsAnalyst]
 
-    @extend_schema(summary="Start a report of every question of a survey", request=None,
-                   responses={202: JobCreatedSerializer})
+    @extend_schema(
+        summary="Start a report of every question of a survey",
+        request=None,
+        responses={202: JobCreatedSerializer},
+    )
     def post(self, request: Request, survey_id: int) -> Response:
         survey = _survey_or_404(request, survey_id)
         report = services.report_create(
-            organisation=request.user.organisation, survey=survey,
+            organisation=request.user.organisation,
+            survey=survey,
             requested_by=request.user.prefix,
         )
         return _accepted(report, f"/api/v1/reports/{report.pk}/")
@@ -207,7 +266,9 @@ DOWNLOAD_TYPES = {
 def report_file(report: Report, fmt: str) -> HttpResponse:
     """A finished report as a download (shared by the API and the admin site)."""
     if fmt not in DOWNLOAD_TYPES:
-        raise exceptions.ValidationError({"format": f"Unknown format {fmt!r}; use html, csv or json."})
+        raise exceptions.ValidationError(
+            {"format": f"Unknown format {fmt!r}; use html, csv or json."}
+        )
     if report.status != Job.Status.SUCCEEDED:
         raise exceptions.ValidationError(
             {"report": f"The report is {report.status}; download it once it has succeeded."}
@@ -227,8 +288,11 @@ class ReportDownloadApi(APIView):
     @extend_schema(
         summary="Download a finished report",
         parameters=[OpenApiParameter("format", str, enum=list(DOWNLOAD_TYPES), default="html")],
-        responses={(200, "text/html"): OpenApiTypes.STR, (200, "text/csv"): OpenApiTypes.STR,
-                   (200, "application/json"): OpenApiTypes.OBJECT},
+        responses={
+            (200, "text/html"): OpenApiTypes.STR,
+            (200, "text/csv"): OpenApiTypes.STR,
+            (200, "application/json"): OpenApiTypes.OBJECT,
+        },
     )
     def get(self, request: Request, report_id: int) -> HttpResponse:
         report = get_object_or_404(Report, pk=report_id, organisation=request.user.organisation)

@@ -11,12 +11,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 from django.utils import timezone
-from datetime import timedelta
 
 from reconstruction.models import Job
 
@@ -121,8 +121,12 @@ def job_execute(
     else:
         output = result if isinstance(result, JobOutput) else JobOutput(result)
         model.objects.filter(pk=job_id).exclude(status__in=Job.FINISHED).update(
-            status=Job.Status.SUCCEEDED, result=output.result, progress=1.0, error="",
-            finished_at=timezone.now(), **output.fields,
+            status=Job.Status.SUCCEEDED,
+            result=output.result,
+            progress=1.0,
+            error="",
+            finished_at=timezone.now(),
+            **output.fields,
         )
     job.refresh_from_db()
     return job

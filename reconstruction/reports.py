@@ -45,7 +45,9 @@ def question_section(question: Question, thresholds: Thresholds) -> dict[str, An
         "text": question.text,
         "type": question.type,
         "mechanism": {"name": question.mechanism, **(question.mechanism_params or {})},
-        "epsilon": epsilon(channel) if channel is not None and question.mechanism != "none" else None,
+        "epsilon": epsilon(channel)
+        if channel is not None and question.mechanism != "none"
+        else None,
         "responses": n,
     }
     if n < thresholds.min_responses:
@@ -99,8 +101,10 @@ def chart_png(section: dict[str, Any]) -> str:
     estimate = np.array([np.nan if c is None else c for c in reconstructed["counts"]], dtype=float)
     naive = np.array([np.nan if c is None else c for c in section["naive"]["counts"]], dtype=float)
     ci = np.array(
-        [[np.nan, np.nan] if pair is None else [np.nan if v is None else v for v in pair]
-         for pair in reconstructed["ci95"]],
+        [
+            [np.nan, np.nan] if pair is None else [np.nan if v is None else v for v in pair]
+            for pair in reconstructed["ci95"]
+        ],
         dtype=float,
     )
     x = np.arange(len(labels))
@@ -108,10 +112,22 @@ def chart_png(section: dict[str, Any]) -> str:
     fig, ax = plt.subplots(figsize=(max(4.0, 0.45 * len(labels) + 2), 2.8), dpi=90)
     ax.bar(x - width / 2, naive, width, label="distorted answers (naive)", color="#bbbbbb")
     errors = np.vstack([estimate - ci[:, 0], ci[:, 1] - estimate])
-    ax.bar(x + width / 2, estimate, width, yerr=np.nan_to_num(np.clip(errors, 0, None)),
-           capsize=2, label="reconstructed (95% interval)", color="#2b6cb0")
+    ax.bar(
+        x + width / 2,
+        estimate,
+        width,
+        yerr=np.nan_to_num(np.clip(errors, 0, None)),
+        capsize=2,
+        label="reconstructed (95% interval)",
+        color="#2b6cb0",
+    )
     ax.set_xticks(x)
-    ax.set_xticklabels(labels, rotation=45 if len(labels) > 6 else 0, ha="right" if len(labels) > 6 else "center", fontsize=7)
+    ax.set_xticklabels(
+        labels,
+        rotation=45 if len(labels) > 6 else 0,
+        ha="right" if len(labels) > 6 else "center",
+        fontsize=7,
+    )
     ax.set_ylabel("participants")
     ax.legend(fontsize=7, frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
@@ -125,22 +141,54 @@ def chart_png(section: dict[str, Any]) -> str:
 def report_csv(document: dict[str, Any]) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["question", "cell", "naive_count", "estimate", "ci95_low", "ci95_high",
-                     "suppressed", "method", "epsilon", "responses"])
+    writer.writerow(
+        [
+            "question",
+            "cell",
+            "naive_count",
+            "estimate",
+            "ci95_low",
+            "ci95_high",
+            "suppressed",
+            "method",
+            "epsilon",
+            "responses",
+        ]
+    )
     for section in document["questions"]:
         if not section["published"]:
-            writer.writerow([section["key"], "", "", "", "", "", "question", "", section["epsilon"],
-                             section["responses"]])
+            writer.writerow(
+                [
+                    section["key"],
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "question",
+                    "",
+                    section["epsilon"],
+                    section["responses"],
+                ]
+            )
             continue
         reconstructed = section["reconstructed"]
         for i, label in enumerate(_labels(section)):
             pair = reconstructed["ci95"][i] or [None, None]
-            writer.writerow([
-                section["key"], label, _blank(section["naive"]["counts"][i]),
-                _blank(reconstructed["counts"][i]), _blank(pair[0]), _blank(pair[1]),
-                "yes" if reconstructed["suppressed"][i] else "no", reconstructed["method"],
-                _blank(section["epsilon"]), section["responses"],
-            ])
+            writer.writerow(
+                [
+                    section["key"],
+                    label,
+                    _blank(section["naive"]["counts"][i]),
+                    _blank(reconstructed["counts"][i]),
+                    _blank(pair[0]),
+                    _blank(pair[1]),
+                    "yes" if reconstructed["suppressed"][i] else "no",
+                    reconstructed["method"],
+                    _blank(section["epsilon"]),
+                    section["responses"],
+                ]
+            )
     return out.getvalue()
 
 

@@ -25,12 +25,15 @@ class JobSerializer(serializers.Serializer[Job]):
 
 class AggregateReconstructionSerializer(JobSerializer):
     counts = serializers.ListField(
-        child=serializers.FloatField(min_value=0), min_length=2, max_length=1000,
+        child=serializers.FloatField(min_value=0),
+        min_length=2,
+        max_length=1000,
         help_text="Counts of each reported category (the distorted answers' tallies).",
     )
     channel = serializers.ListField(
         child=serializers.ListField(child=serializers.FloatField(min_value=0), min_length=2),
-        min_length=2, max_length=1000,
+        min_length=2,
+        max_length=1000,
         help_text="C[i][j] = Pr(reported j | true i); rows sum to 1.",
     )
     method = serializers.ChoiceField(choices=DISCRETE_METHODS, default="em_as")
@@ -41,7 +44,10 @@ class AggregateReconstructionSerializer(JobSerializer):
             raise serializers.ValidationError({"channel": "The channel must be a square matrix."})
         if len(channel) != len(counts):
             raise serializers.ValidationError(
-                {"channel": f"The channel has {len(channel)} rows but there are {len(counts)} counts."}
+                {
+                    "channel": f"The channel has {len(channel)} rows but there are "
+                    f"{len(counts)} counts."
+                }
             )
         if sum(counts) <= 0:
             raise serializers.ValidationError({"counts": "At least one count must be positive."})
@@ -59,8 +65,6 @@ class JobCreatedSerializer(serializers.Serializer[Job]):
     url = serializers.CharField()
 
 
-
-
 class ConditionSerializer(serializers.Serializer[Any]):
     attribute = serializers.CharField(max_length=64)
     op = serializers.ChoiceField(choices=["in", "gt", "lte", "between"])
@@ -75,8 +79,19 @@ class StratumSerializer(serializers.Serializer[Any]):
 
 
 ANALYSIS_METHODS = (
-    "em_as", "eq", "nstops", "nstops_i", "nstops_ii", "mle", "em", "as",
-    "joint", "figure3", "naive", "unbiased", "posterior",
+    "em_as",
+    "eq",
+    "nstops",
+    "nstops_i",
+    "nstops_ii",
+    "mle",
+    "em",
+    "as",
+    "joint",
+    "figure3",
+    "naive",
+    "unbiased",
+    "posterior",
 )
 
 

@@ -33,12 +33,18 @@ def aggregate_reconstruction_create(
     checks), so a stored job always has computable input.
     """
     job = AggregateReconstruction.objects.create(
-        organisation=organisation, requested_by=requested_by, counts=counts, channel=channel,
+        organisation=organisation,
+        requested_by=requested_by,
+        counts=counts,
+        channel=channel,
         method=method,
     )
     audit_record(
-        organisation=organisation, actor=requested_by, action="aggregate_reconstruction.create",
-        target=f"job {job.pk}", details={"method": method, "k": len(counts)},
+        organisation=organisation,
+        actor=requested_by,
+        action="aggregate_reconstruction.create",
+        target=f"job {job.pk}",
+        details={"method": method, "k": len(counts)},
     )
     from reconstruction.tasks import run_aggregate_reconstruction
 
@@ -78,18 +84,27 @@ def analysis_create(
         analysis.precheck(analysis.prepare(survey, spec))
     except analysis.AnalysisInputError as exc:
         audit_record(
-            organisation=organisation, actor=requested_by, action="analysis.refused",
-            target=f"survey {survey.pk}", details={**_audit_details(spec), "reason": str(exc)},
+            organisation=organisation,
+            actor=requested_by,
+            action="analysis.refused",
+            target=f"survey {survey.pk}",
+            details={**_audit_details(spec), "reason": str(exc)},
         )
         raise
     with transaction.atomic():
         job = AnalysisJob.objects.create(
-            organisation=organisation, requested_by=requested_by, survey=survey,
-            kind=spec["kind"], spec=spec,
+            organisation=organisation,
+            requested_by=requested_by,
+            survey=survey,
+            kind=spec["kind"],
+            spec=spec,
         )
         audit_record(
-            organisation=organisation, actor=requested_by, action="analysis.create",
-            target=f"survey {survey.pk}, analysis {job.pk}", details=_audit_details(spec),
+            organisation=organisation,
+            actor=requested_by,
+            action="analysis.create",
+            target=f"survey {survey.pk}, analysis {job.pk}",
+            details=_audit_details(spec),
         )
         from reconstruction.tasks import run_analysis
 
@@ -114,9 +129,13 @@ def analysis_run(*, job_id: int) -> AnalysisJob | None:
 
 @transaction.atomic
 def report_create(*, organisation: Organisation, survey: Survey, requested_by: str) -> Report:
-    report = Report.objects.create(organisation=organisation, survey=survey, requested_by=requested_by)
+    report = Report.objects.create(
+        organisation=organisation, survey=survey, requested_by=requested_by
+    )
     audit_record(
-        organisation=organisation, actor=requested_by, action="report.create",
+        organisation=organisation,
+        actor=requested_by,
+        action="report.create",
         target=f"survey {survey.pk}, report {report.pk}",
     )
     from reconstruction.tasks import run_report
@@ -142,8 +161,10 @@ def reports_refresh_open_surveys() -> int:
         "survey_id"
     )
     created = 0
-    for survey in Survey.objects.filter(status=Survey.Status.OPEN).exclude(pk__in=busy).select_related(
-        "consultation"
+    for survey in (
+        Survey.objects.filter(status=Survey.Status.OPEN)
+        .exclude(pk__in=busy)
+        .select_related("consultation")
     ):
         report_create(
             organisation=survey.consultation.organisation, survey=survey, requested_by="schedule"

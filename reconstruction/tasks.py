@@ -35,16 +35,24 @@ def _run_with_retries(task: Task, job_id: int, run: Callable[[], object], model_
         run()
     except TRANSIENT_ERRORS as exc:
         if task.request.retries >= MAX_RETRIES:
-            logger.error("%s %s: giving up after %s retries: %r", model_name, job_id,
-                         task.request.retries, exc)
+            logger.error(
+                "%s %s: giving up after %s retries: %r",
+                model_name,
+                job_id,
+                task.request.retries,
+                exc,
+            )
             from django.apps import apps
 
             from reconstruction.jobs import job_fail
 
-            job_fail(apps.get_model("reconstruction", model_name), job_id,
-                     f"Infrastructure error after {MAX_RETRIES} retries: {type(exc).__name__}")
+            job_fail(
+                apps.get_model("reconstruction", model_name),
+                job_id,
+                f"Infrastructure error after {MAX_RETRIES} retries: {type(exc).__name__}",
+            )
             return
-        countdown = min(60, 2 ** task.request.retries)
+        countdown = min(60, 2**task.request.retries)
         logger.warning("%s %s: transient %r, retrying in %s s", model_name, job_id, exc, countdown)
         raise task.retry(exc=exc, countdown=countdown, max_retries=MAX_RETRIES) from exc
 
@@ -54,7 +62,9 @@ def run_aggregate_reconstruction(self: Task, job_id: int) -> None:
     from reconstruction import services
 
     _run_with_retries(
-        self, job_id, lambda: services.aggregate_reconstruction_run(job_id=job_id),
+        self,
+        job_id,
+        lambda: services.aggregate_reconstruction_run(job_id=job_id),
         "AggregateReconstruction",
     )
 
@@ -90,6 +100,7 @@ def requeue_stuck_jobs() -> int:
     return (
         jobs_requeue_stuck(AnalysisJob, run_analysis, older_than_seconds=age)
         + jobs_requeue_stuck(Report, run_report, older_than_seconds=age)
-        + jobs_requeue_stuck(AggregateReconstruction, run_aggregate_reconstruction,
-                             older_than_seconds=age)
+        + jobs_requeue_stuck(
+            AggregateReconstruction, run_aggregate_reconstruction, older_than_seconds=age
+        )
     )

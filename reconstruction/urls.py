@@ -8,7 +8,8 @@ urlpatterns = [
     path("surveys/<int:survey_id>/reports/", apis.ReportCreateApi.as_view(), name="report-create"),
     path("reports/<int:report_id>/", apis.ReportDetailApi.as_view(), name="report-detail"),
     path(
-        "reports/<int:report_id>/download/", apis.ReportDownloadApi.as_view(),
+        "reports/<int:report_id>/download/",
+        apis.ReportDownloadApi.as_view(),
         name="report-download",
     ),
     path(

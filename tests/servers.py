@@ -64,11 +64,15 @@ def apt_install(*packages: str) -> None:
         _apt_updated = True
     subprocess.run(
         ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages],
-        check=True, env=env, stdout=subprocess.DEVNULL,
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
     )
 
 
-def _wait_for(check, what: str, timeout: float, process: subprocess.Popen[bytes], log: Path) -> None:
+def _wait_for(
+    check, what: str, timeout: float, process: subprocess.Popen[bytes], log: Path
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -101,7 +105,9 @@ def _stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: 
 
 
 def _postgres_bin() -> Path:
-    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(p.split("/")[4]))
+    candidates = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(p.split("/")[4])
+    )
     if not candidates:
         apt_install("postgresql")
         candidates = sorted(
@@ -132,36 +138,79 @@ def postgres_server(workdir: Path, *, durable: bool = False) -> Iterator[str]:
         try:
             owner = pwd.getpwnam("postgres")
         except KeyError:
-            raise ServerUnavailable("the postgres system user is missing; reinstall postgresql") from None
+            raise ServerUnavailable(
+                "the postgres system user is missing; reinstall postgresql"
+            ) from None
         for path in (workdir, data, sockets, log):
             os.chown(path, owner.pw_uid, owner.pw_gid)
         prefix = ["runuser", "-u", "postgres", "--"]
     subprocess.run(
-        [*prefix, str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-         "-E", "UTF8", "--locale=C.UTF-8"],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            *prefix,
+            str(bindir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     port = free_port()
-    settings = ["-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={sockets}",
-                "-c", "max_connections=200", "-c", "shared_buffers=256MB"]
+    settings = [
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        f"unix_socket_directories={sockets}",
+        "-c",
+        "max_connections=200",
+        "-c",
+        "shared_buffers=256MB",
+    ]
     if not durable:
-        settings += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+        settings += [
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+        ]
     with open(log, "ab") as out:
         process = subprocess.Popen(
             [*prefix, str(bindir / "postgres"), "-D", str(data), "-p", str(port), *settings],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
+
         def ready() -> bool:
-            return subprocess.run(
-                [str(bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-q"],
-                check=False,
-            ).returncode == 0
+            return (
+                subprocess.run(
+                    [str(bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-q"],
+                    check=False,
+                ).returncode
+                == 0
+            )
 
         _wait_for(ready, "PostgreSQL", 60, process, log)
         subprocess.run(
-            [str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
-             "consultations"],
+            [
+                str(bindir / "createdb"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-U",
+                "postgres",
+                "consultations",
+            ],
             check=True,
         )
         yield f"postgres://postgres@127.0.0.1:{port}/consultations"
@@ -193,9 +242,22 @@ def redis_server(workdir: Path) -> Iterator[str]:
     log.touch()
     with open(log, "ab") as out:
         process = subprocess.Popen(
-            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(workdir)],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                binary,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(workdir),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
         import redis
@@ -238,8 +300,14 @@ class Worker:
         return _tail(self.log, 200)
 
 
-def start_worker(workdir: Path, *, name: str = "worker", concurrency: int = 1,
-                 extra_env: dict[str, str] | None = None, timeout: float = 60) -> Worker:
+def start_worker(
+    workdir: Path,
+    *,
+    name: str = "worker",
+    concurrency: int = 1,
+    extra_env: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> Worker:
     """Start ``celery -A config worker`` and wait until it answers a ping."""
     log = workdir / f"{name}-{time.monotonic_ns()}.log"
     env = {**os.environ, **(extra_env or {})}
@@ -248,10 +316,26 @@ def start_worker(workdir: Path, *, name: str = "worker", concurrency: int = 1,
     node = f"{name}-{os.getpid()}-{time.monotonic_ns()}@127.0.0.1"
     with open(log, "ab") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel=INFO",
-             f"--concurrency={concurrency}", "--pool=prefork", "-n", node,
-             "--without-gossip", "--without-mingle"],
-            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--loglevel=INFO",
+                f"--concurrency={concurrency}",
+                "--pool=prefork",
+                "-n",
+                node,
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     worker = Worker(process=process, log=log, name=node)
     from config.celery import app
@@ -279,15 +363,17 @@ def running_services(*, durable: bool = False) -> Iterator[dict[str, str]]:
     workdir = Path(tempfile.mkdtemp(prefix="consultations-services-"))
     os.chmod(workdir, 0o755)
     try:
-        with postgres_server(_subdir(workdir, "pg"), durable=durable) as db_url:
-            with redis_server(_subdir(workdir, "redis")) as redis_url:
-                yield {
-                    "DATABASE_URL": db_url,
-                    "CELERY_BROKER_URL": redis_url,
-                    "CACHE_URL": redis_url.rsplit("/", 1)[0] + "/1",
-                    "INTEGRATION_SERVICES": "1",
-                    "INTEGRATION_WORKDIR": str(workdir),
-                }
+        with (
+            postgres_server(_subdir(workdir, "pg"), durable=durable) as db_url,
+            redis_server(_subdir(workdir, "redis")) as redis_url,
+        ):
+            yield {
+                "DATABASE_URL": db_url,
+                "CELERY_BROKER_URL": redis_url,
+                "CACHE_URL": redis_url.rsplit("/", 1)[0] + "/1",
+                "INTEGRATION_SERVICES": "1",
+                "INTEGRATION_WORKDIR": str(workdir),
+            }
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -301,15 +387,18 @@ def _subdir(workdir: Path, name: str) -> Path:
 
 def main(argv: list[str]) -> int:
     if "--" in argv:
-        argv = argv[argv.index("--") + 1:]
+        argv = argv[argv.index("--") + 1 :]
     if not argv:
         print("usage: python -m tests.servers -- COMMAND [ARGS...]", file=sys.stderr)
         return 2
     try:
         with running_services() as env:
             print(
-                "[servers] PostgreSQL at {DATABASE_URL}, Redis at {CELERY_BROKER_URL}".format(**env),
-                file=sys.stderr, flush=True,
+                "[servers] PostgreSQL at {DATABASE_URL}, Redis at {CELERY_BROKER_URL}".format(
+                    **env
+                ),
+                file=sys.stderr,
+                flush=True,
             )
             return subprocess.run(argv, env={**os.environ, **env}, check=False).returncode
     except ServerUnavailable as exc:

@@ -106,8 +106,13 @@ def test_env_helpers_name_the_bad_variable(monkeypatch) -> None:
 def _manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL"))}
     return subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=REPO, env={**clean, **env},
-        capture_output=True, text=True, timeout=120, check=False,
+        [sys.executable, "manage.py", *args],
+        cwd=REPO,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -119,7 +124,10 @@ def test_start_up_without_secret_key_fails_clearly() -> None:
 
 def test_deploy_checks_pass_with_production_variables(tmp_path) -> None:
     result = _manage(
-        "check", "--deploy", "--fail-level", "WARNING",
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
         env={
             "DJANGO_DEBUG": "0",
             "DJANGO_SECRET_KEY": "a-long-random-production-secret-Zq8vN3kP7xW2mR9tB4yL6cJ1hF5gD0sA",

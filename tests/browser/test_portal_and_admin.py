@@ -14,13 +14,27 @@ from surveys.services import survey_create, survey_open
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 QUESTIONS = [
-    {"key": "sex", "text": "Sex", "type": "binary", "categories": ["F", "M"],
-     "mechanism": {"name": "randomised_response", "retain": 0.7}},
-    {"key": "age", "text": "Age", "type": "continuous", "range": [16, 100],
-     "mechanism": {"name": "additive_uniform", "half_width": 10}},
-    {"key": "attendance", "text": "Council meetings attended", "type": "ordinal",
-     "categories": ["never", "rarely", "often", "always"],
-     "mechanism": {"name": "negative_manual"}},
+    {
+        "key": "sex",
+        "text": "Sex",
+        "type": "binary",
+        "categories": ["F", "M"],
+        "mechanism": {"name": "randomised_response", "retain": 0.7},
+    },
+    {
+        "key": "age",
+        "text": "Age",
+        "type": "continuous",
+        "range": [16, 100],
+        "mechanism": {"name": "additive_uniform", "half_width": 10},
+    },
+    {
+        "key": "attendance",
+        "text": "Council meetings attended",
+        "type": "ordinal",
+        "categories": ["never", "rarely", "often", "always"],
+        "mechanism": {"name": "negative_manual"},
+    },
 ]
 
 
@@ -28,8 +42,13 @@ QUESTIONS = [
 def survey_with_portal_key(settings):  # type: ignore[no-untyped-def]
     organisation = organisation_create(slug="browser-town", name="Browser Town")
     consultation = consultation_create(organisation=organisation, title="School")
-    survey = survey_create(organisation=organisation, consultation=consultation, kind="opinion",
-                           title="School plans", questions=QUESTIONS)
+    survey = survey_create(
+        organisation=organisation,
+        consultation=consultation,
+        kind="opinion",
+        title="School plans",
+        questions=QUESTIONS,
+    )
     survey = survey_open(survey=survey)
     settings.PORTAL_EXAMPLE_KEY = api_key_create(organisation=organisation, role="portal").key
     return survey
@@ -58,7 +77,10 @@ def test_resident_submits_distorted_answers_once(browser, live_server, survey_wi
     reference = page.inner_text("#participant-ref")
 
     response = Response.objects.get(survey=survey, participant__reference=reference)
-    stored = {a.question.key: a for a in Answer.objects.filter(response=response).select_related("question")}
+    stored = {
+        a.question.key: a
+        for a in Answer.objects.filter(response=response).select_related("question")
+    }
     # What the server holds is what the page showed it would send, not the true answers.
     assert stored["age"].value == pytest.approx(float(shown["age"]))
     assert stored["age"].value != 43.0  # uniform noise on [-10, 10] is never exactly 0

@@ -36,14 +36,20 @@ from tests.servers import Worker, start_worker
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 # Short limits for the time-limit test; the visibility timeout must exceed the hard limit.
-SHORT_LIMITS = {"CELERY_TASK_SOFT_TIME_LIMIT": "2", "CELERY_TASK_TIME_LIMIT": "4",
-                "CELERY_VISIBILITY_TIMEOUT": "8"}
+SHORT_LIMITS = {
+    "CELERY_TASK_SOFT_TIME_LIMIT": "2",
+    "CELERY_TASK_TIME_LIMIT": "4",
+    "CELERY_VISIBILITY_TIMEOUT": "8",
+}
 # Room for a job of several seconds on a busy machine, and a visibility timeout short
 # enough to wait for: kombu's Redis transport puts a dead worker's unacknowledged
 # message back once it is older than the visibility timeout, in the sweep a consumer
 # runs when it starts (later sweeps come only every ~100 s by default).
-REDELIVERY_LIMITS = {"CELERY_TASK_SOFT_TIME_LIMIT": "20", "CELERY_TASK_TIME_LIMIT": "25",
-                     "CELERY_VISIBILITY_TIMEOUT": "30"}
+REDELIVERY_LIMITS = {
+    "CELERY_TASK_SOFT_TIME_LIMIT": "20",
+    "CELERY_TASK_TIME_LIMIT": "25",
+    "CELERY_VISIBILITY_TIMEOUT": "30",
+}
 LONG_K = 600
 
 
@@ -75,8 +81,9 @@ def workers() -> Iterator[list[Worker]]:
             worker.kill()
 
 
-def aggregate(organisation: Organisation, k: int, *, runaway: bool = False
-              ) -> AggregateReconstruction:
+def aggregate(
+    organisation: Organisation, k: int, *, runaway: bool = False
+) -> AggregateReconstruction:
     """A valid aggregate reconstruction whose interval takes long to compute.
 
     Normal: counts consistent with a channel retaining 10% (EM/AS converges in
@@ -98,8 +105,13 @@ def aggregate(organisation: Organisation, k: int, *, runaway: bool = False
     )
 
 
-def wait_for(model: type[Job], pk: int, statuses: tuple[str, ...], timeout: float,
-             worker: Worker | None = None) -> Any:
+def wait_for(
+    model: type[Job],
+    pk: int,
+    statuses: tuple[str, ...],
+    timeout: float,
+    worker: Worker | None = None,
+) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         job = model.objects.get(pk=pk)
@@ -107,8 +119,9 @@ def wait_for(model: type[Job], pk: int, statuses: tuple[str, ...], timeout: floa
             return job
         time.sleep(0.1)
     log = worker.output() if worker else ""
-    raise AssertionError(f"{model.__name__} {pk} is {job.status}, not {statuses}, "
-                         f"after {timeout} s\n{log}")
+    raise AssertionError(
+        f"{model.__name__} {pk} is {job.status}, not {statuses}, after {timeout} s\n{log}"
+    )
 
 
 def task_lines(worker: Worker, outcome: str) -> list[str]:
@@ -123,7 +136,9 @@ def test_duplicate_messages_store_one_result(
 ) -> None:
     data = distorted_consultation(organisation, n=200, seed=1)
     job = services.analysis_create(
-        organisation=organisation, survey=data.profile, requested_by="tests",
+        organisation=organisation,
+        survey=data.profile,
+        requested_by="tests",
         spec={"kind": "distribution", "attribute": "district"},
     )  # committed: its task is queued once
     duplicates = [run_analysis.delay(job.pk), run_analysis.delay(job.pk)]
@@ -143,7 +158,9 @@ def test_duplicate_messages_store_one_result(
 
 
 def test_runaway_job_fails_at_the_soft_time_limit(
-    worker_workdir: Path, organisation: Organisation, only_our_workers: None,
+    worker_workdir: Path,
+    organisation: Organisation,
+    only_our_workers: None,
     workers: list[Worker],
 ) -> None:
     worker = start_worker(worker_workdir, name="short-limits", extra_env=SHORT_LIMITS)
@@ -162,8 +179,11 @@ def test_runaway_job_fails_at_the_soft_time_limit(
 
     # The worker is still there and takes the next job.
     quick = services.aggregate_reconstruction_create(
-        organisation=organisation, requested_by="tests", counts=[70.0, 30.0],
-        channel=[[0.8, 0.2], [0.2, 0.8]], method="em_as",
+        organisation=organisation,
+        requested_by="tests",
+        counts=[70.0, 30.0],
+        channel=[[0.8, 0.2], [0.2, 0.8]],
+        method="em_as",
     )
     quick = wait_for(AggregateReconstruction, quick.pk, Job.FINISHED, 30, worker)
     assert quick.status == Job.Status.SUCCEEDED, quick.error
@@ -174,7 +194,9 @@ def test_runaway_job_fails_at_the_soft_time_limit(
 
 
 def test_job_of_a_killed_worker_is_redelivered_and_finished_once(
-    worker_workdir: Path, organisation: Organisation, only_our_workers: None,
+    worker_workdir: Path,
+    organisation: Organisation,
+    only_our_workers: None,
     workers: list[Worker],
 ) -> None:
     first = start_worker(worker_workdir, name="doomed", extra_env=REDELIVERY_LIMITS)
@@ -208,13 +230,19 @@ def test_job_of_a_killed_worker_is_redelivered_and_finished_once(
 
 
 def pool_children(worker: Worker) -> list[int]:
-    listing = subprocess.run(["ps", "--ppid", str(worker.process.pid), "-o", "pid="],
-                             capture_output=True, text=True, check=False).stdout
+    listing = subprocess.run(
+        ["ps", "--ppid", str(worker.process.pid), "-o", "pid="],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
     return [int(pid) for pid in listing.split()]
 
 
 def test_killed_pool_process_requeues_the_job_at_once(
-    worker_workdir: Path, organisation: Organisation, only_our_workers: None,
+    worker_workdir: Path,
+    organisation: Organisation,
+    only_our_workers: None,
     workers: list[Worker],
 ) -> None:
     worker = start_worker(worker_workdir, name="child-killed", extra_env=REDELIVERY_LIMITS)

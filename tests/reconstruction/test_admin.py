@@ -19,20 +19,35 @@ def open_survey():  # type: ignore[no-untyped-def]
     organisation = organisation_create(slug="admin-town", name="Admin Town")
     consultation = consultation_create(organisation=organisation, title="Parks")
     survey = survey_create(
-        organisation=organisation, consultation=consultation, kind="profile", title="Parks survey",
-        questions=[{"key": "visits", "type": "nominal", "categories": ["none", "some", "many"],
-                    "mechanism": {"name": "randomised_response", "retain": 0.8}}],
+        organisation=organisation,
+        consultation=consultation,
+        kind="profile",
+        title="Parks survey",
+        questions=[
+            {
+                "key": "visits",
+                "type": "nominal",
+                "categories": ["none", "some", "many"],
+                "mechanism": {"name": "randomised_response", "retain": 0.8},
+            }
+        ],
     )
     survey = survey_open(survey=survey)
     rng = np.random.default_rng(1)
     labels = np.array(["none", "some", "many"])[rng.integers(0, 3, size=60)]
-    responses_submit_bulk(survey=survey, responses=[
-        {"participant": f"p{i}", "answers": {"visits": str(label)}} for i, label in enumerate(labels)
-    ])
+    responses_submit_bulk(
+        survey=survey,
+        responses=[
+            {"participant": f"p{i}", "answers": {"visits": str(label)}}
+            for i, label in enumerate(labels)
+        ],
+    )
     return survey
 
 
-def test_staff_start_a_report_and_download_it(client, open_survey, django_capture_on_commit_callbacks):
+def test_staff_start_a_report_and_download_it(
+    client, open_survey, django_capture_on_commit_callbacks
+):
     User.objects.create_superuser("organiser", "organiser@example.org", "a-long-passw0rd")
     client.login(username="organiser", password="a-long-passw0rd")
     assert client.get("/admin/reconstruction/report/add/").status_code == 200

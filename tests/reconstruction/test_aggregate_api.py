@@ -23,8 +23,11 @@ def test_job_runs_and_result_is_read_back(analyst, django_capture_on_commit_call
     channel = randomised_response(3, 0.7)
     truth = np.array([500.0, 300.0, 200.0])
     counts = truth @ channel
-    created = submit(analyst, {"counts": counts.tolist(), "channel": channel.tolist()},
-                     django_capture_on_commit_callbacks)
+    created = submit(
+        analyst,
+        {"counts": counts.tolist(), "channel": channel.tolist()},
+        django_capture_on_commit_callbacks,
+    )
     assert created["status"] == 202, created["body"]
     assert created["body"]["status"] == "queued"
     job = analyst.get(created["body"]["url"]).json()
@@ -38,8 +41,11 @@ def test_job_runs_and_result_is_read_back(analyst, django_capture_on_commit_call
 
 
 def test_negative_survey_method(analyst, django_capture_on_commit_callbacks) -> None:
-    body = {"counts": [23, 22, 20, 18, 17], "channel": negative_uniform(5).tolist(),
-            "method": "nstops"}
+    body = {
+        "counts": [23, 22, 20, 18, 17],
+        "channel": negative_uniform(5).tolist(),
+        "method": "nstops",
+    }
     created = submit(analyst, body, django_capture_on_commit_callbacks)
     result = analyst.get(created["body"]["url"]).json()["result"]
     # 003: t_j = N - (c - 1) r_j with N = 100, c = 5.
@@ -54,12 +60,20 @@ def test_negative_survey_method(analyst, django_capture_on_commit_callbacks) -> 
         ({"counts": [-1, 2], "channel": [[1, 0], [0, 1]]}, "counts"),
         ({"counts": [0, 0], "channel": [[1, 0], [0, 1]]}, "counts"),
         ({"counts": [1, 2], "channel": [[1, 0], [0, 1]], "method": "magic"}, "method"),
-        ({"counts": [1, 2, 3], "channel": randomised_response(3, 0.6).tolist(),
-          "method": "nstops"}, "method"),
+        (
+            {
+                "counts": [1, 2, 3],
+                "channel": randomised_response(3, 0.6).tolist(),
+                "method": "nstops",
+            },
+            "method",
+        ),
         ({"counts": [1, 2], "channel": [[0.5, 0.5], [0.5, 0.5]], "method": "eq"}, "channel"),
         # 000's diagonal revision would destroy a randomised-response channel.
-        ({"counts": [1, 2, 3], "channel": randomised_response(3, 0.6).tolist(),
-          "method": "mle"}, "method"),
+        (
+            {"counts": [1, 2, 3], "channel": randomised_response(3, 0.6).tolist(), "method": "mle"},
+            "method",
+        ),
         ({"channel": [[1, 0], [0, 1]]}, "counts"),
     ],
 )
@@ -71,7 +85,9 @@ def test_bad_input_is_named_and_nothing_stored(analyst, body, field) -> None:
     assert AggregateReconstruction.objects.count() == 0
 
 
-def test_roles_and_tenants(analyst, portal, other_analyst, django_capture_on_commit_callbacks) -> None:
+def test_roles_and_tenants(
+    analyst, portal, other_analyst, django_capture_on_commit_callbacks
+) -> None:
     body = {"counts": [10, 20], "channel": [[1, 0], [0, 1]]}
     assert portal.post(URL, body, format="json").status_code == 403
     assert APIClient().post(URL, body, format="json").status_code == 401

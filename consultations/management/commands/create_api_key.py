@@ -36,7 +36,11 @@ class Command(BaseCommand):
         )
         self.stdout.write(
             f"Created {issued.api_key.role} key {issued.api_key.prefix} for {organisation.slug}"
-            + (f", expires {issued.api_key.expires_at:%Y-%m-%d}" if issued.api_key.expires_at else "")
+            + (
+                f", expires {issued.api_key.expires_at:%Y-%m-%d}"
+                if issued.api_key.expires_at
+                else ""
+            )
         )
         self.stdout.write("Key (shown once, store it now):")
         self.stdout.write(issued.key)

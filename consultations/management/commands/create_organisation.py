@@ -19,5 +19,9 @@ class Command(BaseCommand):
         try:
             organisation = organisation_create(slug=options["slug"], name=options["name"])
         except ValidationError as exc:
-            raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()))
-        self.stdout.write(f"Created organisation {organisation.slug} ({organisation.name}), id {organisation.pk}")
+            raise CommandError(
+                "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
+            )
+        self.stdout.write(
+            f"Created organisation {organisation.slug} ({organisation.name}), id {organisation.pk}"
+        )

@@ -56,26 +56,64 @@ DISTRICT_CHANNEL = [
 ]
 
 PROFILE_QUESTIONS: list[dict[str, Any]] = [
-    {"key": "sex", "text": "Sex", "type": "binary", "categories": list(SEXES),
-     "mechanism": {"name": "randomised_response", "retain": 0.75}},
-    {"key": "district", "text": "District you live in", "type": "nominal",
-     "categories": list(DISTRICTS),
-     "mechanism": {"name": "randomised_response", "matrix": DISTRICT_CHANNEL}},
-    {"key": "children", "text": "Children at home", "type": "binary",
-     "categories": list(CHILDREN), "mechanism": {"name": "randomised_response", "retain": 0.8}},
-    {"key": "age", "text": "Age", "type": "continuous", "range": list(AGE_RANGE),
-     "mechanism": {"name": "additive_uniform", "half_width": 10}},
-    {"key": "income", "text": "Monthly income", "type": "continuous",
-     "range": list(INCOME_RANGE), "mechanism": {"name": "additive_gaussian", "sigma": 800}},
+    {
+        "key": "sex",
+        "text": "Sex",
+        "type": "binary",
+        "categories": list(SEXES),
+        "mechanism": {"name": "randomised_response", "retain": 0.75},
+    },
+    {
+        "key": "district",
+        "text": "District you live in",
+        "type": "nominal",
+        "categories": list(DISTRICTS),
+        "mechanism": {"name": "randomised_response", "matrix": DISTRICT_CHANNEL},
+    },
+    {
+        "key": "children",
+        "text": "Children at home",
+        "type": "binary",
+        "categories": list(CHILDREN),
+        "mechanism": {"name": "randomised_response", "retain": 0.8},
+    },
+    {
+        "key": "age",
+        "text": "Age",
+        "type": "continuous",
+        "range": list(AGE_RANGE),
+        "mechanism": {"name": "additive_uniform", "half_width": 10},
+    },
+    {
+        "key": "income",
+        "text": "Monthly income",
+        "type": "continuous",
+        "range": list(INCOME_RANGE),
+        "mechanism": {"name": "additive_gaussian", "sigma": 800},
+    },
 ]
 OPINION_QUESTIONS: list[dict[str, Any]] = [
-    {"key": "satisfaction", "text": "How satisfied are you with the school plans?",
-     "type": "ordinal", "categories": list(SATISFACTION),
-     "mechanism": {"name": "negative_uniform"}},
-    {"key": "site", "text": "Preferred site for the new school", "type": "ordinal",
-     "categories": list(SITES), "mechanism": {"name": "negative_gaussian", "sigma": 1.5}},
-    {"key": "attendance", "text": "How often did you attend council meetings?",
-     "type": "ordinal", "categories": list(ATTENDANCE), "mechanism": {"name": "negative_manual"}},
+    {
+        "key": "satisfaction",
+        "text": "How satisfied are you with the school plans?",
+        "type": "ordinal",
+        "categories": list(SATISFACTION),
+        "mechanism": {"name": "negative_uniform"},
+    },
+    {
+        "key": "site",
+        "text": "Preferred site for the new school",
+        "type": "ordinal",
+        "categories": list(SITES),
+        "mechanism": {"name": "negative_gaussian", "sigma": 1.5},
+    },
+    {
+        "key": "attendance",
+        "text": "How often did you attend council meetings?",
+        "type": "ordinal",
+        "categories": list(ATTENDANCE),
+        "mechanism": {"name": "negative_manual"},
+    },
 ]
 
 
@@ -87,8 +125,9 @@ class _QuietHandler(WSGIRequestHandler):
 @contextmanager
 def local_api() -> Iterator[str]:
     """Serve the project on a free loopback port in a background thread."""
-    server = make_server("127.0.0.1", 0, WSGIHandler(), server_class=WSGIServer,
-                         handler_class=_QuietHandler)
+    server = make_server(
+        "127.0.0.1", 0, WSGIHandler(), server_class=WSGIServer, handler_class=_QuietHandler
+    )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -105,7 +144,7 @@ def manual_negative_choice(true_codes: np.ndarray, k: int, rng: np.random.Genera
     plausible behaviour for the simulation, estimated back from calibration pairs.)
     """
     distance = np.abs(np.arange(k)[None, :] - true_codes[:, None]).astype(float)
-    weights = distance ** 1.5
+    weights = distance**1.5
     weights /= weights.sum(axis=1, keepdims=True)
     cumulative = weights.cumsum(axis=1)
     draws = rng.random(len(true_codes))[:, None]
@@ -144,16 +183,27 @@ class Command(BaseCommand):
         analyst_key = api_key_create(organisation=organisation, role="analyst", name="demo").key
         portal_key = api_key_create(organisation=organisation, role="portal", name="demo").key
         consultation = consultation_create(
-            organisation=organisation, title=f"New primary school ({stamp})",
+            organisation=organisation,
+            title=f"New primary school ({stamp})",
             description="Where should the new primary school be built, and who should discuss it?",
             actor="demo",
         )
-        profile = survey_create(organisation=organisation, consultation=consultation,
-                                kind="profile", title="Candidate registration",
-                                questions=PROFILE_QUESTIONS, actor="demo")
-        opinion = survey_create(organisation=organisation, consultation=consultation,
-                                kind="opinion", title="School plans", questions=OPINION_QUESTIONS,
-                                actor="demo")
+        profile = survey_create(
+            organisation=organisation,
+            consultation=consultation,
+            kind="profile",
+            title="Candidate registration",
+            questions=PROFILE_QUESTIONS,
+            actor="demo",
+        )
+        opinion = survey_create(
+            organisation=organisation,
+            consultation=consultation,
+            kind="opinion",
+            title="School plans",
+            questions=OPINION_QUESTIONS,
+            actor="demo",
+        )
         survey_open(survey=profile, actor="demo")
         survey_open(survey=opinion, actor="demo")
         self.stdout.write(
@@ -175,32 +225,49 @@ class Command(BaseCommand):
             self.step("Distorting every answer on the residents' devices (Python client)")
             profile_scheme = portal.scheme(profile.pk)
             opinion_scheme = portal.scheme(opinion.pk)
-            sent_profile = distort_table(profile_scheme, {
-                "sex": np.array(SEXES)[pool.sex], "district": np.array(DISTRICTS)[pool.district],
-                "children": np.array(CHILDREN)[pool.children], "age": pool.age,
-                "income": pool.income,
-            }, rng)
-            sent_opinion = distort_table(opinion_scheme, {
-                "satisfaction": np.array(SATISFACTION)[truth["satisfaction"]],
-                "site": np.array(SITES)[truth["site"]],
-                "attendance": np.array(ATTENDANCE)[truth["attendance_negative"]],
-            }, rng)
+            sent_profile = distort_table(
+                profile_scheme,
+                {
+                    "sex": np.array(SEXES)[pool.sex],
+                    "district": np.array(DISTRICTS)[pool.district],
+                    "children": np.array(CHILDREN)[pool.children],
+                    "age": pool.age,
+                    "income": pool.income,
+                },
+                rng,
+            )
+            sent_opinion = distort_table(
+                opinion_scheme,
+                {
+                    "satisfaction": np.array(SATISFACTION)[truth["satisfaction"]],
+                    "site": np.array(SITES)[truth["site"]],
+                    "attendance": np.array(ATTENDANCE)[truth["attendance_negative"]],
+                },
+                rng,
+            )
 
             self.step("Uploading 2000 calibration pairs for the manual negative question")
             calibration_true = rng.integers(0, len(ATTENDANCE), size=2000)
             calibration_negative = manual_negative_choice(calibration_true, len(ATTENDANCE), rng)
-            self.post("surveys/%d/calibration/" % opinion.pk, {
-                "question": "attendance",
-                "pairs": [[ATTENDANCE[t], ATTENDANCE[q]]
-                          for t, q in zip(calibration_true, calibration_negative, strict=True)],
-            })
+            self.post(
+                f"surveys/{opinion.pk}/calibration/",
+                {
+                    "question": "attendance",
+                    "pairs": [
+                        [ATTENDANCE[t], ATTENDANCE[q]]
+                        for t, q in zip(calibration_true, calibration_negative, strict=True)
+                    ],
+                },
+            )
 
-            for survey, sent, label in ((profile, sent_profile, "profile"),
-                                        (opinion, sent_opinion, "opinion")):
+            for survey, sent, label in (
+                (profile, sent_profile, "profile"),
+                (opinion, sent_opinion, "opinion"),
+            ):
                 responses = table_responses(participants, sent)
                 done = 0
                 for start in range(0, n, 2000):
-                    done += portal.submit_bulk(survey.pk, responses[start:start + 2000])
+                    done += portal.submit_bulk(survey.pk, responses[start : start + 2000])
                     self.step(f"Submitted {done}/{n} {label} responses through the API")
 
             rows = self.analyses(profile.pk, opinion.pk, pool, truth, sent_profile, sent_opinion)
@@ -211,8 +278,11 @@ class Command(BaseCommand):
             status = self.wait(report["url"])
             if status["status"] != "succeeded":
                 raise SystemExit(f"the report failed: {status['error']}")
-            html = self.api.get(f"{self.base}/reports/{report['id']}/download/",
-                                params={"format": "html"}, timeout=60)
+            html = self.api.get(
+                f"{self.base}/reports/{report['id']}/download/",
+                params={"format": "html"},
+                timeout=60,
+            )
             html.raise_for_status()
         path = Path(settings.REPORTS_DIR) / f"survey-{opinion.pk}-report-{report['id']}.html"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -233,8 +303,12 @@ class Command(BaseCommand):
         attendance = np.clip(np.round((pool.age - 16) / 28 + rng.normal(0, 0.8, n)), 0, 3)
         attendance = attendance.astype(int)
         negative = manual_negative_choice(attendance, len(ATTENDANCE), rng)
-        return {"satisfaction": satisfaction, "site": site, "attendance": attendance,
-                "attendance_negative": negative}
+        return {
+            "satisfaction": satisfaction,
+            "site": site,
+            "attendance": attendance,
+            "attendance_negative": negative,
+        }
 
     # -- API helpers -------------------------------------------------------------------
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -258,85 +332,177 @@ class Command(BaseCommand):
         return dict(status["result"])
 
     # -- the analyses --------------------------------------------------------------------
-    def analyses(self, profile_id: int, opinion_id: int, pool: Any, truth: dict[str, np.ndarray],
-                 sent_profile: dict[str, np.ndarray], sent_opinion: dict[str, np.ndarray],
-                 ) -> list[tuple[str, float, float, float, tuple[float, float] | None]]:
+    def analyses(
+        self,
+        profile_id: int,
+        opinion_id: int,
+        pool: Any,
+        truth: dict[str, np.ndarray],
+        sent_profile: dict[str, np.ndarray],
+        sent_opinion: dict[str, np.ndarray],
+    ) -> list[tuple[str, float, float, float, tuple[float, float] | None]]:
         rows: list[tuple[str, float, float, float, tuple[float, float] | None]] = []
 
         self.step("Analysis: women aged at most 30 with children (conjunctive count)")
-        where = [{"attribute": "sex", "op": "in", "value": ["F"]},
-                 {"attribute": "age", "op": "lte", "value": 30},
-                 {"attribute": "children", "op": "in", "value": ["Y"]}]
+        where = [
+            {"attribute": "sex", "op": "in", "value": ["F"]},
+            {"attribute": "age", "op": "lte", "value": 30},
+            {"attribute": "children", "op": "in", "value": ["Y"]},
+        ]
         result = self.analyse({"survey": profile_id, "kind": "count", "where": where})
         true_count = float(np.sum((pool.sex == 0) & (pool.age <= 30) & (pool.children == 1)))
-        naive = float(np.sum((sent_profile["sex"] == "F") & (sent_profile["age"] <= 30)
-                             & (sent_profile["children"] == "Y")))
-        rows.append(("count: F, age <= 30, children", true_count, naive, result["estimate"],
-                     tuple(result["ci95"])))
+        naive = float(
+            np.sum(
+                (sent_profile["sex"] == "F")
+                & (sent_profile["age"] <= 30)
+                & (sent_profile["children"] == "Y")
+            )
+        )
+        rows.append(
+            (
+                "count: F, age <= 30, children",
+                true_count,
+                naive,
+                result["estimate"],
+                tuple(result["ci95"]),
+            )
+        )
 
         self.step("Analysis: mean income of residents with children (conditional mean)")
-        result = self.analyse({"survey": profile_id, "kind": "mean", "attribute": "income",
-                               "where": [{"attribute": "children", "op": "in", "value": ["Y"]}]})
+        result = self.analyse(
+            {
+                "survey": profile_id,
+                "kind": "mean",
+                "attribute": "income",
+                "where": [{"attribute": "children", "op": "in", "value": ["Y"]}],
+            }
+        )
         true_mean = float(pool.income[pool.children == 1].mean())
         naive = float(sent_profile["income"][sent_profile["children"] == "Y"].mean())
-        rows.append(("mean income | children", true_mean, naive, result["estimate"],
-                     tuple(result["ci95"])))
+        rows.append(
+            ("mean income | children", true_mean, naive, result["estimate"], tuple(result["ci95"]))
+        )
 
         self.step("Analysis: satisfaction (uniform negative survey) with every estimator")
         true_counts = np.bincount(truth["satisfaction"], minlength=5).astype(float)
         reported = np.array([np.sum(sent_opinion["satisfaction"] == s) for s in SATISFACTION])
         for method in ("em_as", "eq", "nstops", "nstops_i", "nstops_ii", "mle"):
-            result = self.analyse({"survey": opinion_id, "kind": "distribution",
-                                   "attribute": "satisfaction", "method": method})
+            result = self.analyse(
+                {
+                    "survey": opinion_id,
+                    "kind": "distribution",
+                    "attribute": "satisfaction",
+                    "method": method,
+                }
+            )
             estimate = np.array([np.nan if c is None else c for c in result["counts"]])
             error = reconstruction_error(estimate, true_counts)
-            rows.append((f"satisfaction='5' ({method}; error {error:.4f})", true_counts[4],
-                         float(reported[4]), float(estimate[4]),
-                         tuple(result["ci95"][4]) if result["ci95"][4] else None))
+            rows.append(
+                (
+                    f"satisfaction='5' ({method}; error {error:.4f})",
+                    true_counts[4],
+                    float(reported[4]),
+                    float(estimate[4]),
+                    tuple(result["ci95"][4]) if result["ci95"][4] else None,
+                )
+            )
 
         self.step("Analysis: preferred site (Gaussian negative survey) and attendance (manual)")
         result = self.analyse({"survey": opinion_id, "kind": "distribution", "attribute": "site"})
         true_sites = np.bincount(truth["site"], minlength=7)
-        rows.append(("site='C' (em_as)", float(true_sites[2]),
-                     float(np.sum(sent_opinion["site"] == "C")), result["counts"][2],
-                     tuple(result["ci95"][2])))
-        result = self.analyse({"survey": opinion_id, "kind": "distribution",
-                               "attribute": "attendance", "method": "mle"})
+        rows.append(
+            (
+                "site='C' (em_as)",
+                float(true_sites[2]),
+                float(np.sum(sent_opinion["site"] == "C")),
+                result["counts"][2],
+                tuple(result["ci95"][2]),
+            )
+        )
+        result = self.analyse(
+            {
+                "survey": opinion_id,
+                "kind": "distribution",
+                "attribute": "attendance",
+                "method": "mle",
+            }
+        )
         true_attendance = np.bincount(truth["attendance"], minlength=4)
-        rows.append(("attendance='never' (mle, calibrated)", float(true_attendance[0]),
-                     float(np.sum(sent_opinion["attendance"] == "never")), result["counts"][0],
-                     tuple(result["ci95"][0])))
+        rows.append(
+            (
+                "attendance='never' (mle, calibrated)",
+                float(true_attendance[0]),
+                float(np.sum(sent_opinion["attendance"] == "never")),
+                result["counts"][0],
+                tuple(result["ci95"][0]),
+            )
+        )
 
         self.step("Analysis: mean age of the very satisfied (condition across both surveys)")
-        result = self.analyse({"survey": opinion_id, "kind": "mean", "attribute": "age",
-                               "where": [{"attribute": "satisfaction", "op": "in",
-                                          "value": ["4", "5"]}]})
+        result = self.analyse(
+            {
+                "survey": opinion_id,
+                "kind": "mean",
+                "attribute": "age",
+                "where": [{"attribute": "satisfaction", "op": "in", "value": ["4", "5"]}],
+            }
+        )
         true_mean = float(pool.age[truth["satisfaction"] >= 3].mean())
-        rows.append(("mean age | satisfaction >= 4", true_mean, float("nan"), result["estimate"],
-                     tuple(result["ci95"])))
+        rows.append(
+            (
+                "mean age | satisfaction >= 4",
+                true_mean,
+                float("nan"),
+                result["estimate"],
+                tuple(result["ci95"]),
+            )
+        )
 
         self.step("Analysis: a stratified panel of 30 aged 18-40, 15 women and 15 men")
-        result = self.analyse({
-            "survey": profile_id, "kind": "sample", "size": 30, "seed": 7,
-            "where": [{"attribute": "age", "op": "between", "value": [18, 40]}],
-            "strata": [{"where": [{"attribute": "sex", "op": "in", "value": ["F"]}], "size": 15},
-                       {"where": [{"attribute": "sex", "op": "in", "value": ["M"]}], "size": 15}],
-        })
+        result = self.analyse(
+            {
+                "survey": profile_id,
+                "kind": "sample",
+                "size": 30,
+                "seed": 7,
+                "where": [{"attribute": "age", "op": "between", "value": [18, 40]}],
+                "strata": [
+                    {"where": [{"attribute": "sex", "op": "in", "value": ["F"]}], "size": 15},
+                    {"where": [{"attribute": "sex", "op": "in", "value": ["M"]}], "size": 15},
+                ],
+            }
+        )
         drawn = np.array([int(ref.split("-")[1]) for ref in result["participants"]])
         meets = (pool.age[drawn] >= 18) & (pool.age[drawn] < 40)
-        rows.append(("panel: share truly aged 18-40", float(meets.mean()), float("nan"),
-                     result["expected_precision"], None))
+        rows.append(
+            (
+                "panel: share truly aged 18-40",
+                float(meets.mean()),
+                float("nan"),
+                result["expected_precision"],
+                None,
+            )
+        )
         true_pool = float(np.sum((pool.age >= 18) & (pool.age < 40)))
-        rows.append(("panel: pool aged 18-40", true_pool,
-                     float(np.sum((sent_profile["age"] >= 18) & (sent_profile["age"] < 40))),
-                     result["pool_estimate"], None))
+        rows.append(
+            (
+                "panel: pool aged 18-40",
+                true_pool,
+                float(np.sum((sent_profile["age"] >= 18) & (sent_profile["age"] < 40))),
+                result["pool_estimate"],
+                None,
+            )
+        )
         return rows
 
-    def print_table(self, rows: list[tuple[str, float, float, float, tuple[float, float] | None]]
-                    ) -> None:
+    def print_table(
+        self, rows: list[tuple[str, float, float, float, tuple[float, float] | None]]
+    ) -> None:
         self.stdout.write("")
-        header = f"{'quantity':<48} {'true':>10} {'naive':>10} {'reconstructed':>14} " \
-                 f"{'95% interval':>22} {'error':>9}"
+        header = (
+            f"{'quantity':<48} {'true':>10} {'naive':>10} {'reconstructed':>14} "
+            f"{'95% interval':>22} {'error':>9}"
+        )
         self.stdout.write(header)
         self.stdout.write("-" * len(header))
         for name, true, naive, estimate, ci in rows:
