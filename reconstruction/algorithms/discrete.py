@@ -22,6 +22,8 @@ from reconstruction.algorithms.result import Reconstruction
 from reconstruction.algorithms.uncertainty import (
     DEFAULT_REPLICATES,
     bootstrap_ci,
+    calibrated_bootstrap_ci,
+    calibration_sizes,
     linear_ci,
 )
 
@@ -40,6 +42,8 @@ __all__ = [
 
 _SINGULAR_CONDITION = 1e12
 _BOOTSTRAP_TOL = 1e-6
+_CALIBRATED_BOOTSTRAP_TOL = 1e-5
+_CALIBRATED_BOOTSTRAP_MAX_ITER = 5_000
 
 
 # --------------------------------------------------------------------------- helpers
@@ -146,7 +150,10 @@ def em_as_batch(
     counts : array_like of shape (B, k_reported)
         Non-negative count vectors, each with a positive total (not validated here beyond
         shapes; :func:`em_as` validates at the boundary).
-    channel : array_like of shape (k_true, k_reported)
+    channel : array_like of shape (k_true, k_reported) or (B, k_true, k_reported)
+        One channel for the whole batch, or one per row (bootstrap replicates whose
+        channel was itself re-estimated, see
+        :func:`reconstruction.algorithms.uncertainty.calibrated_bootstrap_ci`).
     tol : float
         Stop a row when the largest change of its proportions between successive
         estimates is below ``tol``.
@@ -164,39 +171,62 @@ def em_as_batch(
     """
     matrix = np.asarray(channel, dtype=np.float64)
     batch = np.asarray(counts, dtype=np.float64)
-    if batch.ndim != 2 or batch.shape[1] != matrix.shape[1]:
-        raise ValueError(f"counts must have shape (B, {matrix.shape[1]}), got {batch.shape}")
-    size, k_true = batch.shape[0], matrix.shape[0]
+    per_row = matrix.ndim == 3
+    if batch.ndim != 2 or batch.shape[1] != matrix.shape[-1]:
+        raise ValueError(f"counts must have shape (B, {matrix.shape[-1]}), got {batch.shape}")
+    if per_row and matrix.shape[0] != batch.shape[0]:
+        raise ValueError(f"{matrix.shape[0]} channels for {batch.shape[0]} count vectors")
+    size, k_true = batch.shape[0], matrix.shape[-2]
     frequencies = batch / batch.sum(axis=1, keepdims=True)
     if start is None:
         p = np.full((size, k_true), 1.0 / k_true)
     else:
         p = np.array(np.broadcast_to(np.asarray(start, dtype=np.float64), (size, k_true)))
-    transposed = np.ascontiguousarray(matrix.T)
+    transposed = np.ascontiguousarray(np.swapaxes(matrix, -1, -2))
     observed = frequencies > 0
 
+    def push(current: NDArray[np.float64], mats: NDArray[np.float64]) -> NDArray[np.float64]:
+        if per_row:
+            return np.asarray(np.matmul(current[:, None, :], mats)[:, 0, :])
+        return np.asarray(current @ mats)
+
     def step(
-        current: NDArray[np.float64], freq: NDArray[np.float64], seen: NDArray[np.bool_]
+        current: NDArray[np.float64],
+        freq: NDArray[np.float64],
+        seen: NDArray[np.bool_],
+        mats: NDArray[np.float64],
+        back: NDArray[np.float64],
     ) -> NDArray[np.float64]:
-        ratio = np.where(seen, freq / (current @ matrix), 0.0)
-        updated = current * (ratio @ transposed)
+        predicted = push(current, mats)
+        # A reported category no true category produces (possible only for a resampled
+        # channel) carries no information about the proportions: it is ignored.
+        usable = seen & (predicted > 0)
+        ratio = np.where(usable, freq / np.where(usable, predicted, 1.0), 0.0)
+        updated = current * push(ratio, back)
         return np.asarray(updated / updated.sum(axis=1, keepdims=True), dtype=np.float64)
 
     def log_likelihood(
-        current: NDArray[np.float64], freq: NDArray[np.float64], seen: NDArray[np.bool_]
+        current: NDArray[np.float64],
+        freq: NDArray[np.float64],
+        seen: NDArray[np.bool_],
+        mats: NDArray[np.float64],
     ) -> NDArray[np.float64]:
-        predicted = np.where(seen, current @ matrix, 1.0)
-        return np.asarray(np.where(seen, freq * np.log(predicted), 0.0).sum(axis=1))
+        predicted = push(current, mats)
+        usable = seen & (predicted > 0)
+        return np.asarray(
+            np.where(usable, freq * np.log(np.where(usable, predicted, 1.0)), 0.0).sum(axis=1)
+        )
 
     iterations = np.full(size, max_iter, dtype=np.int64)
     converged = np.zeros(size, dtype=np.bool_)
     active = np.arange(size)  # rows still iterating; converged rows are frozen in ``p``
     current = p
     freq, seen = frequencies, observed
+    mats, back = matrix, transposed
     evaluations = 0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         while evaluations < max_iter:
-            first = step(current, freq, seen)
+            first = step(current, freq, seen, mats, back)
             evaluations += 1
             residual = first - current
             done = np.max(np.abs(residual), axis=1) < tol
@@ -213,12 +243,14 @@ def em_as_batch(
                     residual[keep],
                 )
                 freq, seen = freq[keep], seen[keep]
+                if per_row:
+                    mats, back = mats[keep], back[keep]
                 if active.size == 0:
                     break
             if evaluations >= max_iter:
                 p[active] = first
                 break
-            second = step(first, freq, seen)
+            second = step(first, freq, seen, mats, back)
             evaluations += 1
             # SQUAREM extrapolation (Varadhan and Roland 2008, scheme S3) with two
             # safeguards: a candidate with a non-positive entry, or a lower likelihood than
@@ -232,7 +264,9 @@ def em_as_batch(
             valid = np.all(candidate > 0, axis=1) & np.all(np.isfinite(candidate), axis=1)
             candidate = np.where(valid[:, None], candidate, second)
             candidate /= candidate.sum(axis=1, keepdims=True)
-            worse = log_likelihood(candidate, freq, seen) < log_likelihood(second, freq, seen)
+            worse = log_likelihood(candidate, freq, seen, mats) < log_likelihood(
+                second, freq, seen, mats
+            )
             current = np.where(worse[:, None], second, candidate)
         else:
             p[active] = current
@@ -247,6 +281,7 @@ def em_as(
     max_iter: int = 10_000,
     ci: bool = True,
     rng: np.random.Generator | None = None,
+    calibration_pairs: ArrayLike | None = None,
 ) -> Reconstruction:
     """EM/AS reconstruction of a discrete distribution.
 
@@ -274,6 +309,12 @@ def em_as(
         :func:`reconstruction.algorithms.uncertainty.bootstrap_ci`); NaN otherwise.
     rng : numpy.random.Generator, optional
         For the bootstrap; a fixed seed by default (same input, same interval).
+    calibration_pairs : array_like of shape (m, 2), optional
+        ``(true, reported)`` pairs from which rows of ``channel`` were estimated (each
+        such row the empirical distribution of its pairs' reported categories). The
+        interval then also resamples them
+        (:func:`reconstruction.algorithms.uncertainty.calibrated_bootstrap_ci`); rows
+        without pairs are taken as known.
 
     Returns
     -------
@@ -282,8 +323,18 @@ def em_as(
     """
     _check_options(tol, max_iter)
     reported, matrix = _counts_and_channel(counts, channel, square=False)
+    sizes = None
+    if calibration_pairs is not None:
+        sizes = calibration_sizes(calibration_pairs, matrix.shape[0], negative=False)
     return _em_reconstruction(
-        reported, matrix, tol=tol, max_iter=max_iter, ci=ci, rng=rng, method="em_as"
+        reported,
+        matrix,
+        tol=tol,
+        max_iter=max_iter,
+        ci=ci,
+        rng=rng,
+        method="em_as",
+        calibration=sizes,
     )
 
 
@@ -297,6 +348,7 @@ def _em_reconstruction(
     rng: np.random.Generator | None,
     method: str,
     notes: tuple[str, ...] = (),
+    calibration: NDArray[np.int64] | None = None,
 ) -> Reconstruction:
     total = float(reported.sum())
     proportions, iterations, converged = em_as_batch(
@@ -311,9 +363,41 @@ def _em_reconstruction(
             fitted, _, _ = em_as_batch(batch, matrix, tol=bootstrap_tol, max_iter=max_iter, start=p)
             return np.asarray(fitted * batch.sum(axis=1, keepdims=True), dtype=np.float64)
 
-        interval = bootstrap_ci(
-            reported, matrix, p, estimator, replicates=DEFAULT_REPLICATES, rng=rng
-        )
+        if calibration is not None and calibration.sum() > 0:
+
+            def calibrated(
+                batch: NDArray[np.float64], channels: NDArray[np.float64]
+            ) -> NDArray[np.float64]:
+                # Replicates whose maximum is on the boundary crawl towards it (EM is
+                # sublinear there); a looser tolerance and a cap keep the batch fast, and
+                # they move each replicate by far less than its sampling error (~n^-1/2).
+                fitted, _, _ = em_as_batch(
+                    batch,
+                    channels,
+                    tol=max(bootstrap_tol, _CALIBRATED_BOOTSTRAP_TOL),
+                    max_iter=min(max_iter, _CALIBRATED_BOOTSTRAP_MAX_ITER),
+                    start=p,
+                )
+                return np.asarray(fitted * batch.sum(axis=1, keepdims=True), dtype=np.float64)
+
+            interval = calibrated_bootstrap_ci(
+                reported,
+                matrix,
+                p,
+                calibrated,
+                sizes=calibration,
+                replicates=DEFAULT_REPLICATES,
+                rng=rng,
+            )
+            notes = (
+                *notes,
+                f"the interval includes the uncertainty of rows estimated from "
+                f"{int(calibration.sum())} calibration pairs",
+            )
+        else:
+            interval = bootstrap_ci(
+                reported, matrix, p, estimator, replicates=DEFAULT_REPLICATES, rng=rng
+            )
     else:
         interval = _nan_ci(k_true)
     if not converged[0]:
@@ -584,6 +668,7 @@ def nstops_mle(
     max_iter: int = 200_000,
     ci: bool = True,
     rng: np.random.Generator | None = None,
+    calibration_pairs: ArrayLike | None = None,
 ) -> Reconstruction:
     """NStoPS-MLE: constrained multinomial maximum likelihood (000, Section 4.2).
 
@@ -602,6 +687,12 @@ def nstops_mle(
         ``Q`` estimated e.g. by :func:`privacy.mechanisms.manual_negative`.
     tol, max_iter, ci, rng
         As in :func:`em_as`.
+    calibration_pairs : array_like of shape (m, 2), optional
+        The ``(true, negative)`` pairs ``channel`` was estimated from (000, Section 4.1;
+        :func:`privacy.mechanisms.manual_negative`). The interval then also resamples
+        them per row, as another calibration sample of the same size would have given
+        (:func:`reconstruction.algorithms.uncertainty.calibrated_bootstrap_ci`); with
+        about 100 pairs per row that error is often larger than the survey's own.
     """
     _check_options(tol, max_iter)
     revised, fallback = revise_negative_channel(channel)
@@ -618,4 +709,7 @@ def nstops_mle(
         rng=rng,
         method="nstops_mle",
         notes=notes,
+        calibration=None
+        if calibration_pairs is None
+        else calibration_sizes(calibration_pairs, checked.shape[0], negative=True),
     )

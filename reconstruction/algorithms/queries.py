@@ -19,6 +19,7 @@ range); a condition is a sequence of :class:`Condition` (a conjunction).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -34,11 +35,13 @@ from reconstruction.algorithms.continuous import (
     IntervalReconstruction,
     _forward,
     bin_values,
+    default_smoothing,
     fixed_point,
     interval_edges,
     noise_scale,
     reconstruct_continuous,
     reported_edges,
+    smoothing_matrix,
 )
 from reconstruction.algorithms.counts import reported_counts
 from reconstruction.algorithms.discrete import em_as
@@ -73,6 +76,13 @@ _DISCRETE_OPS = frozenset({"in"})
 _CONTINUOUS_OPS = frozenset({"gt", "lte", "between"})
 _JOINT_MAX_CELLS = 20_000
 _Z95 = 1.959963984540054
+# Replicates start at the estimate and must only move by their sampling error (about
+# n^-1/2 per cell), so a tolerance of 1e-5 on a cell's proportion is ample.
+_BOOTSTRAP_TOL = 1e-5
+# EMS strength on the target axis of a conditional mean (see _axes): on simulated
+# incomes 0.05 (the default elsewhere) biased the mean by about 1%, 0.01 by little more than
+# plain EM does, while keeping EM's iterations few (bench/bench_queries.py).
+_TARGET_SMOOTHING = 0.01
 
 
 # --------------------------------------------------------------------------- the table
@@ -456,6 +466,7 @@ class _Axis:
     mask: NDArray[np.bool_]
     edges: NDArray[np.float64] | None = None
     reported_edges: NDArray[np.float64] | None = None
+    smoother: NDArray[np.float64] | None = None
 
 
 def _axis(
@@ -490,9 +501,17 @@ def _axis(
         )
     bins = reported_edges(edges, attr.noise, attr.low, attr.high)
     channel = np.asarray(attr.noise.interval_channel(edges, bins), dtype=np.float64)
+    cells = bin_values(values, bins)
+    # Reported bins beyond the observed values are empty; an empty reported cell adds
+    # nothing to the EM update or to a posterior, so those columns are dropped (exact).
+    first, last = (int(cells.min()), int(cells.max())) if cells.size else (0, bins.size - 2)
+    channel = np.ascontiguousarray(channel[:, first : last + 1])
+    bins = bins[first : last + 2]
     midpoints = 0.5 * (edges[:-1] + edges[1:])
     mask = _continuous_mask(midpoints, conditions)
-    return _Axis(name, channel, bin_values(values, bins), mask, edges, bins)
+    strength = default_smoothing(attr.noise)
+    smoother = smoothing_matrix(edges, strength) if strength > 0 else None
+    return _Axis(name, channel, cells - first, mask, edges, bins, smoother)
 
 
 def _axes(
@@ -503,7 +522,12 @@ def _axes(
     rows: NDArray[np.intp] | None = None,
     resolution: Resolution = "fine",
 ) -> list[_Axis]:
-    """Axes of the joint model for the grouped condition (plus ``extra``, unconditioned)."""
+    """Axes of the joint model for the grouped condition (plus ``extra``, unconditioned).
+
+    A continuous ``extra`` axis (the target of a conditional mean) is smoothed much more
+    lightly than the condition's axes (:data:`_TARGET_SMOOTHING`): the mean's weights
+    rest on how the target varies with the condition, which stronger smoothing flattens.
+    """
     names = list(groups)
     if extra is not None and extra not in groups:
         names.append(extra)
@@ -516,7 +540,7 @@ def _axes(
         per_axis = int((_JOINT_MAX_CELLS / discrete_cells) ** (1.0 / n_continuous))
         if per_axis < 40:
             n_intervals = max(per_axis, 2)
-    return [
+    axes = [
         _axis(
             name,
             table[name],
@@ -527,6 +551,13 @@ def _axes(
         )
         for name in names
     ]
+    if extra is not None and extra not in groups and axes[-1].edges is not None:
+        target = table[extra]
+        assert isinstance(target, ContinuousAttribute) and axes[-1].edges is not None
+        strength = _TARGET_SMOOTHING if default_smoothing(target.noise) > 0 else 0.0
+        smoother = smoothing_matrix(axes[-1].edges, strength) if strength > 0 else None
+        axes[-1] = dataclasses.replace(axes[-1], smoother=smoother)
+    return axes
 
 
 def _reported_table(axes: Sequence[_Axis]) -> NDArray[np.float64]:
@@ -555,32 +586,74 @@ class _JointFit:
     def n(self) -> int:
         return int(self.counts.sum())
 
+    @property
+    def smoothing(self) -> list[NDArray[np.float64] | None] | None:
+        smoothers = [ax.smoother for ax in self.axes]
+        return smoothers if any(m is not None for m in smoothers) else None
+
+    def draws(self, n_boot: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        """Joint reported cell counts of ``n_boot`` resamples of the participants.
+
+        Resampling participants with replacement only moves them between reported
+        cells, so each replicate is one multinomial draw over the cells: no work per
+        participant.
+        """
+        flat = self.counts.ravel()
+        draws = rng.multinomial(self.n, flat / flat.sum(), size=n_boot).astype(np.float64)
+        return draws.reshape((n_boot, *self.counts.shape))
+
+    def refit(
+        self, draws: NDArray[np.float64], tol: float | None, max_iter: int
+    ) -> NDArray[np.float64]:
+        """Joint estimates of a batch of reported tables, warm-started at the estimate.
+
+        The (smoothed) EM fixed point does not depend on the start, so starting each
+        replicate at ``theta`` only saves iterations.
+        """
+        channels = [ax.channel for ax in self.axes]
+        theta, _, _ = fixed_point(
+            draws,
+            channels,
+            stopping="em",
+            tol=_BOOTSTRAP_TOL if tol is None else tol,
+            max_iter=max_iter,
+            initial=self.theta,
+            smoothing=self.smoothing,
+        )
+        return theta
+
     def bootstrap(
         self, n_boot: int, rng: np.random.Generator, tol: float | None, max_iter: int
     ) -> NDArray[np.float64]:
         """Joint estimates of ``n_boot`` participant-bootstrap replicates (vectorised)."""
-        flat = self.counts.ravel()
-        draws = rng.multinomial(self.n, flat / flat.sum(), size=n_boot).astype(np.float64)
-        draws = draws.reshape((n_boot, *self.counts.shape))
-        channels = [ax.channel for ax in self.axes]
-        theta, _, _ = fixed_point(draws, channels, stopping="em", tol=tol, max_iter=max_iter)
-        return theta
+        return self.refit(self.draws(n_boot, rng), tol, max_iter)
 
     def posterior(self, theta: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
-        """``Pr(true cell meets the condition | reported cell)`` for every reported cell."""
+        """``Pr(true cell meets the condition | reported cell)`` for every reported cell.
+
+        ``theta`` may be one joint estimate or a batch ``(B, t1, ..., td)``; the result
+        has the matching reported shape.
+        """
         estimate = self.theta if theta is None else theta
+        single = estimate.ndim == len(self.axes)
+        batch = estimate[None] if single else estimate
         channels = [ax.channel for ax in self.axes]
-        inside = _forward((estimate * _joint_mask(self.axes))[None], channels)[0]
-        total = _forward(estimate[None], channels)[0]
-        return np.asarray(
-            np.where(total > 0, inside / np.where(total > 0, total, 1.0), 0.0), dtype=np.float64
-        )
+        inside = _forward(batch * _joint_mask(self.axes), channels)
+        total = _forward(batch, channels)
+        result = np.where(total > 0, inside / np.where(total > 0, total, 1.0), 0.0)
+        return np.asarray(result[0] if single else result, dtype=np.float64)
 
 
 def _joint_fit(axes: list[_Axis], tol: float | None, max_iter: int) -> _JointFit:
     counts = _reported_table(axes)
+    smoothers = [ax.smoother for ax in axes]
     theta, iterations, converged = fixed_point(
-        counts, [ax.channel for ax in axes], stopping="em", tol=tol, max_iter=max_iter
+        counts,
+        [ax.channel for ax in axes],
+        stopping="em",
+        tol=tol,
+        max_iter=max_iter,
+        smoothing=smoothers if any(m is not None for m in smoothers) else None,
     )
     return _JointFit(axes, counts, theta, iterations, converged)
 
@@ -894,69 +967,89 @@ def _linear_noise(attr: ContinuousAttribute) -> tuple[float, float]:
     return 1.0, 0.0
 
 
-def _mixing_basis(axes: Sequence[_Axis]) -> NDArray[np.float64]:
-    """Basis for the true groups' means ``mu_t`` over the joint true cells (T, p).
+def _deconvolution_mean(
+    table: Mapping[str, Attribute],
+    groups: Mapping[str, Sequence[Condition]],
+    y: NDArray[np.float64],
+) -> tuple[float, tuple[float, float], float] | None:
+    """Exactly unbiased weights for a condition on discrete attributes only (see :func:`mean`).
 
-    One free mean per combination of discrete categories and, for each continuous
-    attribute, per run of intervals on the same side of the condition; within such a
-    group the mean may vary quadratically with each continuous attribute (its interval
-    midpoints), which keeps the inversion stable on fine grids.
+    ``g(r) = prod_a (C_a^{-1} 1_{S_a})[r_a]`` has ``E[g | true] = 1[true meets S]``, so
+    ``sum g y / sum g`` is a ratio of unbiased sums and its delta-method interval is
+    exact to first order (the weights are fixed: no fitted posterior in them). ``None``
+    when a continuous attribute is involved or a channel is singular.
     """
-    keys: list[NDArray[np.intp]] = []
-    slopes: list[NDArray[np.float64]] = []
-    shape = tuple(ax.channel.shape[0] for ax in axes)
-    for position, ax in enumerate(axes):
-        view = [1] * len(axes)
-        view[position] = shape[position]
-        if ax.edges is None:
-            key = np.arange(shape[position], dtype=np.intp)
-        else:
-            key = np.concatenate([[0], np.cumsum(ax.mask[1:] != ax.mask[:-1])]).astype(np.intp)
-            middle = 0.5 * (ax.edges[:-1] + ax.edges[1:])
-            scaled = (middle - middle.mean()) / (np.ptp(middle) or 1.0)
-            slopes.append(np.broadcast_to(scaled.reshape(view), shape).ravel())
-        keys.append(np.broadcast_to(key.reshape(view), shape).ravel())
-    _, group = np.unique(np.stack(keys, axis=1), axis=0, return_inverse=True)
-    group = group.ravel()
-    indicator = np.zeros((group.size, int(group.max()) + 1))
-    indicator[np.arange(group.size), group] = 1.0
-    columns = [indicator]
-    for x in slopes:
-        columns += [indicator * x[:, None], indicator * (x * x)[:, None]]
-    return np.concatenate(columns, axis=1)
+    weights = np.ones(y.size)
+    for name, conds in groups.items():
+        attr = table[name]
+        if (
+            not isinstance(attr, DiscreteAttribute)
+            or attr.channel.shape[0] != attr.channel.shape[1]
+        ):
+            return None
+        if np.linalg.cond(attr.channel) > 1e8:
+            return None
+        indicator = np.zeros(attr.k)
+        indicator[list(_discrete_set(conds))] = 1.0
+        weights *= np.linalg.solve(attr.channel, indicator)[attr.codes]
+    total = float(weights.sum())
+    if not total > 0:
+        return None
+    centre = float(weights @ y) / total
+    influence = weights * (y - centre) / total
+    half = _Z95 * math.sqrt(float(influence @ influence))
+    return centre, (centre - half, centre + half), total
 
 
-def _unmixed_mean(
-    fit: _JointFit, y: NDArray[np.float64], ci: bool
+def _posterior_mean(
+    table: Mapping[str, Attribute],
+    groups: Mapping[str, Sequence[Condition]],
+    attribute: str,
+    y: NDArray[np.float64],
+    ci: bool,
+    n_boot: int,
+    tol: float | None,
+    max_iter: int,
+    generator: np.random.Generator,
 ) -> tuple[float, tuple[float, float], float]:
-    """Invert the mixing of true groups' means within reported cells (see :func:`mean`)."""
-    theta = fit.theta.ravel()
-    inside = _joint_mask(fit.axes).ravel()
-    group_mass = float(theta[inside].sum())
-    size = group_mass * fit.n
-    if group_mass <= 0:
-        return math.nan, (math.nan, math.nan), 0.0
-    channels = [ax.channel for ax in fit.axes]
-    basis = _mixing_basis(fit.axes)
-    weighted = (theta[:, None] * basis).T.reshape((basis.shape[1], *fit.theta.shape))
-    reported = _forward(fit.theta[None], channels)[0].ravel()
-    # design[r, j] = sum_t Pr(true t | reported r) * basis[t, j]
-    mixed = _forward(weighted, channels).reshape(basis.shape[1], -1).T
-    design = mixed / np.where(reported > 0, reported, 1.0)[:, None]
+    """Posterior-weighted mean of the mean-corrected reported values (see :func:`mean`).
+
+    Returns the estimate, its 95% bootstrap interval and the estimated group size.
+    """
+    fit = _joint_fit(_axes(table, groups, extra=attribute), tol, max_iter)
+    shape = fit.counts.shape
+    cells = np.ravel_multi_index(tuple(ax.cells for ax in fit.axes), shape)
     counts = fit.counts.ravel()
-    cells = np.ravel_multi_index(tuple(ax.cells for ax in fit.axes), fit.counts.shape)
     sums = np.bincount(cells, weights=y, minlength=counts.size)
-    gram = design.T @ (counts[:, None] * design)
-    target = basis.T @ (theta * inside) / group_mass
-    # estimate = target' beta with beta = gram^+ design' sums: a linear function of y.
-    per_cell = design @ (np.linalg.pinv(gram, rcond=1e-10) @ target)
-    centre = float(per_cell @ sums)
+    size = float(fit.n * fit.theta[_joint_mask(fit.axes)].sum())
+    weight = fit.posterior().ravel()
+    denominator = float(weight @ counts)
+    if not denominator > 0:
+        return math.nan, (math.nan, math.nan), size
+    centre = float(weight @ sums) / denominator
     interval = (math.nan, math.nan)
     if ci:
-        beta = np.linalg.pinv(gram, rcond=1e-10) @ (design.T @ sums)
-        residual = (y - (design @ beta)[cells]) * per_cell[cells]
-        half = _Z95 * math.sqrt(float(residual @ residual))
-        interval = (centre - half, centre + half)
+        # A participant bootstrap with no work per participant: a resample moves
+        # N*_c ~ Multinomial(n, N / n) participants into each reported cell, and the sum
+        # of their values is that of N*_c draws from the cell's values; the cell is
+        # narrow in the target (its reported bin is one coordinate), so that sum is
+        # normal with mean N*_c ybar_c and variance N*_c s_c^2 to a close approximation.
+        # Each replicate refits the joint distribution, so the posterior's own
+        # uncertainty is in the interval.
+        occupied = np.where(counts > 0, counts, 1.0)
+        cell_mean = sums / occupied
+        squares = np.bincount(cells, weights=y * y, minlength=counts.size)
+        cell_sd = np.sqrt(np.clip(squares / occupied - cell_mean**2, 0.0, None))
+        draws = fit.draws(n_boot, generator)
+        flat_draws = draws.reshape(n_boot, -1)
+        noise = generator.standard_normal(flat_draws.shape)
+        boot_sums = flat_draws * cell_mean + np.sqrt(flat_draws) * cell_sd * noise
+        boot_weight = fit.posterior(fit.refit(draws, tol, max_iter)).reshape(n_boot, -1)
+        boot_denominator = (boot_weight * flat_draws).sum(axis=1)
+        boot = (boot_weight * boot_sums).sum(axis=1) / np.where(
+            boot_denominator > 0, boot_denominator, np.nan
+        )
+        interval = _percentiles(boot[np.isfinite(boot)])
     return centre, interval, size
 
 
@@ -993,21 +1086,27 @@ def mean(
     -------
     ``unbiased`` (default, beyond the document): selecting a group by Figure 3 and
     averaging (001, IV-A2) is biased when the condition's attributes are distorted,
-    because misassigned members dilute the group. Instead participants are grouped by
-    their reported cell ``r`` of the condition's attributes; the mean of ``y`` in a
-    reported cell mixes the true groups' means, ``m_r = sum_t Pr(true t | r) mu_t``,
-    with the posterior from the joint reconstruction of :func:`count_joint`. Solving
-    this linear mixing by weighted least squares (weights: cell sizes) for ``mu`` and
-    averaging ``mu`` over the true cells that meet the condition gives the group mean.
-    For discrete condition attributes ``mu`` has one free value per true cell and the
-    estimate equals ``sum g(r) y / sum g(r)`` with ``g = C^{-1} 1_S`` (exactly unbiased
-    up to O(1/n)); for continuous ones (fine intervals) ``mu`` is quadratic in the
-    attribute on each side of the thresholds, which keeps the inversion stable but
-    leaves some bias when the reconstructed distribution is rough (measured in
-    bench/bench_queries.py). The 95% interval is the delta method for this linear
-    estimator (given the reconstructed posterior). When the condition involves the
-    attribute itself, the mean comes from the joint reconstructed distribution instead
-    (interval midpoints, ``method="reconstructed"``, bootstrap interval).
+    because misassigned members dilute the group. Instead:
+
+    * discrete attributes only: weights ``g(r) = prod_a (C_a^{-1} 1_{S_a})[r_a]`` of the
+      reported codes, with ``E[g | true] = 1[true meets the condition]``, give
+      ``sum g y / sum g``, exactly unbiased up to O(1/n); 95% interval by the delta
+      method (the weights are fixed, so it is honest);
+    * with continuous attributes: the joint distribution of the condition's attributes
+      and the target (on its own grid of intervals) is reconstructed by EMS over the
+      product channel (:func:`count_joint`), and every participant is weighted by the
+      posterior ``pi = Pr(true values meet the condition | reported cell)``, the
+      reported cell including the target's reported bin. Since the target's noise has
+      mean 0 given everything else, ``E[pi y] = E[1_S y]``: the estimate
+      ``sum pi y / sum pi`` is consistent (equivalently the group's mean over true
+      cells, each with its within-cell mean estimated from the reported values).
+      The 95% interval is a participant bootstrap with no per-participant work per
+      replicate (multinomial cell counts, normal within-cell sums) in which each
+      replicate refits the joint distribution, so the posterior's uncertainty is in it.
+
+    When the condition involves the attribute itself, the mean comes from the joint
+    reconstructed distribution instead (interval midpoints, ``method="reconstructed"``,
+    bootstrap interval).
     ``figure3``: Figure 3's list, then the mean of its reported values (001, IV-A2).
     ``naive``: rows whose reported values meet the condition.
 
@@ -1057,9 +1156,14 @@ def mean(
         return _select_mean(y, rows, "figure3", "biased: misassigned members dilute the group")
     if attribute in groups:
         return _reconstructed_mean(table, groups, attribute, ci, n_boot, tol, max_iter, generator)
-    fit = _joint_fit(_axes(table, groups), tol, max_iter)
-    centre, interval, size = _unmixed_mean(fit, y, ci)
-    if not size > 0:
+    exact = _deconvolution_mean(table, groups, y)
+    if exact is not None:
+        centre, interval, size = exact
+    else:
+        centre, interval, size = _posterior_mean(
+            table, groups, attribute, y, ci, n_boot, tol, max_iter, generator
+        )
+    if not size > 0 or not math.isfinite(centre):
         return MeanResult(
             math.nan, (math.nan, math.nan), size, "unbiased", ("the estimated group is empty",)
         )

@@ -9,6 +9,11 @@ Two kinds of interval:
   (EM/AS, NStoPS-I/II, NStoPS-MLE). Reported count vectors are drawn from
   ``Multinomial(n, p_hat C)``, the estimator is run on the whole ``(B, k)`` batch at once
   (vectorised over replicates), and percentile intervals are taken.
+* ``calibrated_bootstrap_ci``: the same when rows of the channel were themselves
+  estimated from a calibration sample of ``(true, reported)`` pairs, as the manually
+  selected negative survey of 000_1b7f9a8e281301b4.txt, Section 4.1: each replicate
+  also redraws those rows from the pairs' multinomial, so the interval carries the
+  calibration's uncertainty as well as the survey's.
 
 Randomness comes only from ``rng``; by default a generator with a fixed seed is used, so
 the same input always gives the same interval.
@@ -19,15 +24,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 __all__ = [
     "DEFAULT_REPLICATES",
     "DEFAULT_SEED",
     "bootstrap_ci",
+    "calibrated_bootstrap_ci",
+    "calibration_sizes",
     "default_rng",
     "linear_ci",
+    "resample_channels",
     "simulate_reported_counts",
 ]
 
@@ -35,6 +43,7 @@ DEFAULT_SEED = 20_160_418
 DEFAULT_REPLICATES = 1000
 
 BatchEstimator = Callable[[NDArray[np.float64]], NDArray[np.float64]]
+ChannelBatchEstimator = Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]
 
 
 def default_rng(rng: np.random.Generator | None) -> np.random.Generator:
@@ -102,6 +111,128 @@ def bootstrap_ci(
     n = max(round(total), 1)
     batch = simulate_reported_counts(n, proportions, channel, replicates=replicates, rng=generator)
     estimates = estimator(batch) * (total / n)
+    alpha = 0.5 * (1.0 - level)
+    low, high = np.quantile(estimates, [alpha, 1.0 - alpha], axis=0)
+    return np.stack([low, high], axis=1)
+
+
+def calibration_sizes(pairs: ArrayLike, k: int, *, negative: bool) -> NDArray[np.int64]:
+    """Number of calibration pairs behind each estimated row of a channel.
+
+    Parameters
+    ----------
+    pairs : array_like of shape (m, 2)
+        ``(true, reported)`` integer code pairs of the calibration sample (000, Section
+        4.1); ``None``-like empty input gives zeros.
+    k : int
+        Number of true categories.
+    negative : bool
+        For a negative survey the pairs on the diagonal are discarded before a row is
+        estimated (000, Section 4.2: ``q_ii`` revised to 0), so they are not counted.
+
+    Returns
+    -------
+    ndarray of int64, shape (k,)
+        0 for a row that was not estimated (assumed known, e.g. the uniform negative row).
+    """
+    array = np.asarray(pairs)
+    if array.size == 0:
+        return np.zeros(k, dtype=np.int64)
+    if array.ndim != 2 or array.shape[1] != 2:
+        raise ValueError(f"calibration pairs must have shape (m, 2), got {array.shape}")
+    if not np.issubdtype(array.dtype, np.integer):
+        if not np.all(array == np.round(array)):
+            raise ValueError("calibration pairs must be integer category codes")
+        array = array.astype(np.int64)
+    if array.min() < 0 or array.max() >= k:
+        raise ValueError(f"calibration pairs must lie in 0..{k - 1}")
+    if negative:
+        array = array[array[:, 0] != array[:, 1]]
+    return np.asarray(np.bincount(array[:, 0], minlength=k), dtype=np.int64)
+
+
+def resample_channels(
+    channel: NDArray[np.float64],
+    sizes: NDArray[np.int64],
+    *,
+    replicates: int,
+    rng: np.random.Generator,
+) -> NDArray[np.float64]:
+    """Channels as another calibration sample of the same sizes could have estimated them.
+
+    Row ``i`` with ``sizes[i] = m_i > 0`` pairs was estimated as the empirical
+    distribution of ``m_i`` reported categories; a replicate redraws it as
+    ``Multinomial(m_i, channel[i]) / m_i`` (the parametric bootstrap of the calibration;
+    with ``channel`` the empirical rows this is resampling the pairs within each row).
+    Rows with no pairs are kept as they are.
+
+    Returns
+    -------
+    ndarray of shape (replicates, k_true, k_reported)
+    """
+    matrix = np.asarray(channel, dtype=np.float64)
+    out = np.broadcast_to(matrix, (replicates, *matrix.shape)).copy()
+    for row in np.flatnonzero(sizes > 0):
+        m = int(sizes[row])
+        probabilities = np.clip(matrix[row], 0.0, None)
+        draws = rng.multinomial(m, probabilities / probabilities.sum(), size=replicates)
+        out[:, row, :] = draws / m
+    return out
+
+
+def calibrated_bootstrap_ci(
+    counts: NDArray[np.float64],
+    channel: NDArray[np.float64],
+    proportions: NDArray[np.float64],
+    estimator: ChannelBatchEstimator,
+    *,
+    sizes: NDArray[np.int64],
+    replicates: int = DEFAULT_REPLICATES,
+    level: float = 0.95,
+    rng: np.random.Generator | None = None,
+) -> NDArray[np.float64]:
+    """Percentile interval that includes the uncertainty of a calibrated channel.
+
+    000_1b7f9a8e281301b4.txt, Section 4.1 estimates rows of ``Q`` from a paired
+    calibration sample of 50-100 participants per category; the estimate then inherits
+    that sample's error, which :func:`bootstrap_ci` (channel taken as known) leaves out.
+    Each replicate here mimics both samples around the fitted model: reported counts
+    ``~ Multinomial(n, p_hat C)`` as in :func:`bootstrap_ci`, and a channel re-estimated
+    from a fresh calibration sample of the same sizes (:func:`resample_channels`); the
+    estimator is run on each (counts, channel) pair, vectorised over replicates.
+
+    Parameters
+    ----------
+    counts : ndarray of shape (k_reported,)
+    channel : ndarray of shape (k_true, k_reported)
+        The channel the estimate used (calibrated rows as estimated).
+    proportions : ndarray of shape (k_true,)
+        The fitted true distribution ``p_hat``.
+    estimator : callable
+        Maps ``(B, k_reported)`` count vectors and ``(B, k_true, k_reported)`` channels to
+        the ``(B, k_true)`` estimated true counts.
+    sizes : ndarray of int, shape (k_true,)
+        Calibration pairs behind each row (:func:`calibration_sizes`); 0 = known row.
+    replicates, level, rng
+        As :func:`bootstrap_ci`.
+
+    Returns
+    -------
+    ndarray of shape (k_true, 2)
+    """
+    if replicates < 2:
+        raise ValueError(f"replicates must be at least 2, got {replicates}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    sizes = np.asarray(sizes)
+    if sizes.shape != (channel.shape[0],) or np.any(sizes < 0):
+        raise ValueError(f"sizes must be {channel.shape[0]} non-negative pair counts")
+    generator = default_rng(rng)
+    total = float(counts.sum())
+    n = max(round(total), 1)
+    batch = simulate_reported_counts(n, proportions, channel, replicates=replicates, rng=generator)
+    channels = resample_channels(channel, sizes, replicates=replicates, rng=generator)
+    estimates = estimator(batch, channels) * (total / n)
     alpha = 0.5 * (1.0 - level)
     low, high = np.quantile(estimates, [alpha, 1.0 - alpha], axis=0)
     return np.stack([low, high], axis=1)

@@ -389,3 +389,12 @@ def test_nstops_family_agrees_when_every_r_is_below_n_over_c_minus_1(counts: lis
 def test_bad_inputs_raise_value_error_saying_what_is_wrong(call: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         call()  # type: ignore[operator]
+
+
+def test_em_as_batch_with_one_channel_per_row_matches_single_runs() -> None:
+    channels = np.stack([randomised_response(3, 0.5), ASYMMETRIC, negative_uniform(3)])
+    batch = np.array([[30, 50, 20], [40, 35, 25], [10, 30, 60]], dtype=float)
+    fitted, _, converged = em_as_batch(batch, channels, tol=1e-12)
+    assert converged.all()
+    for row, matrix, p in zip(batch, channels, fitted, strict=True):
+        assert_allclose(p, em_as(row, matrix, tol=1e-12, ci=False).proportions, atol=1e-8)
