@@ -34,3 +34,16 @@ if INTEGRATION:
 
         with django_db_blocker.unblock():  # type: ignore[attr-defined]
             call_command("migrate", verbosity=0)
+
+
+@pytest.fixture(autouse=True)
+def _forget_cached_surveys() -> None:
+    """Start each test without the per-process survey caches of surveys/selectors.py.
+
+    They are keyed by survey id, which never repeats in production (sequences), but
+    rolled-back test transactions hand the same ids to different surveys.
+    """
+    from surveys import selectors
+
+    selectors._OPEN_SURVEYS.clear()
+    selectors._FORMS.clear()

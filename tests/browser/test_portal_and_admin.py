@@ -73,7 +73,8 @@ def test_resident_submits_distorted_answers_once(browser, live_server, survey_wi
     assert "NOT" in instruction
     shown = _answer_and_review(page)
     page.click("#send-button")
-    page.wait_for_selector("#done:not([hidden])")
+    page.wait_for_selector("#done:not([hidden]), #error:not([hidden])")
+    assert page.is_visible("#done"), page.inner_text("#error")
     reference = page.inner_text("#participant-ref")
 
     response = Response.objects.get(survey=survey, participant__reference=reference)
