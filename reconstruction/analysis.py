@@ -410,6 +410,13 @@ def distribution_payload(
     return payload
 
 
+def calibration_of(question: Question) -> np.ndarray[Any, Any] | None:
+    """The calibration pairs a manual negative question's channel was estimated from."""
+    if question.mechanism != "negative_manual":
+        return None
+    return selectors.calibration_pairs(question)
+
+
 def overall_distribution(
     question: Question, method: str | None, *, table: Mapping[str, Attribute] | None = None
 ) -> Reconstruction | IntervalReconstruction:
@@ -420,7 +427,12 @@ def overall_distribution(
     """
     if question.is_discrete:
         counts = selectors.reported_code_counts(question)
-        return reconstruct(counts, selectors.question_channel(question), method=method or "em_as")
+        return reconstruct(
+            counts,
+            selectors.question_channel(question),
+            method=method or "em_as",
+            calibration_pairs=calibration_of(question),
+        )
     attribute = (table or {}).get(question.key)
     if attribute is None:
         attribute = ContinuousAttribute(

@@ -24,7 +24,12 @@ from reconstruction.algorithms.continuous import IntervalReconstruction
 from reconstruction.algorithms.methods import reconstruct
 from reconstruction.algorithms.queries import ContinuousAttribute
 from reconstruction.algorithms.result import Reconstruction
-from reconstruction.analysis import Thresholds, distribution_payload, suppress_cells
+from reconstruction.analysis import (
+    Thresholds,
+    calibration_of,
+    distribution_payload,
+    suppress_cells,
+)
 from surveys import selectors
 from surveys.models import Question, Survey
 
@@ -57,7 +62,9 @@ def question_section(question: Question, thresholds: Thresholds) -> dict[str, An
         )
         return section
     if question.is_discrete:
-        result: Reconstruction | IntervalReconstruction = reconstruct(naive, channel)
+        result: Reconstruction | IntervalReconstruction = reconstruct(
+            naive, channel, calibration_pairs=calibration_of(question)
+        )
     else:
         attribute = ContinuousAttribute(
             values, noise, float(question.range_low), float(question.range_high)

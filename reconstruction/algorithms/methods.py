@@ -38,7 +38,12 @@ def _is_negative(channel: np.ndarray[Any, np.dtype[np.float64]]) -> bool:
 
 
 def reconstruct(
-    counts: ArrayLike, channel: ArrayLike, *, method: str = "em_as", ci: bool = True
+    counts: ArrayLike,
+    channel: ArrayLike,
+    *,
+    method: str = "em_as",
+    ci: bool = True,
+    calibration_pairs: ArrayLike | None = None,
 ) -> Reconstruction:
     """Reconstruct true counts from reported counts with the named method.
 
@@ -54,6 +59,10 @@ def reconstruct(
         (003_7fc4d61026dceaec.txt) only for the uniform negative survey;
         ``nstops_i`` (003, formula (12)) and ``mle`` (000, Section 4.2) for
         negative surveys (a channel whose answer is never, or rarely, the true one).
+    calibration_pairs : array_like of shape (m, 2), optional
+        The (true, negative) pairs the channel was estimated from (000, Section 4.1);
+        ``em_as`` and ``mle`` then widen their intervals by the calibration's own
+        uncertainty. The linear methods' intervals treat the channel as known.
 
     Raises
     ------
@@ -67,8 +76,9 @@ def reconstruct(
         raise ValueError(f"method {method!r} applies only to the uniform negative survey")
     if method in _NEGATIVE_ONLY and not _is_negative(matrix):
         raise ValueError(f"method {method!r} applies only to negative surveys")
+    pairs = None if calibration_pairs is None or len(calibration_pairs) == 0 else calibration_pairs
     if method == "em_as":
-        return em_as(counts, matrix, ci=ci)
+        return em_as(counts, matrix, ci=ci, calibration_pairs=pairs)
     if method == "eq":
         return eq(counts, matrix, ci=ci)
     if method == "nstops":
@@ -77,7 +87,7 @@ def reconstruct(
         return nstops_i(counts, matrix, ci=ci)
     if method == "nstops_ii":
         return nstops_ii(counts, ci=ci)
-    return nstops_mle(counts, matrix, ci=ci)
+    return nstops_mle(counts, matrix, ci=ci, calibration_pairs=pairs)
 
 
 def reconstruction_as_dict(result: Reconstruction) -> dict[str, Any]:
