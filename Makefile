@@ -14,7 +14,7 @@ EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u CACHE_URL -u INTEGRATION
 help:
 	@echo "make demo    create .venv, migrate the SQLite default, run the demo consultation"
 	@echo "make test    the whole suite: JS, unit and API (SQLite), browser, integration (PostgreSQL, Redis, Celery)"
-	@echo "make lint    ruff, mypy and the import contract of the pure maths"
+	@echo "make lint    ruff, mypy --strict on the pure maths, and their import contract (part of make test)"
 	@echo "make bench   the benchmarks (bench/run)"
 	@echo "make serve   runserver on the embedded default"
 
@@ -33,14 +33,13 @@ demo: $(VENV)/.runtime
 	$(EMBEDDED) $(PY) manage.py migrate --verbosity 0
 	$(EMBEDDED) $(PY) manage.py demo
 
-test: $(VENV)/.dev test-js test-unit test-integration
+test: $(VENV)/.dev lint test-js test-unit test-integration
 
 test-js:
 	@command -v node >/dev/null || $(PY) -c 'from tests.servers import apt_install; apt_install("nodejs")'
 	node --test tests/js/
 
 test-unit: $(VENV)/.dev
-	$(VENV)/bin/lint-imports
 	$(EMBEDDED) $(PY) -m pytest -m "not integration" -q
 
 test-integration: $(VENV)/.dev

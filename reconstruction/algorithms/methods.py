@@ -76,7 +76,9 @@ def reconstruct(
         raise ValueError(f"method {method!r} applies only to the uniform negative survey")
     if method in _NEGATIVE_ONLY and not _is_negative(matrix):
         raise ValueError(f"method {method!r} applies only to negative surveys")
-    pairs = None if calibration_pairs is None or len(calibration_pairs) == 0 else calibration_pairs
+    pairs = None
+    if calibration_pairs is not None and np.asarray(calibration_pairs).size:
+        pairs = calibration_pairs
     if method == "em_as":
         return em_as(counts, matrix, ci=ci, calibration_pairs=pairs)
     if method == "eq":
