@@ -23,6 +23,8 @@ import os
 import statistics
 import subprocess
 import sys
+import shutil
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -263,6 +265,65 @@ def bench_single(port: int, survey: int, key: str, per_client: int) -> dict[str,
     }
 
 
+WRK_SCRIPT = """
+local counter = 0
+local next_id = 0
+local answers = {ANSWERS}
+function setup(thread)
+  thread:set("id", next_id)
+  next_id = next_id + 1
+end
+function request()
+  counter = counter + 1
+  local body = '{"participant":"w' .. id .. '-' .. counter .. '","answers":'
+    .. answers[(counter % #answers) + 1] .. '}'
+  return wrk.format("POST", nil, nil, body)
+end
+function done(summary, latency, requests)
+  io.write(string.format("RESULT %d %d %d %.3f %.3f %.3f\\n", summary.requests,
+    summary.errors.status + summary.errors.connect + summary.errors.read
+      + summary.errors.write + summary.errors.timeout,
+    summary.duration, latency:percentile(50) / 1000, latency:percentile(95) / 1000,
+    latency:percentile(99) / 1000))
+end
+"""
+
+
+def _wrk() -> str | None:
+    """Debian's wrk (installed when missing and root); ``None`` means use Python threads."""
+    path = shutil.which("wrk")
+    if path is None and os.geteuid() == 0:
+        from tests.servers import apt_install
+
+        apt_install("wrk")
+        path = shutil.which("wrk")
+    return path
+
+
+def bench_single_wrk(wrk: str, port: int, survey: int, key: str, seconds: int) -> dict[str, float]:
+    """16 keep-alive connections from wrk (a C client: little CPU taken from the server)."""
+    answers = ", ".join(repr(json.dumps(_answers(i))) for i in range(140))
+    script = Path(tempfile.mkdtemp()) / "single.lua"
+    script.write_text(WRK_SCRIPT.replace("{ANSWERS}", "{" + answers + "}"))
+    result = subprocess.run(
+        [wrk, "-t2", f"-c{CLIENTS}", f"-d{seconds}s", "-s", str(script),
+         "-H", f"Authorization: Bearer {key}", "-H", "Content-Type: application/json",
+         f"http://127.0.0.1:{port}/api/v1/surveys/{survey}/responses/"],
+        capture_output=True, text=True, check=True, timeout=seconds + 60,
+    )
+    line = next(line for line in result.stdout.splitlines() if line.startswith("RESULT"))
+    requests, errors, duration_us, p50, p95, p99 = line.split()[1:]
+    if int(errors):
+        raise RuntimeError(f"{errors} single submissions failed:\n{result.stdout}")
+    return {
+        "requests": int(requests),
+        "rate": int(requests) / (int(duration_us) / 1e6),
+        "p50_ms": float(p50),
+        "p95_ms": float(p95),
+        "p99_ms": float(p99),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bulk-batches", type=int, default=10)
@@ -270,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--singles", type=int, default=4_000, help="single submissions in all")
     parser.add_argument("--workers", type=int, default=int(os.environ.get("BENCH_WORKERS", "2")))
     parser.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", "4")))
+    parser.add_argument("--single-seconds", type=int, default=15, help="wrk run length")
+    parser.add_argument("--python-client", action="store_true", help="threads instead of wrk")
     parser.add_argument("--no-fail", action="store_true")
     args = parser.parse_args(argv)
 
@@ -289,7 +352,12 @@ def main(argv: list[str] | None = None) -> int:
             )
             bulk = bench_bulk(port, survey, key, max(1, args.bulk_batches), args.bulk_size)
             app0, db0 = _cpu_seconds([server.pid]), _cpu_seconds([postmaster])
-            single = bench_single(port, survey, key, max(1, args.singles // CLIENTS))
+            wrk = None if args.python_client else _wrk()
+            if wrk:
+                single = bench_single_wrk(wrk, port, survey, key, args.single_seconds)
+            else:
+                single = bench_single(port, survey, key, max(1, args.singles // CLIENTS))
+            single["client"] = "wrk" if wrk else "python threads"
             app_cpu = (_cpu_seconds([server.pid]) - app0) / single["requests"] * 1000
             db_cpu = (_cpu_seconds([postmaster]) - db0) / single["requests"] * 1000
         except Exception:
@@ -333,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:52} {value:>14} {target:>10}  {mark}")
     print(
         f"(bulk: {bulk['responses']:,} responses in {bulk['seconds']:.1f} s, "
-        f"{bulk['body_mb']:.1f} MB per batch; single: {single['requests']:,} requests)"
+        f"{bulk['body_mb']:.1f} MB per batch; single: {single['requests']:,} requests "
+        f"from {single['client']})"
     )
     missed = [name for name, _, _, ok in rows if ok is False]
     return 1 if missed and not args.no_fail else 0

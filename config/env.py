@@ -77,7 +77,7 @@ def database_from_url(url: str) -> dict[str, object]:
             "HOST": parts.hostname or "",
             "PORT": str(parts.port or ""),
             "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60),
-            "CONN_HEALTH_CHECKS": True,
+            "CONN_HEALTH_CHECKS": env_bool("DATABASE_CONN_HEALTH_CHECKS", True),
         }
     raise ConfigurationError(
         f"DATABASE_URL has an unsupported scheme {parts.scheme!r}; use sqlite:/// or postgres://"

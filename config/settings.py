@@ -255,5 +255,9 @@ CACHES = {
     )
 }
 
+# Seconds a verified API key is trusted without a database look-up (per process);
+# a revocation reaches the other processes within this delay.
+API_KEY_CACHE_SECONDS = env_int("API_KEY_CACHE_SECONDS", 5)
+
 # The example portal page posts with this portal key (empty: the page says so).
 PORTAL_EXAMPLE_KEY = env_str("PORTAL_EXAMPLE_KEY")

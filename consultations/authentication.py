@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 import hmac
+import threading
+import time
 
+from django.conf import settings
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from consultations.models import ApiKey
 from consultations.services import hash_key
+
+# Keys verified recently, by the hash of the whole key: every submission authenticates, and
+# a database round trip per request is a large share of its cost. A revocation or expiry is
+# seen at once by this process (the revoke service forgets the key) and within
+# API_KEY_CACHE_SECONDS by the others.
+_verified: dict[str, tuple[float, ApiKey]] = {}
+_verified_lock = threading.Lock()
+
+
+def forget_verified_keys(prefix: str | None = None) -> None:
+    with _verified_lock:
+        for digest in [d for d, (_, k) in _verified.items() if prefix in (None, k.prefix)]:
+            _verified.pop(digest, None)
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -25,17 +41,27 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         prefix, dot, _secret = key.partition(".")
         if not dot or not prefix:
             raise exceptions.AuthenticationFailed("Malformed API key.")
-        # No ORDER BY (prefix is unique): this runs on every request.
+        digest = hash_key(key)
+        ttl = float(getattr(settings, "API_KEY_CACHE_SECONDS", 0))
+        cached = _verified.get(digest) if ttl > 0 else None
+        if cached is not None and cached[0] > time.monotonic() and cached[1].is_usable():
+            return cached[1], cached[1]
+        # No ORDER BY (prefix is unique).
         found = list(
             ApiKey.objects.select_related("organisation").filter(prefix=prefix).order_by()[:1]
         )
         api_key = found[0] if found else None
-        if api_key is None or not hmac.compare_digest(api_key.hashed_key, hash_key(key)):
+        if api_key is None or not hmac.compare_digest(api_key.hashed_key, digest):
             raise exceptions.AuthenticationFailed("Invalid API key.")
         if api_key.revoked_at is not None:
             raise exceptions.AuthenticationFailed("This API key has been revoked.")
         if not api_key.is_usable():
             raise exceptions.AuthenticationFailed("This API key has expired.")
+        if ttl > 0:
+            with _verified_lock:
+                if len(_verified) > 10_000:
+                    _verified.clear()
+                _verified[digest] = (time.monotonic() + ttl, api_key)
         return api_key, api_key
 
     def authenticate_header(self, request: Request) -> str:

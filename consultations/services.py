@@ -76,6 +76,10 @@ def api_key_revoke(*, api_key: ApiKey, actor: str = "system") -> ApiKey:
             action="api_key.revoke",
             target=api_key.prefix,
         )
+    # Imported here: the authentication module imports this one (hash_key).
+    from consultations.authentication import forget_verified_keys
+
+    forget_verified_keys(api_key.prefix)
     return api_key
 
 

@@ -137,3 +137,19 @@ def test_deploy_checks_pass_with_production_variables(tmp_path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
+
+
+@pytest.mark.django_db
+def test_a_key_revoked_after_use_is_refused_at_once() -> None:
+    """Verified keys are cached for a few seconds; revoking one forgets it immediately."""
+    from consultations.services import api_key_create, api_key_revoke, organisation_create
+
+    organisation = organisation_create(slug="west", name="West")
+    issued = api_key_create(organisation=organisation, role="analyst")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.key}")
+    assert client.get("/api/v1/analyses/").status_code == 200  # verified and cached
+    api_key_revoke(api_key=issued.api_key)
+    response = client.get("/api/v1/analyses/")
+    assert response.status_code == 401
+    assert "revoked" in response.json()["detail"]
