@@ -20,10 +20,10 @@ import argparse
 import http.client
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
-import shutil
 import tempfile
 import threading
 import time
@@ -89,32 +89,31 @@ def _prepare(env: dict[str, str]) -> tuple[int, str]:
 
 
 def _start_gunicorn(env: dict[str, str], port: int, workers: int, threads: int, log: Path):
+    # The production configuration (config/gunicorn.py), sized by its environment variables.
     command = [
         sys.executable,
         "-m",
         "gunicorn",
+        "-c",
+        "config/gunicorn.py",
         "config.wsgi:application",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        str(workers),
-        "--threads",
-        str(threads),
-        "--worker-class",
-        "gthread" if threads > 1 else "sync",
-        "--timeout",
-        "120",
         "--error-logfile",
         str(log),
         "--log-level",
         "warning",
     ]
+    sizing = {
+        "GUNICORN_BIND": f"127.0.0.1:{port}",
+        "GUNICORN_WORKERS": str(workers),
+        "GUNICORN_THREADS": str(threads),
+    }
     process = subprocess.Popen(
         command,
         cwd=REPO,
         env={
             **os.environ,
             **env,
+            **sizing,
             "DJANGO_DEBUG": "0",
             "DJANGO_SECRET_KEY": "bench-" + "x" * 50,
             "DJANGO_SECURE_SSL_REDIRECT": "0",
@@ -306,10 +305,23 @@ def bench_single_wrk(wrk: str, port: int, survey: int, key: str, seconds: int) -
     script = Path(tempfile.mkdtemp()) / "single.lua"
     script.write_text(WRK_SCRIPT.replace("{ANSWERS}", "{" + answers + "}"))
     result = subprocess.run(
-        [wrk, "-t2", f"-c{CLIENTS}", f"-d{seconds}s", "-s", str(script),
-         "-H", f"Authorization: Bearer {key}", "-H", "Content-Type: application/json",
-         f"http://127.0.0.1:{port}/api/v1/surveys/{survey}/responses/"],
-        capture_output=True, text=True, check=True, timeout=seconds + 60,
+        [
+            wrk,
+            "-t2",
+            f"-c{CLIENTS}",
+            f"-d{seconds}s",
+            "-s",
+            str(script),
+            "-H",
+            f"Authorization: Bearer {key}",
+            "-H",
+            "Content-Type: application/json",
+            f"http://127.0.0.1:{port}/api/v1/surveys/{survey}/responses/",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=seconds + 60,
     )
     line = next(line for line in result.stdout.splitlines() if line.startswith("RESULT"))
     requests, errors, duration_us, p50, p95, p99 = line.split()[1:]
