@@ -12,11 +12,10 @@ import base64
 import csv
 import io
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from django.template.loader import render_to_string
-from django.utils import timezone
 
 from privacy.mechanisms import epsilon
 from reconstruction.algorithms import queries
@@ -207,8 +206,9 @@ def _blank(value: Any) -> str:
 
 def build_report(
     survey: Survey, progress: Callable[[float], None], *, charts: bool = True
-) -> tuple[dict[str, Any], str, str]:
-    """The report of a survey as (JSON document, HTML, CSV)."""
+) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """The report of a survey: (JSON document, the sections as the HTML template shows
+    them, with their charts, CSV)."""
     thresholds = Thresholds.of(survey)
     questions = selectors.survey_questions(survey)
     sections = []
@@ -221,7 +221,7 @@ def build_report(
         "consultation": survey.consultation.title,
         "status": survey.status,
         "responses": selectors.survey_response_count(survey),
-        "generated_at": timezone.now().replace(second=0, microsecond=0).isoformat(),
+        "generated_at": datetime.now(UTC).replace(second=0, microsecond=0).isoformat(),
         "thresholds": {"min_responses": thresholds.min_responses, "min_cell": thresholds.min_cell},
         "questions": sections,
     }
@@ -243,5 +243,4 @@ def build_report(
             view["chart"] = chart_png(section) if charts else ""
         rows.append(view)
     progress(0.95)
-    html = render_to_string("reconstruction/report.html", {"report": document, "sections": rows})
-    return document, html, report_csv(document)
+    return document, rows, report_csv(document)

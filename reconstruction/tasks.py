@@ -2,7 +2,7 @@
 
 Only transient infrastructure errors are retried, with exponential backoff;
 everything else ends the job as ``failed`` inside the service
-(``reconstruction/jobs.py``). Late acknowledgement and reject-on-worker-lost
+(``reconstruction/services.py``). Late acknowledgement and reject-on-worker-lost
 (``config/settings.py``) redeliver a job whose worker died; the runner's
 idempotency makes the redelivery safe.
 """
@@ -44,7 +44,7 @@ def _run_with_retries(task: Task, job_id: int, run: Callable[[], object], model_
             )
             from django.apps import apps
 
-            from reconstruction.jobs import job_fail
+            from reconstruction.services import job_fail
 
             job_fail(
                 apps.get_model("reconstruction", model_name),
@@ -93,8 +93,8 @@ def refresh_open_survey_reports() -> int:
 @shared_task(name="reconstruction.requeue_stuck_jobs")
 def requeue_stuck_jobs() -> int:
     """Queue again jobs left in ``queued`` (their message was lost, e.g. a broker restart)."""
-    from reconstruction.jobs import jobs_requeue_stuck
     from reconstruction.models import AggregateReconstruction, AnalysisJob, Report
+    from reconstruction.services import jobs_requeue_stuck
 
     age = settings.JOBS_STUCK_AFTER_SECONDS
     return (
