@@ -2,6 +2,7 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /app
 COPY requirements.txt .
+COPY clients/python clients/python
 RUN pip install -r requirements.txt
 COPY . .
 RUN DJANGO_DEBUG=1 python manage.py collectstatic --noinput \

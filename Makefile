@@ -9,7 +9,7 @@ DEV := DJANGO_DEBUG=1
 # Unit tests always use the embedded default, whatever the caller's environment says.
 EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u CACHE_URL -u INTEGRATION_SERVICES $(DEV)
 
-.PHONY: help demo test test-unit test-js test-integration lint bench serve worker clean
+.PHONY: help demo test test-unit test-clients test-js test-integration lint bench serve worker clean
 
 help:
 	@echo "make demo    create .venv, migrate the SQLite default, run the demo consultation"
@@ -37,10 +37,14 @@ test: $(VENV)/.dev lint test-js test-unit test-integration
 
 test-js:
 	@command -v node >/dev/null || $(PY) -c 'from tests.servers import apt_install; apt_install("nodejs")'
-	node --test tests/js/
+	node --test tests/js/ clients/js/test/
 
-test-unit: $(VENV)/.dev
+test-unit: $(VENV)/.dev test-clients
 	$(EMBEDDED) $(PY) -m pytest -m "not integration" -q
+
+# The portal client package's own tests (no Django), run from its own directory.
+test-clients: $(VENV)/.dev
+	cd clients/python && ../../$(PY) -m pytest -q
 
 test-integration: $(VENV)/.dev
 	$(DEV) $(PY) -m tests.servers -- $(PY) -m pytest -m integration -q

@@ -106,6 +106,9 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
+# The packaged browser library (clients/js) is served as it is published, at
+# /static/privacy/distort.js, for the example portal page.
+STATICFILES_DIRS = [("privacy", BASE_DIR / "clients" / "js" / "src")]
 STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -1,28 +1,23 @@
-"""Python client for portals and simulations: fetch a scheme, distort, submit.
+"""Simulated residents' devices, for the demo, the tests and the benchmarks.
 
-The Python twin of ``privacy/static/privacy/distort.js``. Distortion reuses the engine's
-vectorised functions (:func:`privacy.mechanisms.distort_codes` and the noise models), so
-a simulated population of thousands of residents is distorted in a few array operations
-and by exactly the code the estimators assume. Only distorted answers may be passed to
-:class:`PortalClient`; the REST contract is /work/shared/design/api.md.
+Portals use the installable package ``consultation_client`` (``clients/python/``: only
+``requests``, the operating system's randomness). This module is the server side's
+vectorised twin: it distorts a whole simulated population in a few array operations with
+the engine's own functions (:func:`privacy.mechanisms.distort_codes` and the noise models),
+from an explicit, seedable ``numpy.random.Generator``, so simulations are reproducible and
+use exactly the code the estimators assume. :class:`PortalClient` (retries, bulk batches) is
+re-exported from the package. The REST contract is the OpenAPI schema at ``/api/schema/``.
 
-No Django import here: the module is usable from any portal backend, benchmark or notebook.
+No Django import here.
 """
 
 from __future__ import annotations
 
-import email.utils
-import itertools
-import json
-import random
-import re
-import time
-from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import requests
+from consultation_client import ClientError, PortalClient, fetch_scheme
 from numpy.typing import ArrayLike, NDArray
 
 from privacy.mechanisms import distort_codes, noise_model
@@ -41,8 +36,6 @@ __all__ = [
 CHANNEL_MECHANISMS = frozenset({"randomised_response", "negative_uniform", "negative_gaussian"})
 AS_IS_MECHANISMS = frozenset({"none", "negative_manual"})
 DISCRETE_TYPES = frozenset({"binary", "nominal", "ordinal"})
-PARTICIPANT = re.compile(r"[A-Za-z0-9_-]{1,64}")
-MAX_BULK = 10_000
 
 Scheme = Mapping[str, Any]
 
@@ -211,228 +204,3 @@ def table_responses(
         {"participant": reference, "answers": {key: column[row] for key, column in columns.items()}}
         for row, reference in enumerate(references)
     ]
-
-
-# --- HTTP -----------------------------------------------------------------------------
-
-
-class ClientError(Exception):
-    """The server refused a request, or kept failing until the client gave up.
-
-    Attributes
-    ----------
-    status : int or None
-        HTTP status of the last answer; ``None`` if no answer came (connection failures).
-    detail : str
-        The server's ``detail`` (or a description of the failure).
-    errors : dict
-        The server's ``errors``, naming the offending fields or items. For a bulk
-        submission, item indices are relative to the batch starting at ``batch_start``.
-    """
-
-    def __init__(self, status: int | None, detail: str, errors: Mapping[str, Any] | None = None):
-        self.status = status
-        self.detail = detail
-        self.errors = dict(errors or {})
-        self.batch_start: int | None = None
-        self.created_before: int | None = None
-        super().__init__(f"HTTP {status}: {detail}" if status is not None else detail)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
-def _retry_after(response: requests.Response) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or HTTP-date)."""
-    header = response.headers.get("Retry-After")
-    if not header:
-        return None
-    try:
-        return max(0.0, float(header))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(header)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-class PortalClient:
-    """A portal's connection to the API (``portal`` or ``analyst`` key).
-
-    Retries 429 (waiting as long as ``Retry-After`` says), 5xx and connection errors
-    with capped exponential backoff and jitter, at most ``max_attempts`` times in all;
-    any other 4xx raises :class:`ClientError` at once.
-
-    Parameters
-    ----------
-    base_url : str
-        The server's root URL (``https://consult.example.org``); ``/api/v1`` is appended.
-    key : str
-        API key, sent as ``Authorization: Bearer <key>``.
-    session : requests.Session, optional
-        To share connections or configure proxies and certificates.
-    timeout : float
-        Seconds per request (connect and read).
-    max_attempts : int
-        Attempts per request, including the first.
-    backoff, max_backoff : float
-        First backoff delay in seconds, doubled per attempt up to ``max_backoff``.
-    max_wait : float
-        Longest ``Retry-After`` the client will honour; a longer one raises
-        :class:`ClientError` (429) so the caller can decide.
-    sleep : callable
-        How to wait (a seam for tests and for async wrappers).
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        key: str,
-        session: requests.Session | None = None,
-        *,
-        timeout: float = 30.0,
-        max_attempts: int = 5,
-        backoff: float = 0.5,
-        max_backoff: float = 30.0,
-        max_wait: float = 120.0,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
-        self.base_url = base_url.rstrip("/")
-        self.session = session or requests.Session()
-        self.timeout = timeout
-        self.max_attempts = max_attempts
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self.max_wait = max_wait
-        self._sleep = sleep
-        self._jitter = random.Random()
-        self._headers = {
-            "Authorization": f"Bearer {key}",
-            "Accept": "application/json",
-            "Content-Type": "application/json",
-        }
-
-    # -- public API --
-
-    def scheme(self, survey_id: int) -> dict[str, Any]:
-        """The survey's published scheme."""
-        scheme: dict[str, Any] = self._request("GET", f"/surveys/{int(survey_id)}/scheme/").json()
-        return scheme
-
-    def submit(
-        self, survey_id: int, participant: str, answers: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        """Submit one resident's distorted answers; returns the server's JSON body."""
-        body = {"participant": _participant(participant), "answers": dict(answers)}
-        response = self._request("POST", f"/surveys/{int(survey_id)}/responses/", body)
-        return response.json() if response.content else {}
-
-    def submit_bulk(
-        self, survey_id: int, responses: Iterable[Mapping[str, Any]], batch_size: int = 5000
-    ) -> int:
-        """Submit distorted responses in batches; returns how many were created.
-
-        Each batch is atomic on the server. If one is refused, the batches before it stay
-        stored: the :class:`ClientError` carries ``batch_start`` (index of the refused
-        batch's first item) and ``created_before``.
-        """
-        if not 1 <= batch_size <= MAX_BULK:
-            raise ValueError(f"batch_size must be in 1..{MAX_BULK}, got {batch_size}")
-        created = 0
-        start = 0
-        iterator = iter(responses)
-        path = f"/surveys/{int(survey_id)}/responses/bulk/"
-        while batch := list(itertools.islice(iterator, batch_size)):
-            for response in batch:
-                _participant(response.get("participant"))
-            try:
-                answer = self._request("POST", path, {"responses": batch})
-            except ClientError as error:
-                error.batch_start, error.created_before = start, created
-                raise
-            created += int(answer.json().get("created", len(batch)))
-            start += len(batch)
-        return created
-
-    def withdraw(self, survey_id: int, participant: str) -> None:
-        """Withdraw a participant's response; later analyses no longer see it."""
-        self._request("DELETE", f"/surveys/{int(survey_id)}/responses/{_participant(participant)}/")
-
-    # -- transport --
-
-    def _request(self, method: str, path: str, body: Any = None) -> requests.Response:
-        url = f"{self.base_url}/api/v1{path}"
-        data = None if body is None else json.dumps(body, default=_json_default)
-        # Set once an attempt may have reached the server without us seeing the answer,
-        # so that a 409 on a later attempt can say the first one may have been stored.
-        maybe_stored = False
-        for attempt in range(1, self.max_attempts + 1):
-            last = attempt == self.max_attempts
-            try:
-                response = self.session.request(
-                    method, url, data=data, headers=self._headers, timeout=self.timeout
-                )
-            except (requests.ConnectionError, requests.Timeout) as exc:
-                if last:
-                    raise ClientError(
-                        None, f"{method} {url} failed after {attempt} attempts: {exc}"
-                    ) from exc
-                maybe_stored = maybe_stored or not isinstance(exc, requests.ConnectTimeout)
-                self._sleep(self._backoff_delay(attempt))
-                continue
-            status = response.status_code
-            if status == 429 or status >= 500:
-                wait = _retry_after(response) if status == 429 else None
-                if wait is not None and wait > self.max_wait:
-                    raise self._error(response, f" (Retry-After {wait:.0f} s exceeds max_wait)")
-                if last:
-                    raise self._error(response, f" (gave up after {attempt} attempts)")
-                maybe_stored = maybe_stored or status >= 500
-                self._sleep(self._backoff_delay(attempt) if wait is None else wait)
-                continue
-            if status >= 400:
-                hint = ""
-                if status == 409 and maybe_stored:
-                    hint = " (an earlier attempt of this request may have been stored)"
-                raise self._error(response, hint)
-            return response
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _backoff_delay(self, attempt: int) -> float:
-        # Jitter spreads out clients that failed together, so they do not return together.
-        cap = min(self.max_backoff, self.backoff * 2.0 ** (attempt - 1))
-        return cap * (0.5 + 0.5 * self._jitter.random())
-
-    @staticmethod
-    def _error(response: requests.Response, hint: str = "") -> ClientError:
-        try:
-            payload = response.json()
-        except ValueError:
-            payload = None
-        if not isinstance(payload, dict):
-            payload = {}
-        detail = str(payload.get("detail") or response.reason or "request failed")
-        errors = payload.get("errors") if isinstance(payload.get("errors"), dict) else {}
-        return ClientError(response.status_code, detail + hint, errors)
-
-
-def _participant(reference: Any) -> str:
-    if not isinstance(reference, str) or not PARTICIPANT.fullmatch(reference):
-        raise ValueError(f"participant must be 1-64 characters of [A-Za-z0-9_-], got {reference!r}")
-    return reference
-
-
-def fetch_scheme(
-    base_url: str, survey_id: int, key: str, *, session: requests.Session | None = None
-) -> dict[str, Any]:
-    """Fetch a survey's published scheme (``GET /api/v1/surveys/{id}/scheme/``)."""
-    return PortalClient(base_url, key, session).scheme(survey_id)

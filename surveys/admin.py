@@ -101,11 +101,13 @@ class SurveyAdmin(admin.ModelAdmin):
 
         for survey in queryset.select_related("consultation__organisation"):
             report = report_create(
-                organisation=survey.consultation.organisation, survey=survey,
+                organisation=survey.consultation.organisation,
+                survey=survey,
                 requested_by=staff_actor(request),
             )
             self.message_user(
-                request, f"Report {report.pk} of “{survey}” was queued; see Reports.",
+                request,
+                f"Report {report.pk} of “{survey}” was queued; see Reports.",
                 level=messages.SUCCESS,
             )
 

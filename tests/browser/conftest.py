@@ -32,7 +32,7 @@ CHROMIUM_ARGS = [
 ]
 INSTALL_HINT = "apt-get update && apt-get install -y chromium chromium-driver"
 REPO = Path(__file__).resolve().parents[2]
-DISTORT_JS = REPO / "privacy" / "static" / "privacy" / "distort.js"
+DISTORT_JS = REPO / "clients" / "js" / "src" / "distort.js"
 SAMPLER_PAGE = Path(__file__).with_name("sampler_page.html")
 
 

@@ -1,4 +1,4 @@
-// Fast statistical and behavioural tests of privacy/static/privacy/distort.js
+// Fast statistical and behavioural tests of clients/js/src/distort.js
 // without a browser:  node --test tests/js/
 //
 // The sampler draws from crypto.getRandomValues, which cannot be seeded, so
@@ -6,7 +6,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { distortAnswer, distortAnswers, uniform } from "../../privacy/static/privacy/distort.js";
+import { distortAnswer, distortAnswers, uniform } from "../../clients/js/src/distort.js";
 
 const N = 100_000;
 

@@ -60,28 +60,79 @@ DISTRICT_CHANNEL = [
 ]
 
 PROFILE_QUESTIONS: list[dict[str, Any]] = [
-    {"key": "sex", "text": "Sex", "type": "binary", "categories": list(SEXES),
-     "mechanism": {"name": "randomised_response", "retain": 0.75}},
-    {"key": "district", "text": "District", "type": "nominal", "categories": list(DISTRICTS),
-     "mechanism": {"name": "randomised_response", "matrix": DISTRICT_CHANNEL}},
-    {"key": "children", "text": "Children at home", "type": "binary",
-     "categories": list(CHILDREN), "mechanism": {"name": "randomised_response", "retain": 0.8}},
-    {"key": "age", "text": "Age", "type": "continuous", "range": list(AGE_RANGE),
-     "mechanism": {"name": "additive_uniform", "half_width": 10}},
-    {"key": "income", "text": "Monthly income", "type": "continuous",
-     "range": list(INCOME_RANGE), "mechanism": {"name": "additive_gaussian", "sigma": 800}},
+    {
+        "key": "sex",
+        "text": "Sex",
+        "type": "binary",
+        "categories": list(SEXES),
+        "mechanism": {"name": "randomised_response", "retain": 0.75},
+    },
+    {
+        "key": "district",
+        "text": "District",
+        "type": "nominal",
+        "categories": list(DISTRICTS),
+        "mechanism": {"name": "randomised_response", "matrix": DISTRICT_CHANNEL},
+    },
+    {
+        "key": "children",
+        "text": "Children at home",
+        "type": "binary",
+        "categories": list(CHILDREN),
+        "mechanism": {"name": "randomised_response", "retain": 0.8},
+    },
+    {
+        "key": "age",
+        "text": "Age",
+        "type": "continuous",
+        "range": list(AGE_RANGE),
+        "mechanism": {"name": "additive_uniform", "half_width": 10},
+    },
+    {
+        "key": "income",
+        "text": "Monthly income",
+        "type": "continuous",
+        "range": list(INCOME_RANGE),
+        "mechanism": {"name": "additive_gaussian", "sigma": 800},
+    },
 ]
 OPINION_QUESTIONS: list[dict[str, Any]] = [
-    {"key": "satisfaction", "text": "Satisfied with the plans?", "type": "ordinal",
-     "categories": list(SATISFACTION), "mechanism": {"name": "negative_uniform"}},
-    {"key": "site", "text": "Preferred site", "type": "ordinal", "categories": list(SITES),
-     "mechanism": {"name": "negative_gaussian", "sigma": 1.5}},
-    {"key": "attendance", "text": "Council meetings attended", "type": "ordinal",
-     "categories": list(ATTENDANCE), "mechanism": {"name": "negative_manual"}},
-    {"key": "housing", "text": "Housing", "type": "nominal", "categories": list(HOUSING),
-     "mechanism": {"name": "none"}},
-    {"key": "pilot", "text": "Joined the pilot?", "type": "binary", "categories": list(PILOT),
-     "required": False, "mechanism": {"name": "none"}},
+    {
+        "key": "satisfaction",
+        "text": "Satisfied with the plans?",
+        "type": "ordinal",
+        "categories": list(SATISFACTION),
+        "mechanism": {"name": "negative_uniform"},
+    },
+    {
+        "key": "site",
+        "text": "Preferred site",
+        "type": "ordinal",
+        "categories": list(SITES),
+        "mechanism": {"name": "negative_gaussian", "sigma": 1.5},
+    },
+    {
+        "key": "attendance",
+        "text": "Council meetings attended",
+        "type": "ordinal",
+        "categories": list(ATTENDANCE),
+        "mechanism": {"name": "negative_manual"},
+    },
+    {
+        "key": "housing",
+        "text": "Housing",
+        "type": "nominal",
+        "categories": list(HOUSING),
+        "mechanism": {"name": "none"},
+    },
+    {
+        "key": "pilot",
+        "text": "Joined the pilot?",
+        "type": "binary",
+        "categories": list(PILOT),
+        "required": False,
+        "mechanism": {"name": "none"},
+    },
 ]
 
 
@@ -119,16 +170,21 @@ def _opinions(pool: CandidatePool, rng: np.random.Generator) -> dict[str, np.nda
     housing = np.zeros(n, dtype=np.intp)
     small = sum(SMALL_HOUSING)
     housing[: (n - small) * 2 // 5] = 1
-    housing[n - small: n - SMALL_HOUSING[1]] = 2
-    housing[n - SMALL_HOUSING[1]:] = 3
-    return {"satisfaction": satisfaction, "site": site,
-            "attendance": attendance.astype(np.intp), "housing": rng.permutation(housing)}
+    housing[n - small : n - SMALL_HOUSING[1]] = 2
+    housing[n - SMALL_HOUSING[1] :] = 3
+    return {
+        "satisfaction": satisfaction,
+        "site": site,
+        "attendance": attendance.astype(np.intp),
+        "housing": rng.permutation(housing),
+    }
 
 
 def _submit(survey: Survey, responses: list[dict[str, Any]]) -> None:
     for start in range(0, len(responses), 10_000):
-        responses_submit_bulk(survey=survey, responses=responses[start:start + 10_000],
-                              actor="tests")
+        responses_submit_bulk(
+            survey=survey, responses=responses[start : start + 10_000], actor="tests"
+        )
 
 
 def distorted_consultation(
@@ -142,15 +198,28 @@ def distorted_consultation(
     """Create, distort and submit a consultation of ``n`` simulated residents."""
     rng = np.random.default_rng(seed)
     consultation = consultation_create(
-        organisation=organisation, title=f"Simulated consultation ({n} residents)",
-        min_responses=min_responses, min_cell=min_cell, actor="tests",
+        organisation=organisation,
+        title=f"Simulated consultation ({n} residents)",
+        min_responses=min_responses,
+        min_cell=min_cell,
+        actor="tests",
     )
-    profile = survey_create(organisation=organisation, consultation=consultation,
-                            kind="profile", title="Candidate registration",
-                            questions=PROFILE_QUESTIONS, actor="tests")
-    opinion = survey_create(organisation=organisation, consultation=consultation,
-                            kind="opinion", title="School plans",
-                            questions=OPINION_QUESTIONS, actor="tests")
+    profile = survey_create(
+        organisation=organisation,
+        consultation=consultation,
+        kind="profile",
+        title="Candidate registration",
+        questions=PROFILE_QUESTIONS,
+        actor="tests",
+    )
+    opinion = survey_create(
+        organisation=organisation,
+        consultation=consultation,
+        kind="opinion",
+        title="School plans",
+        questions=OPINION_QUESTIONS,
+        actor="tests",
+    )
     profile = survey_open(survey=profile, actor="tests")
     opinion = survey_open(survey=opinion, actor="tests")
 
@@ -158,24 +227,41 @@ def distorted_consultation(
     opinions = _opinions(pool, rng)
     participants = np.array([f"r-{i:06d}" for i in range(n)])
 
-    sent_profile = distort_table(survey_scheme(profile), {
-        "sex": np.array(SEXES)[pool.sex], "district": np.array(DISTRICTS)[pool.district],
-        "children": np.array(CHILDREN)[pool.children], "age": pool.age, "income": pool.income,
-    }, rng)
+    sent_profile = distort_table(
+        survey_scheme(profile),
+        {
+            "sex": np.array(SEXES)[pool.sex],
+            "district": np.array(DISTRICTS)[pool.district],
+            "children": np.array(CHILDREN)[pool.children],
+            "age": pool.age,
+            "income": pool.income,
+        },
+        rng,
+    )
     # negative_manual: the resident sends a category that is not theirs (uniformly here,
     # which is also the channel the server assumes without calibration data).
     attendance = opinions["attendance"]
     negative = (attendance + rng.integers(1, len(ATTENDANCE), size=n)) % len(ATTENDANCE)
-    sent_opinion = distort_table(survey_scheme(opinion), {
-        "satisfaction": np.array(SATISFACTION)[opinions["satisfaction"]],
-        "site": np.array(SITES)[opinions["site"]],
-        "attendance": np.array(ATTENDANCE)[negative],
-        "housing": np.array(HOUSING)[opinions["housing"]],
-    }, rng)
+    sent_opinion = distort_table(
+        survey_scheme(opinion),
+        {
+            "satisfaction": np.array(SATISFACTION)[opinions["satisfaction"]],
+            "site": np.array(SITES)[opinions["site"]],
+            "attendance": np.array(ATTENDANCE)[negative],
+            "housing": np.array(HOUSING)[opinions["housing"]],
+        },
+        rng,
+    )
     _submit(profile, table_responses(participants, sent_profile))
     opinion_responses = table_responses(participants, sent_opinion)
     for row in range(PILOT_ANSWERS):
         opinion_responses[row]["answers"]["pilot"] = PILOT[row % 2]
     _submit(opinion, opinion_responses)
-    return Consultation(consultation=consultation, profile=profile, opinion=opinion, pool=pool,
-                        opinions=opinions, participants=participants)
+    return Consultation(
+        consultation=consultation,
+        profile=profile,
+        opinion=opinion,
+        pool=pool,
+        opinions=opinions,
+        participants=participants,
+    )

@@ -66,8 +66,9 @@ def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
             yield World(
                 data=distorted_consultation(organisation, n=N, seed=2026),
                 strict_cell=distorted_consultation(organisation, n=300, seed=5, min_cell=10),
-                strict_responses=distorted_consultation(organisation, n=300, seed=6,
-                                                        min_responses=301),
+                strict_responses=distorted_consultation(
+                    organisation, n=300, seed=6, min_responses=301
+                ),
                 analyst=analyst,
                 portal=client_for("north", "portal"),
                 other_analyst=client_for("south", "analyst"),
@@ -119,10 +120,15 @@ def test_count_with_conjunctive_condition_across_discrete_and_continuous(
     world: World, django_capture_on_commit_callbacks: Any
 ) -> None:
     pool = world.data.pool
-    where = [{"attribute": "sex", "op": "in", "value": ["F"]},
-             {"attribute": "age", "op": "lte", "value": 30}]
-    job = analyse(world.analyst, django_capture_on_commit_callbacks,
-                  {"survey": world.profile, "kind": "count", "where": where})
+    where = [
+        {"attribute": "sex", "op": "in", "value": ["F"]},
+        {"attribute": "age", "op": "lte", "value": 30},
+    ]
+    job = analyse(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {"survey": world.profile, "kind": "count", "where": where},
+    )
     result = job["result"]
     truth = float(np.sum((pool.sex == 0) & (pool.age <= 30)))
     assert result["population"] == N
@@ -139,10 +145,15 @@ def test_opinion_survey_count_conditions_on_profile_attributes(
     world: World, django_capture_on_commit_callbacks: Any
 ) -> None:
     pool, opinions = world.data.pool, world.data.opinions
-    where = [{"attribute": "satisfaction", "op": "in", "value": ["4", "5"]},
-             {"attribute": "children", "op": "in", "value": ["Y"]}]
-    result = analyse(world.analyst, django_capture_on_commit_callbacks,
-                     {"survey": world.opinion, "kind": "count", "where": where})["result"]
+    where = [
+        {"attribute": "satisfaction", "op": "in", "value": ["4", "5"]},
+        {"attribute": "children", "op": "in", "value": ["Y"]},
+    ]
+    result = analyse(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {"survey": world.opinion, "kind": "count", "where": where},
+    )["result"]
     truth = float(np.sum((opinions["satisfaction"] >= 3) & (pool.children == 1)))
     assert result["population"] == N
     assert covers(result["ci95"], truth), (truth, result)
@@ -153,8 +164,11 @@ def test_opinion_survey_count_conditions_on_profile_attributes(
 
 def test_mean_without_condition(world: World, django_capture_on_commit_callbacks: Any) -> None:
     income = world.data.pool.income
-    result = analyse(world.analyst, django_capture_on_commit_callbacks,
-                     {"survey": world.profile, "kind": "mean", "attribute": "income"})["result"]
+    result = analyse(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {"survey": world.profile, "kind": "mean", "attribute": "income"},
+    )["result"]
     assert covers(result["ci95"], float(income.mean())), (income.mean(), result)
     assert result["group_size"] == pytest.approx(N, rel=0.01)
     assert result["suppressed"] is False
@@ -162,10 +176,16 @@ def test_mean_without_condition(world: World, django_capture_on_commit_callbacks
 
 def test_mean_with_condition(world: World, django_capture_on_commit_callbacks: Any) -> None:
     pool = world.data.pool
-    result = analyse(world.analyst, django_capture_on_commit_callbacks, {
-        "survey": world.profile, "kind": "mean", "attribute": "income",
-        "where": [{"attribute": "children", "op": "in", "value": ["Y"]}],
-    })["result"]
+    result = analyse(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {
+            "survey": world.profile,
+            "kind": "mean",
+            "attribute": "income",
+            "where": [{"attribute": "children", "op": "in", "value": ["Y"]}],
+        },
+    )["result"]
     truth = float(pool.income[pool.children == 1].mean())
     assert covers(result["ci95"], truth), (truth, result)
     group = float(np.sum(pool.children == 1))
@@ -178,10 +198,16 @@ def test_mean_of_a_profile_attribute_from_the_opinion_survey(
     world: World, django_capture_on_commit_callbacks: Any
 ) -> None:
     pool, opinions = world.data.pool, world.data.opinions
-    result = analyse(world.analyst, django_capture_on_commit_callbacks, {
-        "survey": world.opinion, "kind": "mean", "attribute": "age",
-        "where": [{"attribute": "satisfaction", "op": "in", "value": ["4", "5"]}],
-    })["result"]
+    result = analyse(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {
+            "survey": world.opinion,
+            "kind": "mean",
+            "attribute": "age",
+            "where": [{"attribute": "satisfaction", "op": "in", "value": ["4", "5"]}],
+        },
+    )["result"]
     truth = float(pool.age[opinions["satisfaction"] >= 3].mean())
     # The engine's interval covered the truth in 28 of 30 simulations of this setting
     # (a condition on a 5-category negative survey); with this seed the truth lies just
@@ -200,10 +226,16 @@ def test_distribution_of_a_uniform_negative_question_with_every_method(
     world: World, django_capture_on_commit_callbacks: Any, method: str
 ) -> None:
     truth = world.data.true_counts("satisfaction", len(SATISFACTION))
-    result = analyse(world.analyst, django_capture_on_commit_callbacks, {
-        "survey": world.opinion, "kind": "distribution", "attribute": "satisfaction",
-        "method": method,
-    })["result"]
+    result = analyse(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {
+            "survey": world.opinion,
+            "kind": "distribution",
+            "attribute": "satisfaction",
+            "method": method,
+        },
+    )["result"]
     # The engine names the MLE of 000 "nstops_mle".
     assert result["method"] == {"mle": "nstops_mle"}.get(method, method)
     assert result["categories"] == list(SATISFACTION)
@@ -224,10 +256,16 @@ def test_distribution_of_a_randomised_response_question(
     world: World, django_capture_on_commit_callbacks: Any, method: str
 ) -> None:
     truth = np.bincount(world.data.pool.district, minlength=5)
-    result = analyse(world.analyst, django_capture_on_commit_callbacks, {
-        "survey": world.profile, "kind": "distribution", "attribute": "district",
-        "method": method,
-    })["result"]
+    result = analyse(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {
+            "survey": world.profile,
+            "kind": "distribution",
+            "attribute": "district",
+            "method": method,
+        },
+    )["result"]
     assert result["categories"] == ["N", "S", "E", "W", "C"]
     assert result["method"] == method
     assert covered_share(result["ci95"], truth) >= 0.8, (truth.tolist(), result)
@@ -240,9 +278,16 @@ def test_distribution_of_a_continuous_question(
     world: World, django_capture_on_commit_callbacks: Any, method: str
 ) -> None:
     age = world.data.pool.age
-    result = analyse(world.analyst, django_capture_on_commit_callbacks, {
-        "survey": world.profile, "kind": "distribution", "attribute": "age", "method": method,
-    })["result"]
+    result = analyse(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {
+            "survey": world.profile,
+            "kind": "distribution",
+            "attribute": "age",
+            "method": method,
+        },
+    )["result"]
     intervals = np.array(result["intervals"], dtype=float)
     assert "categories" not in result
     assert intervals[0, 0] == 16 and intervals[-1, 1] == 100
@@ -269,10 +314,16 @@ def test_distribution_within_a_group_sums_to_the_group(
     world: World, django_capture_on_commit_callbacks: Any
 ) -> None:
     pool, opinions = world.data.pool, world.data.opinions
-    result = analyse(world.analyst, django_capture_on_commit_callbacks, {
-        "survey": world.opinion, "kind": "distribution", "attribute": "satisfaction",
-        "where": [{"attribute": "children", "op": "in", "value": ["Y"]}],
-    })["result"]
+    result = analyse(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {
+            "survey": world.opinion,
+            "kind": "distribution",
+            "attribute": "satisfaction",
+            "where": [{"attribute": "children", "op": "in", "value": ["Y"]}],
+        },
+    )["result"]
     parents = pool.children == 1
     truth = np.bincount(opinions["satisfaction"][parents], minlength=5)
     assert result["method"] == "joint_em"
@@ -283,10 +334,13 @@ def test_distribution_within_a_group_sums_to_the_group(
 # --------------------------------------------------------------------------- samples
 
 PANEL = {
-    "kind": "sample", "size": 30,
+    "kind": "sample",
+    "size": 30,
     "where": [{"attribute": "age", "op": "between", "value": [18, 40]}],
-    "strata": [{"where": [{"attribute": "sex", "op": "in", "value": ["F"]}], "size": 15},
-               {"where": [{"attribute": "sex", "op": "in", "value": ["M"]}], "size": 15}],
+    "strata": [
+        {"where": [{"attribute": "sex", "op": "in", "value": ["F"]}], "size": 15},
+        {"where": [{"attribute": "sex", "op": "in", "value": ["M"]}], "size": 15},
+    ],
 }
 
 
@@ -295,8 +349,9 @@ def test_stratified_sample_with_seed(world: World, django_capture_on_commit_call
     body = {**PANEL, "survey": world.profile, "seed": 7}
     first = analyse(world.analyst, django_capture_on_commit_callbacks, body)["result"]
     again = analyse(world.analyst, django_capture_on_commit_callbacks, body)["result"]
-    other = analyse(world.analyst, django_capture_on_commit_callbacks,
-                    {**body, "seed": 8})["result"]
+    other = analyse(world.analyst, django_capture_on_commit_callbacks, {**body, "seed": 8})[
+        "result"
+    ]
 
     drawn = first["participants"]
     assert len(drawn) == 30 and len(set(drawn)) == 30
@@ -338,8 +393,9 @@ def refused(client: APIClient, body: dict[str, Any], status: int = 400) -> dict[
 
 
 def test_question_with_too_few_answers_is_refused_naming_it(world: World) -> None:
-    body = refused(world.analyst, {"survey": world.opinion, "kind": "distribution",
-                                   "attribute": "pilot"})
+    body = refused(
+        world.analyst, {"survey": world.opinion, "kind": "distribution", "attribute": "pilot"}
+    )
     assert "'pilot'" in body["errors"]["survey"], body
     assert "at least 10" in body["detail"], body
 
@@ -359,9 +415,15 @@ def test_too_small_group_is_refused_and_audited(world: World) -> None:
 def test_small_cells_of_a_distribution_are_suppressed_with_a_complement(
     world: World, django_capture_on_commit_callbacks: Any
 ) -> None:
-    result = analyse(world.analyst, django_capture_on_commit_callbacks, {
-        "survey": world.opinion, "kind": "distribution", "attribute": "housing",
-    })["result"]
+    result = analyse(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {
+            "survey": world.opinion,
+            "kind": "distribution",
+            "attribute": "housing",
+        },
+    )["result"]
     truth = world.data.true_counts("housing", len(HOUSING))
     assert truth[2:].tolist() == list(SMALL_HOUSING)
     # tent (3) is below min_cell 5; boat (7) is hidden too, else 3 = total - the rest.
@@ -373,8 +435,10 @@ def test_small_cells_of_a_distribution_are_suppressed_with_a_complement(
     assert "5" in result["suppression"]
 
 
-@given(st.lists(st.integers(min_value=0, max_value=40), min_size=1, max_size=12),
-       st.integers(min_value=5, max_value=20))
+@given(
+    st.lists(st.integers(min_value=0, max_value=40), min_size=1, max_size=12),
+    st.integers(min_value=5, max_value=20),
+)
 def test_never_exactly_one_hidden_cell(counts: list[int], min_cell: int) -> None:
     hidden = suppress_cells(np.array(counts, dtype=float), min_cell)
     assert np.all(hidden[np.array(counts) < min_cell])
@@ -387,19 +451,31 @@ def test_stricter_consultation_thresholds_apply(
 ) -> None:
     boat = [{"attribute": "housing", "op": "in", "value": ["boat"]}]  # 7 residents
     # Default thresholds (min_cell 5): a count of 7 may be published.
-    result = analyse(world.analyst, django_capture_on_commit_callbacks,
-                     {"survey": world.opinion, "kind": "count", "where": boat})["result"]
+    result = analyse(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {"survey": world.opinion, "kind": "count", "where": boat},
+    )["result"]
     assert result["estimate"] == pytest.approx(7)
     # min_cell 10: the same count is refused, and both small cells are hidden.
     strict = world.strict_cell.opinion.pk
     body = refused(world.analyst, {"survey": strict, "kind": "count", "where": boat})
     assert "too small to publish" in body["detail"] and "10" in body["detail"]
-    result = analyse(world.analyst, django_capture_on_commit_callbacks,
-                     {"survey": strict, "kind": "distribution", "attribute": "housing"})["result"]
+    result = analyse(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {"survey": strict, "kind": "distribution", "attribute": "housing"},
+    )["result"]
     assert result["suppressed"] == [False, False, True, True]
     # min_responses 301 with 300 residents: nothing at all is published.
-    body = refused(world.analyst, {"survey": world.strict_responses.opinion.pk,
-                                   "kind": "distribution", "attribute": "satisfaction"})
+    body = refused(
+        world.analyst,
+        {
+            "survey": world.strict_responses.opinion.pk,
+            "kind": "distribution",
+            "attribute": "satisfaction",
+        },
+    )
     assert "at least 301" in body["detail"], body
 
 
@@ -413,64 +489,151 @@ def where(*conditions: tuple[str, str, Any]) -> list[dict[str, Any]]:
 
 
 BAD_REQUESTS = [
-    ("unknown attribute", {"kind": "count", "where": where(("shoe_size", "gt", 40))},
-     "where", "shoe_size"),
+    (
+        "unknown attribute",
+        {"kind": "count", "where": where(("shoe_size", "gt", 40))},
+        "where",
+        "shoe_size",
+    ),
     ("unknown mean attribute", {"kind": "mean", "attribute": "shoe_size"}, "where", "shoe_size"),
-    ("gt on a nominal", {"kind": "count", "where": where(("district", "gt", 2))},
-     "where[0]", "district"),
-    ("in on a continuous", {"kind": "count", "where": where((AGE, "in", [30]))},
-     "where[0]", "age"),
-    ("unknown category", {"kind": "count", "where": where(("sex", "in", ["X"]))},
-     "where[0]", "'X'"),
-    ("non-numeric threshold", {"kind": "count", "where": where((AGE, "gt", "old"))},
-     "where[0]", "number"),
+    (
+        "gt on a nominal",
+        {"kind": "count", "where": where(("district", "gt", 2))},
+        "where[0]",
+        "district",
+    ),
+    ("in on a continuous", {"kind": "count", "where": where((AGE, "in", [30]))}, "where[0]", "age"),
+    (
+        "unknown category",
+        {"kind": "count", "where": where(("sex", "in", ["X"]))},
+        "where[0]",
+        "'X'",
+    ),
+    (
+        "non-numeric threshold",
+        {"kind": "count", "where": where((AGE, "gt", "old"))},
+        "where[0]",
+        "number",
+    ),
     ("empty where for a count", {"kind": "count", "where": []}, "where", "condition"),
     ("no where for a count", {"kind": "count"}, "where", "condition"),
-    ("between reversed", {"kind": "count", "where": where((AGE, "between", [50, 30]))},
-     "where[0]", "contradictory"),
-    ("between empty", {"kind": "count", "where": where((AGE, "between", [30, 30]))},
-     "where[0]", "contradictory"),
-    ("gt 40 and lte 30", {"kind": "count", "where": where((AGE, "gt", 40), (AGE, "lte", 30))},
-     "where", "contradictory"),
-    ("in F and in M", {"kind": "count", "where": where(("sex", "in", ["F"]), ("sex", "in", ["M"]))},
-     "where", "contradictory"),
-    ("above the declared range", {"kind": "count", "where": where((AGE, "gt", 100))},
-     "where", "contradictory"),
-    ("below the declared range", {"kind": "count", "where": where((AGE, "lte", 10))},
-     "where", "contradictory"),
-    ("between outside the range", {"kind": "count", "where": where((AGE, "between", [120, 130]))},
-     "where", "contradictory"),
+    (
+        "between reversed",
+        {"kind": "count", "where": where((AGE, "between", [50, 30]))},
+        "where[0]",
+        "contradictory",
+    ),
+    (
+        "between empty",
+        {"kind": "count", "where": where((AGE, "between", [30, 30]))},
+        "where[0]",
+        "contradictory",
+    ),
+    (
+        "gt 40 and lte 30",
+        {"kind": "count", "where": where((AGE, "gt", 40), (AGE, "lte", 30))},
+        "where",
+        "contradictory",
+    ),
+    (
+        "in F and in M",
+        {"kind": "count", "where": where(("sex", "in", ["F"]), ("sex", "in", ["M"]))},
+        "where",
+        "contradictory",
+    ),
+    (
+        "above the declared range",
+        {"kind": "count", "where": where((AGE, "gt", 100))},
+        "where",
+        "contradictory",
+    ),
+    (
+        "below the declared range",
+        {"kind": "count", "where": where((AGE, "lte", 10))},
+        "where",
+        "contradictory",
+    ),
+    (
+        "between outside the range",
+        {"kind": "count", "where": where((AGE, "between", [120, 130]))},
+        "where",
+        "contradictory",
+    ),
     ("sample larger than the pool", {"kind": "sample", "size": 5000}, "size", "larger"),
-    ("sample larger than its conditioned pool",
-     {"kind": "sample", "size": 2000, "where": where((AGE, "lte", 25))}, "size", "larger"),
-    ("strata not summing to size",
-     {"kind": "sample", "size": 30, "strata": [
-         {"where": where(("sex", "in", ["F"])), "size": 10},
-         {"where": where(("sex", "in", ["M"])), "size": 10}]}, "strata", "add up"),
+    (
+        "sample larger than its conditioned pool",
+        {"kind": "sample", "size": 2000, "where": where((AGE, "lte", 25))},
+        "size",
+        "larger",
+    ),
+    (
+        "strata not summing to size",
+        {
+            "kind": "sample",
+            "size": 30,
+            "strata": [
+                {"where": where(("sex", "in", ["F"])), "size": 10},
+                {"where": where(("sex", "in", ["M"])), "size": 10},
+            ],
+        },
+        "strata",
+        "add up",
+    ),
     ("mean of a discrete question", {"kind": "mean", "attribute": "sex"}, "attribute", "mean"),
-    ("nstops on randomised response",
-     {"kind": "distribution", "attribute": "sex", "method": "nstops"}, "method", "negative"),
-    ("nstops_ii on randomised response",
-     {"kind": "distribution", "attribute": "district", "method": "nstops_ii"}, "method",
-     "uniform negative"),
-    ("nstops on a Gaussian negative survey",
-     {"kind": "distribution", "attribute": "site", "method": "nstops", "_opinion": True},
-     "method",
-     "uniform negative"),
-    ("continuous method on a discrete question",
-     {"kind": "distribution", "attribute": "sex", "method": "as"}, "method", "as"),
-    ("discrete method on a continuous question",
-     {"kind": "distribution", "attribute": AGE, "method": "eq"}, "method", "eq"),
-    ("unknown method", {"kind": "distribution", "attribute": AGE, "method": "magic"},
-     "method", "magic"),
+    (
+        "nstops on randomised response",
+        {"kind": "distribution", "attribute": "sex", "method": "nstops"},
+        "method",
+        "negative",
+    ),
+    (
+        "nstops_ii on randomised response",
+        {"kind": "distribution", "attribute": "district", "method": "nstops_ii"},
+        "method",
+        "uniform negative",
+    ),
+    (
+        "nstops on a Gaussian negative survey",
+        {"kind": "distribution", "attribute": "site", "method": "nstops", "_opinion": True},
+        "method",
+        "uniform negative",
+    ),
+    (
+        "continuous method on a discrete question",
+        {"kind": "distribution", "attribute": "sex", "method": "as"},
+        "method",
+        "as",
+    ),
+    (
+        "discrete method on a continuous question",
+        {"kind": "distribution", "attribute": AGE, "method": "eq"},
+        "method",
+        "eq",
+    ),
+    (
+        "unknown method",
+        {"kind": "distribution", "attribute": AGE, "method": "magic"},
+        "method",
+        "magic",
+    ),
     ("unknown kind", {"kind": "median", "attribute": AGE}, "kind", "median"),
-    ("method with a condition", {"kind": "distribution", "attribute": "sex", "method": "eq",
-                                 "where": where((AGE, "lte", 30))}, "method", "joint EM"),
+    (
+        "method with a condition",
+        {
+            "kind": "distribution",
+            "attribute": "sex",
+            "method": "eq",
+            "where": where((AGE, "lte", 30)),
+        },
+        "method",
+        "joint EM",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("case", "body", "field", "fragment"), BAD_REQUESTS,
-                         ids=[case for case, *_ in BAD_REQUESTS])
+@pytest.mark.parametrize(
+    ("case", "body", "field", "fragment"), BAD_REQUESTS, ids=[case for case, *_ in BAD_REQUESTS]
+)
 def test_bad_input_is_named_and_no_job_created(
     world: World, case: str, body: dict[str, Any], field: str, fragment: str
 ) -> None:
@@ -491,8 +654,11 @@ def test_survey_of_another_organisation_is_404(world: World) -> None:
 def test_analysis_of_another_organisation_is_404(
     world: World, django_capture_on_commit_callbacks: Any
 ) -> None:
-    job = analyse(world.analyst, django_capture_on_commit_callbacks,
-                  {"survey": world.profile, "kind": "distribution", "attribute": "sex"})
+    job = analyse(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {"survey": world.profile, "kind": "distribution", "attribute": "sex"},
+    )
     assert world.other_analyst.get(f"{URL}{job['id']}/").status_code == 404
 
 

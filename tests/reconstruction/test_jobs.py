@@ -32,8 +32,10 @@ def queued_analysis(data: Consultation, **spec: Any) -> AnalysisJob:
     """An analysis stored and queued, its task not run (the commit never happens)."""
     spec = spec or {"kind": "distribution", "attribute": "sex"}
     return services.analysis_create(
-        organisation=data.consultation.organisation, survey=data.profile,
-        spec=spec, requested_by="tests",
+        organisation=data.consultation.organisation,
+        survey=data.profile,
+        spec=spec,
+        requested_by="tests",
     )
 
 
@@ -189,8 +191,9 @@ def test_requeue_stuck_jobs_requeues_only_old_queued_jobs(
     long_ago = timezone.now() - timedelta(hours=1)
     AnalysisJob.objects.filter(pk__in=[old.pk, running.pk]).update(created_at=long_ago)
     AnalysisJob.objects.filter(pk=running.pk).update(status=Job.Status.RUNNING)
-    report = services.report_create(organisation=data.consultation.organisation,
-                                    survey=data.opinion, requested_by="tests")
+    report = services.report_create(
+        organisation=data.consultation.organisation, survey=data.opinion, requested_by="tests"
+    )
     Report.objects.filter(pk=report.pk).update(created_at=long_ago)
 
     assert tasks.requeue_stuck_jobs.delay().get() == 2
@@ -206,8 +209,11 @@ def test_requeue_stuck_jobs_requeues_only_old_queued_jobs(
 
 def test_requeue_covers_aggregate_reconstructions(analyst: Any, settings: Any) -> None:
     job = services.aggregate_reconstruction_create(
-        organisation=Organisation.objects.get(slug="north"), requested_by="tests",
-        counts=[60, 40], channel=[[0.8, 0.2], [0.2, 0.8]], method="em_as",
+        organisation=Organisation.objects.get(slug="north"),
+        requested_by="tests",
+        counts=[60, 40],
+        channel=[[0.8, 0.2], [0.2, 0.8]],
+        method="em_as",
     )
     AggregateReconstruction.objects.filter(pk=job.pk).update(
         created_at=timezone.now() - timedelta(seconds=settings.JOBS_STUCK_AFTER_SECONDS + 5)
@@ -241,8 +247,11 @@ def test_queued_messages_carry_no_time_limits(
     """The worker's own limits apply: Celery would otherwise copy the sender's into the
     message (a web process with other settings would override the worker's)."""
     sent: list[dict[str, Any]] = []
-    monkeypatch.setattr(tasks.run_analysis, "apply_async",
-                        lambda args, **options: sent.append({"args": args, **options}))
+    monkeypatch.setattr(
+        tasks.run_analysis,
+        "apply_async",
+        lambda args, **options: sent.append({"args": args, **options}),
+    )
     with django_capture_on_commit_callbacks(execute=True):
         job = queued_analysis(data)
     assert sent == [{"args": (job.pk,), "time_limit": None, "soft_time_limit": None}]

@@ -42,8 +42,7 @@ def start(client: APIClient, capture: Any, survey_id: int, *, execute: bool = Tr
 
 
 @pytest.fixture
-def report(analyst: APIClient, data: Consultation, django_capture_on_commit_callbacks: Any
-           ) -> dict:
+def report(analyst: APIClient, data: Consultation, django_capture_on_commit_callbacks: Any) -> dict:
     created = start(analyst, django_capture_on_commit_callbacks, data.opinion.pk)
     status = analyst.get(created["url"]).json()
     assert status["status"] == "succeeded", status
@@ -53,8 +52,10 @@ def report(analyst: APIClient, data: Consultation, django_capture_on_commit_call
 def download(client: APIClient, report: dict, fmt: str) -> Any:
     response = client.get(f"/api/v1/reports/{report['id']}/download/", {"format": fmt})
     assert response.status_code == 200, response.content[:500]
-    assert f'filename="survey-{report["survey"]}-report-{report["id"]}.{fmt}"' in (
-        response["Content-Disposition"])
+    assert (
+        f'filename="survey-{report["survey"]}-report-{report["id"]}.{fmt}"'
+        in (response["Content-Disposition"])
+    )
     return response
 
 
@@ -63,12 +64,14 @@ def test_report_succeeds_with_download_links(report: dict, data: Consultation) -
     assert report["survey"] == data.opinion.pk
     base = f"/api/v1/reports/{report['id']}/download/?format="
     assert report["downloads"] == {fmt: base + fmt for fmt in ("html", "csv", "json")}
-    assert AuditEvent.objects.filter(action="report.create",
-                                     target__endswith=f"report {report['id']}").exists()
+    assert AuditEvent.objects.filter(
+        action="report.create", target__endswith=f"report {report['id']}"
+    ).exists()
 
 
-def test_json_report_reconstructs_every_question(analyst: APIClient, report: dict,
-                                                 data: Consultation) -> None:
+def test_json_report_reconstructs_every_question(
+    analyst: APIClient, report: dict, data: Consultation
+) -> None:
     document = download(analyst, report, "json").json()
     assert document["responses"] == N
     assert document["thresholds"] == {"min_responses": 10, "min_cell": 5}
@@ -88,8 +91,9 @@ def test_json_report_reconstructs_every_question(analyst: APIClient, report: dic
     assert satisfaction["naive"]["counts"] != reconstructed["counts"]
 
 
-def test_small_cells_and_small_questions_are_not_published(analyst: APIClient, report: dict
-                                                            ) -> None:
+def test_small_cells_and_small_questions_are_not_published(
+    analyst: APIClient, report: dict
+) -> None:
     sections = {s["key"]: s for s in download(analyst, report, "json").json()["questions"]}
     housing = sections["housing"]
     assert housing["reconstructed"]["suppressed"] == [False, False, True, True]
@@ -102,8 +106,9 @@ def test_small_cells_and_small_questions_are_not_published(analyst: APIClient, r
     assert "reconstructed" not in pilot and "naive" not in pilot
 
 
-def test_html_report_has_charts_keys_epsilon_and_suppression(analyst: APIClient, report: dict
-                                                             ) -> None:
+def test_html_report_has_charts_keys_epsilon_and_suppression(
+    analyst: APIClient, report: dict
+) -> None:
     response = download(analyst, report, "html")
     assert response["Content-Type"].startswith("text/html")
     html = response.content.decode()
@@ -123,8 +128,15 @@ def test_csv_report_has_a_row_per_cell(analyst: APIClient, report: dict) -> None
     response = download(analyst, report, "csv")
     assert response["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
-    assert {"question", "cell", "naive_count", "estimate", "ci95_low", "ci95_high",
-            "suppressed"} <= set(rows[0])
+    assert {
+        "question",
+        "cell",
+        "naive_count",
+        "estimate",
+        "ci95_low",
+        "ci95_high",
+        "suppressed",
+    } <= set(rows[0])
     by_question: dict[str, list[dict[str, str]]] = {}
     for row in rows:
         by_question.setdefault(row["question"], []).append(row)
@@ -142,7 +154,8 @@ def test_csv_report_has_a_row_per_cell(analyst: APIClient, report: dict) -> None
     assert pilot["estimate"] == pilot["naive_count"] == pilot["cell"] == ""
     assert pilot["suppressed"] == "question"
     assert sum(float(r["naive_count"] or 0) for r in by_question["housing"]) == (
-        N - sum(SMALL_HOUSING))
+        N - sum(SMALL_HOUSING)
+    )
 
 
 def test_bad_format_is_400(analyst: APIClient, report: dict) -> None:
@@ -163,7 +176,10 @@ def test_unfinished_report_cannot_be_downloaded(
 
 
 def test_reports_of_another_organisation_are_404(
-    analyst: APIClient, other_analyst: APIClient, portal: APIClient, report: dict,
+    analyst: APIClient,
+    other_analyst: APIClient,
+    portal: APIClient,
+    report: dict,
     data: Consultation,
 ) -> None:
     assert other_analyst.get(f"/api/v1/reports/{report['id']}/").status_code == 404

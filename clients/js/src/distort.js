@@ -11,6 +11,11 @@
 // which would let an observer undo the noise.
 //
 // ES module, no dependencies; runs in browsers and in Node >= 19.
+// Published on npm as @consultations/distort (clients/js/package.json); the
+// server serves this same file at /static/privacy/distort.js.
+
+// Semantic version of this file; equal to package.json's "version" (tested).
+export const VERSION = "1.0.0";
 
 const MEMO_PREFIX = "privacy-distort:v1";
 const SAMPLED_DISCRETE = new Set(["randomised_response", "negative_uniform", "negative_gaussian"]);
@@ -240,4 +245,43 @@ export function fetchScheme(baseUrl, surveyId, key) {
 // Send already-distorted answers.  Never pass true answers here.
 export function submitResponse(baseUrl, surveyId, key, participant, distortedAnswers) {
   return call("POST", `${surveyUrl(baseUrl, surveyId)}/responses/`, key, { participant, answers: distortedAnswers });
+}
+
+// --- The resident's language ---------------------------------------------------
+// A scheme may carry, per question, "translations": {"de": {"text": "...",
+// "labels": ["...", ...]}} with one label per category, in "categories" order.
+// Portals show these labels; the answers they pass to distortAnswers() and send
+// stay the stable wire values in "categories".
+
+function primary(tag) {
+  return String(tag || "").toLowerCase().split(/[-_]/)[0];
+}
+
+// The first of `preferred` (e.g. navigator.languages) that the question has a
+// translation for, matched exactly or on the primary subtag ("de-AT" -> "de");
+// null when none matches (show the question's own text and categories).
+export function pickLanguage(question, preferred) {
+  const available = Object.keys((question && question.translations) || {});
+  for (const tag of [].concat(preferred || [])) {
+    const exact = available.find((code) => code.toLowerCase() === String(tag).toLowerCase());
+    if (exact) return exact;
+    const loose = available.find((code) => primary(code) === primary(tag));
+    if (loose) return loose;
+  }
+  return null;
+}
+
+// What to show for one question: {language, text, options: [{value, label}]}.
+// `value` is the wire value to pass to distortAnswers(); `label` is what the
+// resident reads.  Continuous questions have no options.
+export function localiseQuestion(question, preferred) {
+  const language = pickLanguage(question, preferred);
+  const translation = language ? question.translations[language] : {};
+  const categories = Array.isArray(question.categories) ? question.categories : [];
+  const labels = Array.isArray(translation.labels) && translation.labels.length === categories.length ? translation.labels : categories;
+  return {
+    language,
+    text: translation.text || question.text || question.key,
+    options: categories.map((value, i) => ({ value, label: labels[i] })),
+  };
 }

@@ -1,0 +1,131 @@
+// Type declarations for distort.js (@consultations/distort).
+// Every export of distort.js is declared here (checked by test/package.test.mjs).
+
+/** Discrete question types. */
+export type DiscreteType = "binary" | "nominal" | "ordinal";
+export type QuestionType = DiscreteType | "continuous";
+
+export type DiscreteMechanismName =
+  | "none"
+  | "randomised_response"
+  | "negative_uniform"
+  | "negative_gaussian"
+  | "negative_manual";
+export type ContinuousMechanismName =
+  | "none"
+  | "additive_uniform"
+  | "additive_gaussian"
+  | "additive_laplace"
+  | "retention_replacement";
+
+export interface Mechanism {
+  name: DiscreteMechanismName | ContinuousMechanismName;
+  retain?: number;
+  matrix?: number[][];
+  sigma?: number;
+  half_width?: number;
+  scale?: number;
+}
+
+/** One language's version of a question: text, and one label per category in `categories` order. */
+export interface QuestionTranslation {
+  text?: string;
+  labels?: string[];
+}
+
+/** A question as published in `GET /api/v1/surveys/{id}/scheme/`. */
+export interface SchemeQuestion {
+  key: string;
+  type: QuestionType;
+  text?: string;
+  /** Wire values of a discrete question, the values sent. */
+  categories?: string[];
+  /** [low, high] of a continuous question. */
+  range?: [number, number];
+  /** Lattice of true values of a continuous question (1 for whole years). */
+  step?: number | null;
+  mechanism: Mechanism;
+  /** Row i = Pr(reported j | true i), rows in `categories` order. */
+  channel?: number[][];
+  epsilon?: number | null;
+  instruction?: string;
+  /** Per language code ("de", "pl"): the text and category labels to show. */
+  translations?: Record<string, QuestionTranslation>;
+}
+
+export interface Scheme {
+  survey: number;
+  status: string;
+  questions: SchemeQuestion[];
+}
+
+/** A true answer: a category wire value, or a number for continuous questions. */
+export type Answer = string | number;
+export type Answers = Record<string, Answer>;
+
+/** Anything with localStorage's getItem/setItem. */
+export interface MemoStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+}
+
+export interface DistortOptions {
+  /** The portal's pseudonymous reference; turns on permanent randomisation (memo). */
+  participant?: string;
+  /** Overrides localStorage; null for no memo. */
+  storage?: MemoStorage | null;
+}
+
+/** The server's refusal: `detail`, `errors` naming the fields, and `Retry-After` on 429. */
+export interface ApiError extends Error {
+  status: number;
+  errors: Record<string, unknown>;
+  retryAfter: string | null;
+}
+
+export interface LocalisedOption {
+  /** The wire value to pass to distortAnswers(). */
+  value: string;
+  /** What the resident reads. */
+  label: string;
+}
+
+export interface LocalisedQuestion {
+  /** The translation used, or null for the question's own text and categories. */
+  language: string | null;
+  text: string;
+  options: LocalisedOption[];
+}
+
+/** Semantic version of the library, equal to package.json's. */
+export declare const VERSION: string;
+
+/** A uniform double in [0, 1) from crypto.getRandomValues (53 random bits). */
+export declare function uniform(): number;
+
+/** The value to send for one question given the true answer; throws naming the question. */
+export declare function distortAnswer(question: SchemeQuestion, value: Answer): Answer;
+
+/** Distort a resident's answers; memoises per participant and question when `participant` is given. */
+export declare function distortAnswers(scheme: Scheme, answers: Answers, options?: DistortOptions): Answers;
+
+/** `GET {baseUrl}/api/v1/surveys/{surveyId}/scheme/`; rejects with an ApiError. */
+export declare function fetchScheme(baseUrl: string, surveyId: number | string, key: string): Promise<Scheme>;
+
+/** Send already-distorted answers (never true ones). Resolves to the server's JSON body. */
+export declare function submitResponse(
+  baseUrl: string,
+  surveyId: number | string,
+  key: string,
+  participant: string,
+  distortedAnswers: Answers,
+): Promise<Record<string, unknown>>;
+
+/** The first preferred language the question has a translation for, or null. */
+export declare function pickLanguage(question: SchemeQuestion, preferred: string | readonly string[]): string | null;
+
+/** Text and option labels to show in the resident's language; option values stay wire values. */
+export declare function localiseQuestion(
+  question: SchemeQuestion,
+  preferred: string | readonly string[],
+): LocalisedQuestion;

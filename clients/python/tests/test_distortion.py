@@ -1,0 +1,207 @@
+"""consultation_client's distortion: it follows the published channel and noise, and refuses
+bad input naming the question.
+
+The statistical tests draw from a seeded ``random.Random`` so they are deterministic; they
+compare with the channel by a chi-square test and with the noise by a Kolmogorov-Smirnov test
+at alpha = 0.001 (critical values hard-coded: the package needs no scipy).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+
+import consultation_client as client
+import pytest
+from consultation_client import distort_answer, distort_answers, localise_question
+
+N = 20_000
+# Upper 0.001 critical values of chi-square, df = 1..6 (NIST/SEMATECH e-Handbook, 1.3.6.7.4).
+CHI2_0_001 = [math.nan, 10.828, 13.816, 16.266, 18.467, 20.515, 22.458]
+KS_0_001 = 1.9495 / math.sqrt(N)
+
+SEX = {
+    "key": "sex",
+    "type": "binary",
+    "text": "Sex",
+    "categories": ["F", "M"],
+    "mechanism": {"name": "randomised_response", "retain": 0.7},
+    "channel": [[0.7, 0.3], [0.3, 0.7]],
+    "translations": {"de": {"text": "Geschlecht", "labels": ["weiblich", "männlich"]}},
+}
+SATISFACTION = {
+    "key": "satisfaction",
+    "type": "ordinal",
+    "categories": ["1", "2", "3", "4"],
+    "mechanism": {"name": "negative_uniform"},
+    "channel": [[0 if i == j else 1 / 3 for j in range(4)] for i in range(4)],
+}
+AGE = {
+    "key": "age",
+    "type": "continuous",
+    "range": [16, 100],
+    "mechanism": {"name": "additive_uniform", "half_width": 10},
+}
+SCHEME = {"survey": 3, "status": "open", "questions": [SEX, SATISFACTION, AGE]}
+
+
+def chi_square(observed, probabilities):
+    statistic, cells = 0.0, 0
+    for j, p in enumerate(probabilities):
+        if p == 0:
+            assert observed.get(j, 0) == 0, f"category {j} has probability 0 but was reported"
+            continue
+        statistic += (observed.get(j, 0) - N * p) ** 2 / (N * p)
+        cells += 1
+    return statistic, cells - 1
+
+
+@pytest.mark.parametrize("question", [SEX, SATISFACTION], ids=lambda q: q["key"])
+def test_discrete_answers_follow_every_row_of_the_published_channel(question):
+    rng = random.Random(1)
+    for i, true in enumerate(question["categories"]):
+        counts: dict[int, int] = {}
+        for _ in range(N):
+            reported = question["categories"].index(distort_answer(question, true, rng=rng))
+            counts[reported] = counts.get(reported, 0) + 1
+        statistic, df = chi_square(counts, question["channel"][i])
+        assert statistic < CHI2_0_001[df], (true, counts)
+
+
+def ks_statistic(samples, cdf):
+    samples = sorted(samples)
+    n = len(samples)
+    return max(max((k + 1) / n - cdf(x), cdf(x) - k / n) for k, x in enumerate(samples))
+
+
+def normal_cdf(x, sigma):
+    return 0.5 * (1 + math.erf(x / (sigma * math.sqrt(2))))
+
+
+def laplace_cdf(x, scale):
+    return 0.5 * math.exp(x / scale) if x < 0 else 1 - 0.5 * math.exp(-x / scale)
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "cdf"),
+    [
+        ({"name": "additive_uniform", "half_width": 10}, lambda x: min(1, max(0, (x + 10) / 20))),
+        ({"name": "additive_gaussian", "sigma": 3.0}, lambda x: normal_cdf(x, 3.0)),
+        ({"name": "additive_laplace", "scale": 2.0}, lambda x: laplace_cdf(x, 2.0)),
+    ],
+    ids=lambda v: v["name"] if isinstance(v, dict) else "",
+)
+def test_additive_noise_has_the_published_distribution(mechanism, cdf):
+    question = {**AGE, "mechanism": mechanism}
+    rng = random.Random(2)
+    noise = [distort_answer(question, 50.0, rng=rng) - 50.0 for _ in range(N)]
+    assert ks_statistic(noise, cdf) < KS_0_001
+
+
+def test_retention_replacement_keeps_with_probability_retain_else_uniform_on_the_range():
+    question = {**AGE, "mechanism": {"name": "retention_replacement", "retain": 0.6}}
+    rng = random.Random(3)
+    sent = [distort_answer(question, 40.0, rng=rng) for _ in range(N)]
+    kept = sum(value == 40.0 for value in sent)
+    # Binomial(N, 0.6): 4 standard deviations.
+    assert abs(kept - 0.6 * N) < 4 * math.sqrt(N * 0.6 * 0.4)
+    replaced = [value for value in sent if value != 40.0]
+    assert min(replaced) >= 16 and max(replaced) <= 100
+    assert ks_statistic(replaced, lambda x: (x - 16) / 84) < 1.9495 / math.sqrt(len(replaced))
+
+
+def test_the_default_randomness_is_the_operating_systems():
+    assert isinstance(client.distortion._SYSTEM_RANDOM, random.SystemRandom)
+    # Not seedable: two draws of a binary randomised response differ in some of 200 tries.
+    draws = {distort_answer(SEX, "F") for _ in range(200)}
+    assert draws == {"F", "M"}
+
+
+def test_sent_as_they_are_for_none_and_manual_negative():
+    manual = {**SATISFACTION, "mechanism": {"name": "negative_manual"}, "channel": None}
+    assert distort_answer(manual, "3") == "3"
+    assert distort_answer({**AGE, "mechanism": {"name": "none"}}, 41.5) == 41.5
+
+
+def test_one_residents_answers_are_plain_json_values():
+    sent = distort_answers(SCHEME, {"sex": "F", "age": 43})
+    assert set(sent) == {"sex", "age"}
+    assert sent["sex"] in ("F", "M") and isinstance(sent["age"], float)
+    assert 33 <= sent["age"] <= 53
+
+
+@pytest.mark.parametrize(
+    ("answers", "message"),
+    [
+        ({"sex": "X"}, r"question 'sex': unknown category 'X'"),
+        ({"sex": 1}, r"question 'sex': the answer must be a category label"),
+        ({"age": float("nan")}, r"question 'age': the answer must be a finite number"),
+        ({"age": True}, r"question 'age': the answer must be a finite number"),
+        ({"age": 120}, r"question 'age': answer 120.0 is outside the range \[16.0, 100.0\]"),
+        ({"shoe_size": "42"}, r"unknown question 'shoe_size' for survey 3"),
+    ],
+)
+def test_invalid_answers_are_refused_naming_the_question(answers, message):
+    with pytest.raises(ValueError, match=message):
+        distort_answers(SCHEME, answers)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"mechanism": {"name": "coin_flip"}}, r"unknown mechanism 'coin_flip'"),
+        ({"channel": None}, r"must carry a 2x2 channel"),
+        ({"channel": [[0.7, 0.2], [0.3, 0.7]]}, r"a channel row sums to 0.9, not 1"),
+        ({"channel": [[1.2, -0.2], [0.3, 0.7]]}, r"non-negative probabilities"),
+    ],
+)
+def test_a_broken_discrete_scheme_entry_is_refused(change, message):
+    with pytest.raises(ValueError, match=message):
+        distort_answer({**SEX, **change}, "F")
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "message"),
+    [
+        ({"name": "additive_cauchy", "scale": 1}, r"unknown mechanism 'additive_cauchy'"),
+        (
+            {"name": "additive_gaussian", "sigma": -1},
+            r"mechanism parameter 'sigma' must be a positive number",
+        ),
+        (
+            {"name": "additive_uniform"},
+            r"mechanism parameter 'half_width' must be a positive number, got None",
+        ),
+        ({"name": "retention_replacement", "retain": 1.5}, r"'retain' must be in \(0, 1\]"),
+    ],
+)
+def test_a_broken_continuous_scheme_entry_is_refused(mechanism, message):
+    with pytest.raises(ValueError, match=f"question 'age': {message}"):
+        distort_answer({**AGE, "mechanism": mechanism}, 40)
+
+
+def test_localise_question_shows_labels_in_the_residents_language_with_wire_values():
+    shown = localise_question(SEX, ["de-AT", "en"])
+    assert shown == {
+        "language": "de",
+        "text": "Geschlecht",
+        "options": [{"value": "F", "label": "weiblich"}, {"value": "M", "label": "männlich"}],
+    }
+    assert localise_question(SEX, "pl")["options"][0] == {"value": "F", "label": "F"}
+    assert (
+        distort_answer({**SEX, "mechanism": {"name": "none"}}, shown["options"][1]["value"]) == "M"
+    )
+
+
+def test_the_package_imports_neither_numpy_nor_scipy():
+    import subprocess
+
+    code = (
+        "import sys, consultation_client; "
+        "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
