@@ -1,4 +1,12 @@
-"""One error shape for the whole API: ``{"detail": "...", "errors": {...}}``."""
+"""One error shape for the whole API: ``{"detail": "...", "errors": {...}}``.
+
+The one place where domain errors become HTTP: the services raise
+:mod:`surveys.errors` exceptions (and their subclasses, e.g.
+``reconstruction.analysis.AnalysisInputError``) that know nothing about HTTP; here
+:class:`~surveys.errors.InvalidInput` becomes 400, :class:`~surveys.errors.NotFound` 404
+and :class:`~surveys.errors.Conflict` 409, like DRF's own exceptions and Django's
+``ValidationError``.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +16,27 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from surveys.errors import Conflict, InvalidInput, NotFound
+
+
+class ConflictError(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with what is stored."
+    default_code = "conflict"
+
+
+def to_api_exception(exc: Exception) -> Exception:
+    """A domain error as the DRF exception of its HTTP status (others unchanged)."""
+    if isinstance(exc, InvalidInput):
+        error = exceptions.ValidationError(exc.errors or {"non_field_errors": [exc.detail]})
+        error.summary = exc.detail  # type: ignore[attr-defined]  (read below)
+        return error
+    if isinstance(exc, Conflict):
+        return ConflictError({"detail": exc.detail, "errors": exc.errors})
+    if isinstance(exc, NotFound):
+        return exceptions.NotFound({"detail": exc.detail, "errors": exc.errors})
+    return exc
 
 
 def _summary(errors: Any) -> str:
@@ -22,6 +51,7 @@ def _summary(errors: Any) -> str:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    exc = to_api_exception(exc)
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(
             exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}

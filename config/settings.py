@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "surveys",
     "privacy",
     "reconstruction",
+    "config.apps.ConfigConfig",  # last: management commands that span the apps (demo)
 ]
 
 MIDDLEWARE = [

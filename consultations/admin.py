@@ -8,6 +8,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from consultations.actors import audit_actor
 from consultations.models import ApiKey, AuditEvent, Consultation, Organisation
 from consultations.services import (
     api_key_create,
@@ -18,7 +19,7 @@ from consultations.services import (
 
 
 def staff_actor(request: HttpRequest) -> str:
-    return f"staff:{request.user.get_username()}"
+    return audit_actor(request.user)
 
 
 @admin.register(Organisation)

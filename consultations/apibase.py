@@ -1,39 +1,20 @@
-"""What every API view of this project shares: domain errors mapped to HTTP, roles.
+"""What every API view of this project shares: roles, the organisation, the audit actor.
 
-Services raise :mod:`surveys.errors` exceptions that know nothing about HTTP; here they
-become 400 / 404 / 409 with the project's error body ``{"detail", "errors"}``.
+Domain errors raised by the services become HTTP in one place,
+:func:`config.errors.exception_handler`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rest_framework import exceptions, status
+from rest_framework import exceptions
 from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
-from rest_framework.response import Response
 
+from consultations.actors import audit_actor
 from consultations.models import ApiKey, Organisation
 from consultations.permissions import HasApiKey, IsAnalyst
-from surveys.errors import Conflict, InvalidInput, NotFound
-
-
-class ConflictError(exceptions.APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "The request conflicts with what is stored."
-    default_code = "conflict"
-
-
-def to_api_exception(exc: Exception) -> Exception:
-    if isinstance(exc, InvalidInput):
-        error = exceptions.ValidationError(exc.errors or {"non_field_errors": [exc.detail]})
-        error.summary = exc.detail  # type: ignore[attr-defined]  (read by config.errors)
-        return error
-    if isinstance(exc, Conflict):
-        return ConflictError({"detail": exc.detail, "errors": exc.errors})
-    if isinstance(exc, NotFound):
-        return exceptions.NotFound({"detail": exc.detail, "errors": exc.errors})
-    return exc
 
 
 class ApiView(GenericAPIView):
@@ -49,9 +30,6 @@ class ApiView(GenericAPIView):
             return [IsAnalyst()]
         return [HasApiKey()]
 
-    def handle_exception(self, exc: Exception) -> Response:
-        return super().handle_exception(to_api_exception(exc))
-
     @property
     def organisation(self) -> Organisation:
         key: ApiKey = self.request.user  # type: ignore[assignment]
@@ -59,7 +37,7 @@ class ApiView(GenericAPIView):
 
     @property
     def actor(self) -> str:
-        return f"key:{self.request.user.prefix}"  # type: ignore[union-attr]
+        return audit_actor(self.request.user)
 
     def validated(self, serializer_class: type, data: Any, **kwargs: Any) -> dict[str, Any]:
         serializer = serializer_class(data=data, **kwargs)

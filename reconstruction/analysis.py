@@ -10,7 +10,7 @@ selectors, runs the estimator and applies disclosure control
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from reconstruction.algorithms import queries
 from reconstruction.algorithms.continuous import IntervalReconstruction
-from reconstruction.algorithms.methods import DISCRETE_METHODS, reconstruct
+from reconstruction.algorithms.methods import check_method, reconstruct
 from reconstruction.algorithms.queries import (
     Attribute,
     Condition,
@@ -27,23 +27,28 @@ from reconstruction.algorithms.queries import (
 )
 from reconstruction.algorithms.result import Reconstruction
 from surveys import selectors
+from surveys.errors import InvalidInput
 from surveys.models import Question, Survey
 
-COUNT_METHODS = ("joint", "figure3", "naive")
-MEAN_METHODS = ("unbiased", "figure3", "naive")
-CONTINUOUS_METHODS = ("em", "as")
-SAMPLE_METHODS = ("figure3", "posterior")
 DISCRETE_OPS = ("in",)
 CONTINUOUS_OPS = ("gt", "lte", "between")
 
 
-class AnalysisInputError(ValueError):
-    """A request that cannot be analysed; ``errors`` names the offending fields."""
+class AnalysisInputError(InvalidInput, ValueError):
+    """A request that cannot be analysed; ``errors`` names the offending fields.
+
+    A domain error (HTTP 400 through ``config.errors``); in a worker it is a
+    ``ValueError`` and fails the job with the same message.
+    """
 
     def __init__(self, errors: Mapping[str, Any]) -> None:
-        self.errors = dict(errors)
-        field, problem = next(iter(self.errors.items()))
-        super().__init__(f"{field}: {problem}")
+        errors = dict(errors)
+        field, problem = next(iter(errors.items()))
+        self.message = f"{field}: {problem}"
+        super().__init__(f"Invalid input: {self.message}", errors)
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass(frozen=True)
@@ -178,17 +183,100 @@ def condition_keys(spec: Mapping[str, Any]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class PreparedAnalysis:
-    """A request resolved against the survey: questions, conditions, loaded table."""
+class AnalysisRequest:
+    """A request resolved against the survey's schema: questions and engine conditions.
+
+    Building one reads the questions, never an answer.
+    """
 
     survey: Survey
     spec: Mapping[str, Any]
     questions: dict[str, Question]
     where: list[Condition]
     strata: list[tuple[list[Condition], int]]
+    thresholds: Thresholds
+
+    @property
+    def kind(self) -> str:
+        return str(self.spec["kind"])
+
+    @property
+    def method(self) -> str | None:
+        method = self.spec.get("method")
+        return None if method is None else str(method)
+
+    @property
+    def attribute(self) -> str | None:
+        attribute = self.spec.get("attribute")
+        return None if attribute is None else str(attribute)
+
+    @property
+    def target(self) -> Question | None:
+        """The question a mean or a distribution is about."""
+        return self.questions[self.attribute] if self.attribute else None
+
+    @property
+    def keys(self) -> list[str]:
+        """Every attribute the request names, the target first, each once."""
+        keys = condition_keys(self.spec)
+        if self.attribute:
+            keys = [self.attribute, *keys]
+        return list(dict.fromkeys(keys))
+
+
+def resolve(survey: Survey, spec: Mapping[str, Any]) -> AnalysisRequest:
+    """Resolve a request's attributes and conditions against the survey's schema.
+
+    Raises :class:`AnalysisInputError` for unknown attributes and conditions that do not
+    fit their questions (see :func:`parse_where`).
+    """
+    keys = condition_keys(spec)
+    if spec.get("attribute"):
+        keys = [spec["attribute"], *keys]
+    questions = attribute_questions(survey, keys, "where")
+    where = parse_where(spec.get("where", []), questions)
+    strata = [
+        (parse_where(stratum["where"], questions, f"strata[{i}].where"), int(stratum["size"]))
+        for i, stratum in enumerate(spec.get("strata", []))
+    ]
+    return AnalysisRequest(
+        survey=survey,
+        spec=spec,
+        questions=questions,
+        where=where,
+        strata=strata,
+        thresholds=Thresholds.of(survey),
+    )
+
+
+@dataclass(frozen=True)
+class PreparedAnalysis:
+    """A resolved request with the answers it needs loaded (the worker's input)."""
+
+    request: AnalysisRequest
     participants: np.ndarray[Any, Any]
     table: dict[str, Attribute]
-    thresholds: Thresholds
+
+    # Shorthands the kinds' computations read.
+    @property
+    def spec(self) -> Mapping[str, Any]:
+        return self.request.spec
+
+    @property
+    def where(self) -> list[Condition]:
+        return self.request.where
+
+    @property
+    def strata(self) -> list[tuple[list[Condition], int]]:
+        return self.request.strata
+
+    @property
+    def questions(self) -> dict[str, Question]:
+        return self.request.questions
+
+    @property
+    def thresholds(self) -> Thresholds:
+        return self.request.thresholds
 
 
 def _attribute(question: Question, column: np.ndarray[Any, Any]) -> Attribute:
@@ -202,107 +290,33 @@ def _attribute(question: Question, column: np.ndarray[Any, Any]) -> Attribute:
     )
 
 
-def prepare(survey: Survey, spec: Mapping[str, Any]) -> PreparedAnalysis:
-    """Resolve and validate a request, then load the answers it needs.
+def load(request: AnalysisRequest) -> PreparedAnalysis:
+    """Load the answers a request names, aligned by participant."""
+    loaded = selectors.attribute_table(request.survey, request.keys)
+    table = {key: _attribute(request.questions[key], loaded.columns[key]) for key in loaded.columns}
+    return PreparedAnalysis(request=request, participants=loaded.participants, table=table)
 
-    Raises :class:`AnalysisInputError` for anything the analyst must fix.
+
+def check_method_fits(question: Question, method: str) -> None:
+    """Refuse a discrete estimator that does not fit the question's channel.
+
+    The engine's own rule (:func:`reconstruction.algorithms.methods.check_method`), on
+    the channel alone: no estimator runs.
     """
-    kind = spec["kind"]
-    attribute = spec.get("attribute")
-    keys = condition_keys(spec)
-    if attribute:
-        keys = [attribute, *keys]
-    questions = attribute_questions(survey, keys, "where")
-    if attribute:
-        question = questions[attribute]
-        if kind == "mean" and question.is_discrete:
-            raise AnalysisInputError(
-                {
-                    "attribute": f"{attribute!r} is {question.type}: a mean needs a continuous "
-                    "question (use a distribution)"
-                }
-            )
-    method = spec.get("method")
-    _check_method(
-        kind,
-        questions.get(attribute) if attribute else None,
-        method,
-        grouped=bool(spec.get("where")),
-    )
-    where = parse_where(spec.get("where", []), questions)
-    if kind == "count" and not where:
-        raise AnalysisInputError({"where": "a count needs at least one condition"})
-    strata = [
-        (parse_where(stratum["where"], questions, f"strata[{i}].where"), int(stratum["size"]))
-        for i, stratum in enumerate(spec.get("strata", []))
-    ]
-    loaded = selectors.attribute_table(survey, list(dict.fromkeys(keys)))
-    table = {key: _attribute(questions[key], loaded.columns[key]) for key in loaded.columns}
-    return PreparedAnalysis(
-        survey=survey,
-        spec=spec,
-        questions=questions,
-        where=where,
-        strata=strata,
-        participants=loaded.participants,
-        table=table,
-        thresholds=Thresholds.of(survey),
-    )
-
-
-def _check_method(
-    kind: str, question: Question | None, method: str | None, *, grouped: bool = False
-) -> None:
-    if method is None:
-        return
-    if kind == "distribution" and grouped:
-        # Within a group the joint EM is the only estimator; a chosen method would be
-        # silently ignored.
+    try:
+        check_method(selectors.question_channel(question), method)
+    except ValueError as exc:
         raise AnalysisInputError(
-            {
-                "method": f"{method!r} applies only to a distribution without conditions; "
-                "within a group the joint EM is used (leave out 'method')"
-            }
-        )
-    if kind == "count":
-        allowed: Sequence[str] = COUNT_METHODS
-    elif kind == "mean":
-        allowed = MEAN_METHODS
-    elif kind == "sample":
-        allowed = SAMPLE_METHODS
-    elif question is not None and question.is_discrete:
-        allowed = DISCRETE_METHODS
-    else:
-        allowed = CONTINUOUS_METHODS
-    if method not in allowed:
-        raise AnalysisInputError(
-            {
-                "method": f"{method!r} does not apply to this {kind}; choose one of "
-                f"{', '.join(allowed)}"
-            }
-        )
-    if kind == "distribution" and question is not None and question.is_discrete:
-        # Some estimators fit only some channels (nstops: the uniform negative survey).
-        # The engine's own check, on the channel alone (placeholder counts, no interval),
-        # so no job is created only to fail on it.
-        channel = selectors.question_channel(question)
-        try:
-            reconstruct(np.ones(channel.shape[0]), channel, method=method, ci=False)
-        except ValueError as exc:
-            raise AnalysisInputError(
-                {"method": f"{exc} ({question.key!r} uses {question.mechanism})"}
-            ) from None
+            {"method": f"{exc} ({question.key!r} uses {question.mechanism})"}
+        ) from None
 
 
-def precheck(prepared: PreparedAnalysis) -> None:
-    """Refuse, before a job exists, what could never be published or drawn.
+def check_responses(prepared: PreparedAnalysis) -> int:
+    """Refuse when fewer participants answered the attributes than the question threshold.
 
-    - fewer responses than the question-level threshold;
-    - a condition whose estimated group is below the option-level threshold
-      (count, sample) or the question-level threshold (mean, distribution);
-    - a sample larger than its estimated pool.
+    Returns the number of participants who answered all of them.
     """
-    spec, thresholds = prepared.spec, prepared.thresholds
+    thresholds = prepared.thresholds
     n = len(prepared.participants)
     if n < thresholds.min_responses:
         keys = ", ".join(repr(key) for key in prepared.questions) or "this survey"
@@ -312,37 +326,26 @@ def precheck(prepared: PreparedAnalysis) -> None:
                 f"{thresholds.min_responses} are needed before anything is published"
             }
         )
+    return n
+
+
+def check_group(prepared: PreparedAnalysis, needed: int) -> float:
+    """Refuse a condition whose estimated group is below ``needed``; returns its size.
+
+    The group size is the joint count (no interval); without a condition it is ``n``.
+    """
+    n = len(prepared.participants)
     if not prepared.where:
-        group = float(n)
-    else:
-        group = queries.count(prepared.table, prepared.where, ci=False).estimate
-    kind = spec["kind"]
-    needed = thresholds.min_cell if kind in ("count", "sample") else thresholds.min_responses
-    if prepared.where and group < needed:
+        return float(n)
+    group = queries.count(prepared.table, prepared.where, ci=False).estimate
+    if group < needed:
         raise AnalysisInputError(
             {
                 "where": f"the group this condition selects is too small to publish (fewer than "
                 f"{needed} estimated participants)"
             }
         )
-    if kind == "sample":
-        size = int(spec["size"])
-        if size > group:
-            raise AnalysisInputError(
-                {
-                    "size": f"a sample of {size} is larger than the estimated pool of "
-                    f"{group:.0f} participants meeting the condition"
-                }
-            )
-        for i, (stratum, quota) in enumerate(prepared.strata):
-            pool = queries.count(prepared.table, [*prepared.where, *stratum], ci=False).estimate
-            if quota > pool:
-                raise AnalysisInputError(
-                    {
-                        f"strata[{i}].size": f"a quota of {quota} is larger than the stratum's "
-                        f"estimated pool of {pool:.0f}"
-                    }
-                )
+    return group
 
 
 # --------------------------------------------------------------------------- results
@@ -352,7 +355,7 @@ def _finite(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _interval(pair: Any) -> list[float | None]:
+def interval_json(pair: Any) -> list[float | None]:
     return [_finite(float(pair[0])), _finite(float(pair[1]))]
 
 
@@ -394,7 +397,7 @@ def distribution_payload(
             None if h else (float(c) / total if total else None)
             for c, h in zip(counts, hidden, strict=True)
         ],
-        ci95=[None if h else _interval(pair) for pair, h in zip(rec.ci95, hidden, strict=True)],
+        ci95=[None if h else interval_json(pair) for pair, h in zip(rec.ci95, hidden, strict=True)],
         suppressed=[bool(h) for h in hidden],
         method=rec.method,
         iterations=int(rec.iterations),
@@ -442,76 +445,3 @@ def overall_distribution(
             float(question.range_high),
         )
     return queries.distribution({question.key: attribute}, question.key, method=method or "em")
-
-
-Progress = Callable[[float], None]
-
-
-def run(prepared: PreparedAnalysis, progress: Progress) -> dict[str, Any]:
-    """Compute the analysis and apply disclosure control; the JSON of api.md."""
-    spec, table, where = prepared.spec, prepared.table, prepared.where
-    thresholds = prepared.thresholds
-    kind = spec["kind"]
-    method = spec.get("method")
-    progress(0.2)
-    if kind == "count":
-        result = queries.count(table, where, method=method or "joint")
-        progress(0.9)
-        suppressed = result.estimate < thresholds.min_cell
-        payload: dict[str, Any] = {
-            "estimate": None if suppressed else float(result.estimate),
-            "ci95": None if suppressed else _interval(result.ci95),
-            "population": int(result.population),
-            "suppressed": bool(suppressed),
-            "method": result.method,
-            "notes": list(result.notes),
-        }
-        if suppressed:
-            payload["reason"] = f"the estimate is below the threshold of {thresholds.min_cell}"
-        return payload
-    if kind == "mean":
-        result_mean = queries.mean(table, spec["attribute"], where, method=method or "unbiased")
-        progress(0.9)
-        small = result_mean.group_size < thresholds.min_responses
-        payload = {
-            "estimate": None if small else float(result_mean.estimate),
-            "ci95": None if small else _interval(result_mean.ci95),
-            "group_size": float(result_mean.group_size),
-            "suppressed": bool(small),
-            "method": result_mean.method,
-            "notes": list(result_mean.notes),
-        }
-        if small:
-            payload["reason"] = (
-                f"the group is estimated below the threshold of {thresholds.min_responses}"
-            )
-        return payload
-    if kind == "distribution":
-        question = prepared.questions[spec["attribute"]]
-        if where:
-            reconstructed = queries.distribution(table, spec["attribute"], where)
-        else:
-            reconstructed = overall_distribution(question, method, table=table)
-        progress(0.9)
-        return distribution_payload(reconstructed, question, thresholds.min_cell)
-    # sample
-    seed = spec.get("seed")
-    drawn = queries.sample(
-        table,
-        int(spec["size"]),
-        where,
-        strata=prepared.strata,
-        method=method or "figure3",
-        rng=np.random.default_rng(seed),
-    )
-    progress(0.9)
-    return {
-        "participants": [str(ref) for ref in prepared.participants[drawn.rows]],
-        "strata": [[str(ref) for ref in prepared.participants[rows]] for rows in drawn.strata_rows]
-        if prepared.strata
-        else [],
-        "pool_estimate": float(drawn.pool_estimate),
-        "expected_precision": float(drawn.expected_precision),
-        "seed": seed,
-        "method": drawn.method,
-    }

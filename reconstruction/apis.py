@@ -3,7 +3,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import exceptions, status
@@ -12,10 +11,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from consultations.actors import audit_actor
 from consultations.permissions import IsAnalyst
-from reconstruction import services
-from reconstruction.analysis import AnalysisInputError
-from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
+from reconstruction import registry, selectors, services
+from reconstruction.models import AnalysisJob, Job, Report
 from reconstruction.serializers import (
     AggregateReconstructionSerializer,
     AnalysisRequestSerializer,
@@ -39,6 +38,13 @@ def _survey_or_404(request: Request, survey_id: Any) -> Any:
     if survey is None:
         raise exceptions.NotFound("No survey with this id in your organisation.")
     return survey
+
+
+def _report_or_404(request: Request, report_id: Any) -> Report:
+    report = selectors.report_get(organisation=request.user.organisation, pk=report_id)
+    if report is None:
+        raise exceptions.NotFound("No report with this id in your organisation.")
+    return report
 
 
 class AggregateReconstructionCreateApi(APIView):
@@ -76,7 +82,7 @@ class AggregateReconstructionCreateApi(APIView):
         serializer.is_valid(raise_exception=True)
         job = services.aggregate_reconstruction_create(
             organisation=request.user.organisation,
-            requested_by=request.user.prefix,
+            requested_by=audit_actor(request.user),
             **serializer.validated_data,
         )
         return _accepted(job, f"/api/v1/aggregate-reconstructions/{job.pk}/")
@@ -90,9 +96,11 @@ class AggregateReconstructionDetailApi(APIView):
         responses={200: AggregateReconstructionSerializer},
     )
     def get(self, request: Request, job_id: int) -> Response:
-        job = get_object_or_404(
-            AggregateReconstruction, pk=job_id, organisation=request.user.organisation
+        job = selectors.aggregate_reconstruction_get(
+            organisation=request.user.organisation, pk=job_id
         )
+        if job is None:
+            raise exceptions.NotFound("No aggregate reconstruction with this id.")
         return Response(AggregateReconstructionSerializer(job).data)
 
 
@@ -167,33 +175,33 @@ class AnalysisListCreateApi(ListAPIView[AnalysisJob]):
     serializer_class = AnalysisSerializer
 
     def get_queryset(self) -> Any:
-        queryset = AnalysisJob.objects.filter(organisation=self.request.user.organisation)
-        for field in ("survey", "kind", "status"):
-            value = self.request.query_params.get(field)
-            if value:
-                queryset = queryset.filter(**{field: value})
-        return queryset.order_by("-created_at", "-id")
+        params = self.request.query_params
+        return selectors.analysis_list(
+            organisation=self.request.user.organisation,
+            survey=params.get("survey"),
+            kind=params.get("kind"),
+            status=params.get("status"),
+        )
 
     @extend_schema(
         summary="List analyses",
         parameters=[
             OpenApiParameter("survey", int, description="only this survey's analyses"),
-            OpenApiParameter("kind", str, enum=["count", "mean", "distribution", "sample"]),
-            OpenApiParameter("status", str, enum=["queued", "running", "succeeded", "failed"]),
+            OpenApiParameter("kind", str, enum=list(registry.KINDS)),
+            OpenApiParameter("status", str, enum=list(Job.Status.values)),
         ],
     )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().get(request, *args, **kwargs)
 
     @extend_schema(
-        summary="Request an analysis (count, mean, distribution or sample)",
+        summary="Request an analysis (" + ", ".join(registry.KINDS) + ")",
         description=(
             "Validates the request against the survey's questions and disclosure thresholds, "
-            "then queues a background job. Methods: distributions of discrete attributes "
-            "`em_as` (default), `eq`, `nstops`, `nstops_i`, `nstops_ii`, `mle`; of continuous "
-            "ones `em` (default), `as`; counts `joint` (default), `figure3`, `naive`; means "
-            "`unbiased` (default), `figure3`, `naive`; samples `figure3` (default), "
-            "`posterior`."
+            "then queues a background job. Kinds: "
+            + "; ".join(f"`{kind.name}`: {kind.summary}" for kind in registry.KINDS.values())
+            + ". Methods: "
+            + registry.methods_description()
         ),
         request=AnalysisRequestSerializer,
         responses={202: JobCreatedSerializer},
@@ -204,15 +212,12 @@ class AnalysisListCreateApi(ListAPIView[AnalysisJob]):
         serializer.is_valid(raise_exception=True)
         spec = dict(serializer.validated_data)
         survey = _survey_or_404(request, spec["survey"])
-        try:
-            job = services.analysis_create(
-                organisation=request.user.organisation,
-                survey=survey,
-                spec=spec,
-                requested_by=request.user.prefix,
-            )
-        except AnalysisInputError as exc:
-            raise exceptions.ValidationError(exc.errors) from None
+        job = services.analysis_create(
+            organisation=request.user.organisation,
+            survey=survey,
+            spec=spec,
+            requested_by=audit_actor(request.user),
+        )
         return _accepted(job, f"/api/v1/analyses/{job.pk}/")
 
 
@@ -225,7 +230,9 @@ class AnalysisDetailApi(APIView):
         examples=ANALYSIS_EXAMPLES[-1:],
     )
     def get(self, request: Request, analysis_id: int) -> Response:
-        job = get_object_or_404(AnalysisJob, pk=analysis_id, organisation=request.user.organisation)
+        job = selectors.analysis_get(organisation=request.user.organisation, pk=analysis_id)
+        if job is None:
+            raise exceptions.NotFound("No analysis with this id in your organisation.")
         return Response(AnalysisSerializer(job).data)
 
 
@@ -242,7 +249,7 @@ class ReportCreateApi(APIView):
         report = services.report_create(
             organisation=request.user.organisation,
             survey=survey,
-            requested_by=request.user.prefix,
+            requested_by=audit_actor(request.user),
         )
         return _accepted(report, f"/api/v1/reports/{report.pk}/")
 
@@ -252,7 +259,7 @@ class ReportDetailApi(APIView):
 
     @extend_schema(summary="Status of a report", responses={200: ReportSerializer})
     def get(self, request: Request, report_id: int) -> Response:
-        report = get_object_or_404(Report, pk=report_id, organisation=request.user.organisation)
+        report = _report_or_404(request, report_id)
         return Response(ReportSerializer(report).data)
 
 
@@ -295,5 +302,5 @@ class ReportDownloadApi(APIView):
         },
     )
     def get(self, request: Request, report_id: int) -> HttpResponse:
-        report = get_object_or_404(Report, pk=report_id, organisation=request.user.organisation)
+        report = _report_or_404(request, report_id)
         return report_file(report, request.query_params.get("format", "html"))

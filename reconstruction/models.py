@@ -10,7 +10,9 @@ from consultations.models import Organisation
 class Job(models.Model):
     """What every background job records: who asked, how far it got, what it found.
 
-    A job moves ``queued → running → succeeded | failed``; a redelivered job
+    A job moves ``queued → running → succeeded | failed | refused``; ``refused`` means
+    it ran but disclosure control forbids publishing its result (the error names the
+    threshold, never a below-threshold number). A redelivered job
     (worker killed mid-run) goes from ``running`` to ``running`` again. The
     result is written once: finished jobs are never run again.
     """
@@ -20,8 +22,9 @@ class Job(models.Model):
         RUNNING = "running", "running"
         SUCCEEDED = "succeeded", "succeeded"
         FAILED = "failed", "failed"
+        REFUSED = "refused", "refused"
 
-    FINISHED = (Status.SUCCEEDED, Status.FAILED)
+    FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.REFUSED)
 
     organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="+")
     requested_by = models.CharField(max_length=150, help_text="API key prefix or staff username")

@@ -4,8 +4,9 @@ from typing import Any
 
 from rest_framework import serializers
 
+from reconstruction import registry
 from reconstruction.algorithms.methods import DISCRETE_METHODS, reconstruct
-from reconstruction.models import AnalysisJob, Job
+from reconstruction.models import Job
 
 
 class JobSerializer(serializers.Serializer[Job]):
@@ -78,54 +79,47 @@ class StratumSerializer(serializers.Serializer[Any]):
     size = serializers.IntegerField(min_value=1)
 
 
-ANALYSIS_METHODS = (
-    "em_as",
-    "eq",
-    "nstops",
-    "nstops_i",
-    "nstops_ii",
-    "mle",
-    "em",
-    "as",
-    "joint",
-    "figure3",
-    "naive",
-    "unbiased",
-    "posterior",
-)
-
-
 class AnalysisRequestSerializer(serializers.Serializer[Any]):
-    """api.md, Analyses: what an analyst may ask for."""
+    """api.md, Analyses: what an analyst may ask for (the kinds of ``reconstruction.registry``)."""
 
     survey = serializers.IntegerField()
-    kind = serializers.ChoiceField(choices=AnalysisJob.Kind.choices)
+    kind = serializers.ChoiceField(choices=list(registry.KINDS))
     attribute = serializers.CharField(max_length=64, required=False)
     where = ConditionSerializer(many=True, required=False, max_length=20)
-    method = serializers.ChoiceField(choices=ANALYSIS_METHODS, required=False)
+    method = serializers.ChoiceField(choices=registry.all_methods(), required=False)
     size = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
     seed = serializers.IntegerField(min_value=0, max_value=2**63 - 1, required=False)
     strata = StratumSerializer(many=True, required=False, max_length=50)
 
+    def get_fields(self) -> dict[str, Any]:
+        # Read the registry when used, not at import: a kind registered later counts too.
+        fields = super().get_fields()
+        fields["kind"] = serializers.ChoiceField(choices=list(registry.KINDS))
+        fields["method"] = serializers.ChoiceField(choices=registry.all_methods(), required=False)
+        return fields
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        kind = attrs["kind"]
+        kind = registry.KINDS[attrs["kind"]]
         errors: dict[str, str] = {}
-        if kind in ("mean", "distribution") and not attrs.get("attribute"):
-            errors["attribute"] = f"A {kind} needs the attribute to analyse."
-        if kind in ("count", "sample") and attrs.get("attribute"):
-            errors["attribute"] = f"A {kind} takes no attribute; give its condition in 'where'."
-        if kind == "count" and not attrs.get("where"):
-            errors["where"] = "A count needs at least one condition."
-        if kind == "sample":
+        if kind.attribute == "required" and not attrs.get("attribute"):
+            errors["attribute"] = f"A {kind.name} needs the attribute to analyse."
+        if kind.attribute == "forbidden" and attrs.get("attribute"):
+            errors["attribute"] = (
+                f"A {kind.name} takes no attribute; give its condition in 'where'."
+            )
+        if kind.needs_where and not attrs.get("where"):
+            errors["where"] = f"A {kind.name} needs at least one condition."
+        if kind.sampling:
             if "size" not in attrs:
-                errors["size"] = "A sample needs its size."
+                errors["size"] = f"A {kind.name} needs its size."
             strata = attrs.get("strata") or []
             if strata and "size" in attrs and sum(s["size"] for s in strata) != attrs["size"]:
                 errors["strata"] = "The strata sizes must add up to the sample size."
         else:
-            for field in ("size", "seed", "strata"):
-                if field in attrs:
-                    errors[field] = f"Only a sample takes {field!r}."
+            for name in ("size", "seed", "strata"):
+                if name in attrs:
+                    takers = " or ".join(k.name for k in registry.KINDS.values() if k.sampling)
+                    errors[name] = f"Only a {takers} takes {name!r}."
         if errors:
             raise serializers.ValidationError(errors)
         return attrs

@@ -1,164 +1,36 @@
-"""Writes of the reconstruction app: creating and running background jobs.
+"""Writes of the reconstruction app: creating jobs and computing them.
 
-The job runner (:func:`job_execute`) owns each job's state machine: idempotent,
-progress-reporting, failing readably. Celery tasks call the ``*_run`` services with
-an id and own only the retry policy for transient errors (``reconstruction/tasks.py``).
+Each ``*_create`` service stores a job and queues its task by name once the
+transaction commits (:func:`reconstruction.jobs.job_enqueue`); each ``*_run`` service
+is what the task calls with the id, through the job runner
+(:func:`reconstruction.jobs.job_execute`). What an analysis computes is its kind's
+entry in :mod:`reconstruction.registry`.
 """
 
 from __future__ import annotations
 
-import logging
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
-from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 from django.template.loader import render_to_string
-from django.utils import timezone
 
 from consultations.models import Organisation
 from consultations.services import audit_record
-from reconstruction import analysis
+from reconstruction import registry, selectors
 from reconstruction.algorithms.methods import reconstruct, reconstruction_as_dict
-from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
+from reconstruction.analysis import AnalysisInputError
+from reconstruction.jobs import (
+    RUN_AGGREGATE_RECONSTRUCTION,
+    RUN_ANALYSIS,
+    RUN_REPORT,
+    JobOutput,
+    Progress,
+    job_enqueue,
+    job_execute,
+)
+from reconstruction.models import AggregateReconstruction, AnalysisJob, Report
 from surveys.models import Survey
-
-# --------------------------------------------------------------------------- job runner
-
-logger = logging.getLogger(__name__)
-
-J = TypeVar("J", bound=Job)
-Progress = Callable[[float], None]
-
-
-class JobInputError(ValueError):
-    """The job's input cannot be computed; the message is shown to the analyst."""
-
-
-def job_send(task: Any, job_id: int) -> None:
-    """Send ``task(job_id)`` to the workers, under the worker's own time limits.
-
-    Celery copies the *sending* process's ``task_time_limit`` and
-    ``task_soft_time_limit`` into the message, where they override the
-    worker's. The limits belong to the worker (its visibility timeout is
-    checked against them), so the message carries none (explicit ``None``).
-    """
-    task.apply_async((job_id,), time_limit=None, soft_time_limit=None)
-
-
-def job_enqueue(job: Job, task: Any) -> None:
-    """Queue ``task(job.pk)`` once the surrounding transaction commits.
-
-    Queuing before the commit would let a fast worker look for a row that
-    does not exist yet (or never will, if the transaction rolls back).
-    """
-    transaction.on_commit(lambda: job_send(task, job.pk))
-
-
-def _progress_writer(model: type[J], job_id: int) -> Progress:
-    last = {"at": 0.0}
-
-    def report(fraction: float) -> None:
-        now = time.monotonic()
-        if now - last["at"] < 0.5 and fraction < 1.0:
-            return  # at most two writes a second
-        last["at"] = now
-        model.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
-            progress=max(0.0, min(1.0, float(fraction)))
-        )
-
-    return report
-
-
-def job_fail(model: type[J], job_id: int, error: str) -> None:
-    model.objects.filter(pk=job_id).exclude(status__in=Job.FINISHED).update(
-        status=Job.Status.FAILED, error=error, finished_at=timezone.now()
-    )
-
-
-@dataclass(frozen=True)
-class JobOutput:
-    """What a computation returns: the JSON result and other columns to store with it."""
-
-    result: dict[str, Any]
-    fields: dict[str, Any] = field(default_factory=dict)
-
-
-def job_execute(
-    model: type[J], job_id: int, compute: Callable[[J, Progress], dict[str, Any] | JobOutput]
-) -> J | None:
-    """Run one job to completion, exactly once as far as its stored result goes.
-
-    - A finished job is left alone, so a redelivered or duplicated message
-      stores nothing new.
-    - A ``running`` job is run again: its worker died before finishing.
-    - The result is written with a conditional update, so two concurrent runs
-      of the same job store one result.
-    - :class:`JobInputError` / ``ValueError`` and the soft time limit end the
-      job as ``failed`` with a readable error; transient database and broker
-      errors propagate so the task can retry.
-    """
-    with transaction.atomic():
-        job = model.objects.select_for_update().filter(pk=job_id).first()
-        if job is None:
-            logger.warning("%s %s no longer exists; nothing to do", model.__name__, job_id)
-            return None
-        if job.status in Job.FINISHED:
-            logger.info("%s %s already %s; not run again", model.__name__, job_id, job.status)
-            return job
-        job.status = Job.Status.RUNNING
-        job.attempts += 1
-        job.started_at = timezone.now()
-        job.progress = 0.0
-        job.save(update_fields=["status", "attempts", "started_at", "progress"])
-
-    try:
-        result = compute(job, _progress_writer(model, job_id))
-    except SoftTimeLimitExceeded:
-        job_fail(model, job_id, "The job ran past its time limit and was stopped.")
-    except ValueError as exc:  # includes JobInputError and the engine's input checks
-        job_fail(model, job_id, str(exc))
-    except Exception as exc:
-        if _is_transient(exc):
-            raise
-        logger.exception("%s %s failed", model.__name__, job_id)
-        job_fail(model, job_id, f"Internal error ({type(exc).__name__}); the operators were told.")
-    else:
-        output = result if isinstance(result, JobOutput) else JobOutput(result)
-        model.objects.filter(pk=job_id).exclude(status__in=Job.FINISHED).update(
-            status=Job.Status.SUCCEEDED,
-            result=output.result,
-            progress=1.0,
-            error="",
-            finished_at=timezone.now(),
-            **output.fields,
-        )
-    job.refresh_from_db()
-    return job
-
-
-def _is_transient(exc: BaseException) -> bool:
-    from reconstruction.tasks import TRANSIENT_ERRORS  # the tasks module imports this one
-
-    return isinstance(exc, TRANSIENT_ERRORS)
-
-
-def jobs_requeue_stuck(model: type[J], task: Any, *, older_than_seconds: float) -> int:
-    """Queue again the jobs that sat in ``queued`` too long (their message was lost)."""
-    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
-    ids = list(
-        model.objects.filter(status=Job.Status.QUEUED, created_at__lt=cutoff).values_list(
-            "pk", flat=True
-        )
-    )
-    for job_id in ids:
-        job_send(task, job_id)
-    return len(ids)
-
 
 # --------------------------------------------------------------------------- aggregate
 
@@ -191,9 +63,7 @@ def aggregate_reconstruction_create(
         target=f"job {job.pk}",
         details={"method": method, "k": len(counts)},
     )
-    from reconstruction.tasks import run_aggregate_reconstruction
-
-    job_enqueue(job, run_aggregate_reconstruction)
+    job_enqueue(job, RUN_AGGREGATE_RECONSTRUCTION)
     return job
 
 
@@ -226,8 +96,8 @@ def analysis_create(
     """
     spec = {**spec, "survey": survey.pk}
     try:
-        analysis.precheck(analysis.prepare(survey, spec))
-    except analysis.AnalysisInputError as exc:
+        registry.check(registry.validate_request(survey, spec))
+    except AnalysisInputError as exc:
         audit_record(
             organisation=organisation,
             actor=requested_by,
@@ -251,18 +121,15 @@ def analysis_create(
             target=f"survey {survey.pk}, analysis {job.pk}",
             details=_audit_details(spec),
         )
-        from reconstruction.tasks import run_analysis
-
-        job_enqueue(job, run_analysis)
+        job_enqueue(job, RUN_ANALYSIS)
     return job
 
 
 def _compute_analysis(job: AnalysisJob, progress: Progress) -> dict[str, Any]:
     # The data may have changed since the request (withdrawals): check again.
-    prepared = analysis.prepare(job.survey, job.spec)
-    analysis.precheck(prepared)
+    prepared = registry.check(registry.validate_request(job.survey, job.spec))
     progress(0.1)
-    return analysis.run(prepared, progress)
+    return registry.compute(prepared, progress)
 
 
 def analysis_run(*, job_id: int) -> AnalysisJob | None:
@@ -283,9 +150,7 @@ def report_create(*, organisation: Organisation, survey: Survey, requested_by: s
         action="report.create",
         target=f"survey {survey.pk}, report {report.pk}",
     )
-    from reconstruction.tasks import run_report
-
-    job_enqueue(report, run_report)
+    job_enqueue(report, RUN_REPORT)
     return report
 
 
@@ -305,15 +170,8 @@ def report_run(*, job_id: int) -> Report | None:
 
 def reports_refresh_open_surveys() -> int:
     """Queue a fresh report for every open survey that has none under way (Celery beat)."""
-    busy = Report.objects.filter(status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).values(
-        "survey_id"
-    )
     created = 0
-    for survey in (
-        Survey.objects.filter(status=Survey.Status.OPEN)
-        .exclude(pk__in=busy)
-        .select_related("consultation")
-    ):
+    for survey in selectors.surveys_needing_report():
         report_create(
             organisation=survey.consultation.organisation, survey=survey, requested_by="schedule"
         )

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from django.contrib.admin.views.decorators import staff_member_required
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from rest_framework.exceptions import ValidationError
 
+from reconstruction import selectors
 from reconstruction.apis import report_file
-from reconstruction.models import Report
 
 
 @staff_member_required
 def admin_report_download(request: HttpRequest, report_id: int) -> HttpResponse:
-    report = get_object_or_404(Report, pk=report_id)
+    report = selectors.report_get_for_staff(pk=report_id)
+    if report is None:
+        raise Http404("No such report.")
     try:
         return report_file(report, request.GET.get("format", "html"))
     except ValidationError as exc:

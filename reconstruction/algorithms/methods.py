@@ -37,6 +37,34 @@ def _is_negative(channel: np.ndarray[Any, np.dtype[np.float64]]) -> bool:
     return bool(np.all(np.diag(channel) <= 1.0 / channel.shape[0]))
 
 
+def check_method(channel: ArrayLike, method: str) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """Whether the named estimator fits the channel, decided on the channel alone.
+
+    ``nstops`` and ``nstops_ii`` (003_7fc4d61026dceaec.txt) need the uniform negative
+    survey; ``nstops_i`` (003, formula (12)) and ``mle`` (000_1b7f9a8e281301b4.txt,
+    Section 4.2) a negative survey; ``em_as`` and ``eq`` take any valid channel. No
+    estimator runs, so callers can refuse a request before any count exists.
+
+    Returns
+    -------
+    ndarray
+        The validated channel.
+
+    Raises
+    ------
+    ValueError
+        Unknown method, invalid channel, or a method that does not fit the channel.
+    """
+    if method not in DISCRETE_METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(DISCRETE_METHODS)}")
+    matrix = validate_channel(channel)
+    if method in _UNIFORM_NEGATIVE_ONLY and not _is_uniform_negative(matrix):
+        raise ValueError(f"method {method!r} applies only to the uniform negative survey")
+    if method in _NEGATIVE_ONLY and not _is_negative(matrix):
+        raise ValueError(f"method {method!r} applies only to negative surveys")
+    return matrix
+
+
 def reconstruct(
     counts: ArrayLike,
     channel: ArrayLike,
@@ -69,13 +97,7 @@ def reconstruct(
     ValueError
         Unknown method, or a method that does not fit the channel.
     """
-    if method not in DISCRETE_METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(DISCRETE_METHODS)}")
-    matrix = validate_channel(channel)
-    if method in _UNIFORM_NEGATIVE_ONLY and not _is_uniform_negative(matrix):
-        raise ValueError(f"method {method!r} applies only to the uniform negative survey")
-    if method in _NEGATIVE_ONLY and not _is_negative(matrix):
-        raise ValueError(f"method {method!r} applies only to negative surveys")
+    matrix = check_method(channel, method)
     pairs = None
     if calibration_pairs is not None and np.asarray(calibration_pairs).size:
         pairs = calibration_pairs

@@ -1,0 +1,190 @@
+"""The job runner: every background job's state machine, in one place.
+
+A job moves ``queued -> running -> succeeded | failed | refused`` (see
+:class:`reconstruction.models.Job`). Services create a job row and queue its task **by
+name** (:func:`job_enqueue`) once the transaction commits; the Celery task
+(``reconstruction/tasks.py``) takes the id and calls :func:`job_execute` with the
+computation. Neither module imports the other: this one names tasks, ``tasks.py``
+imports this one, and the services import only this one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import kombu.exceptions
+import redis.exceptions
+from celery import current_app
+from celery.exceptions import SoftTimeLimitExceeded
+from django.db import InterfaceError, OperationalError, transaction
+from django.utils import timezone
+
+from reconstruction.models import Job
+
+logger = logging.getLogger(__name__)
+
+J = TypeVar("J", bound=Job)
+Progress = Callable[[float], None]
+
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    OperationalError,
+    InterfaceError,
+    kombu.exceptions.OperationalError,
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+)
+"""Infrastructure errors worth a retry (the task's policy); anything else ends the job."""
+
+# Task names (``reconstruction/tasks.py`` registers them under these names).
+RUN_ANALYSIS = "reconstruction.run_analysis"
+RUN_REPORT = "reconstruction.run_report"
+RUN_AGGREGATE_RECONSTRUCTION = "reconstruction.run_aggregate_reconstruction"
+
+
+class JobInputError(ValueError):
+    """The job's input cannot be computed; the message is shown to the analyst."""
+
+
+class JobRefused(Exception):
+    """The job ran but its result may not be published (disclosure control).
+
+    The job ends as ``refused`` with ``reason`` as its error. The reason names the
+    threshold, never a below-threshold number (architecture.md, privacy rules).
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def job_send(task_name: str, job_id: int) -> None:
+    """Send the task ``task_name`` with ``job_id`` to the workers, under their own limits.
+
+    The task is named, not imported, so the sender needs no task module. In the embedded
+    default (``task_always_eager``) the registered task runs in-process. Celery copies
+    the *sending* process's ``task_time_limit`` and ``task_soft_time_limit`` into the
+    message, where they override the worker's; the limits belong to the worker (its
+    visibility timeout is checked against them), so the message carries none.
+    """
+    app = current_app
+    if app.conf.task_always_eager:
+        # In-process (embedded default, unit tests): run the registered task; Celery's
+        # autodiscovery imports the task modules the first time one is needed.
+        if task_name not in app.tasks:
+            app.loader.import_default_modules()
+        app.tasks[task_name].apply_async((job_id,), time_limit=None, soft_time_limit=None)
+        return
+    app.send_task(task_name, args=(job_id,), time_limit=None, soft_time_limit=None)
+
+
+def job_enqueue(job: Job, task_name: str) -> None:
+    """Queue ``task_name(job.pk)`` once the surrounding transaction commits.
+
+    Queuing before the commit would let a fast worker look for a row that
+    does not exist yet (or never will, if the transaction rolls back).
+    """
+    transaction.on_commit(lambda: job_send(task_name, job.pk))
+
+
+def _progress_writer(model: type[J], job_id: int) -> Progress:
+    last = {"at": 0.0}
+
+    def report(fraction: float) -> None:
+        now = time.monotonic()
+        if now - last["at"] < 0.5 and fraction < 1.0:
+            return  # at most two writes a second
+        last["at"] = now
+        model.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
+            progress=max(0.0, min(1.0, float(fraction)))
+        )
+
+    return report
+
+
+def job_fail(model: type[J], job_id: int, error: str, *, status: str = Job.Status.FAILED) -> None:
+    """End an unfinished job as ``failed`` (or ``refused``) with a readable message."""
+    model.objects.filter(pk=job_id).exclude(status__in=Job.FINISHED).update(
+        status=status, error=error, finished_at=timezone.now()
+    )
+
+
+@dataclass(frozen=True)
+class JobOutput:
+    """What a computation returns: the JSON result and other columns to store with it."""
+
+    result: dict[str, Any]
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+def job_execute(
+    model: type[J], job_id: int, compute: Callable[[J, Progress], dict[str, Any] | JobOutput]
+) -> J | None:
+    """Run one job to completion, exactly once as far as its stored result goes.
+
+    - A finished job is left alone, so a redelivered or duplicated message
+      stores nothing new.
+    - A ``running`` job is run again: its worker died before finishing.
+    - The result is written with a conditional update, so two concurrent runs
+      of the same job store one result.
+    - :class:`JobRefused` ends the job as ``refused`` with its reason;
+      :class:`JobInputError` / ``ValueError`` and the soft time limit end it as
+      ``failed`` with a readable error; transient database and broker errors
+      (:data:`TRANSIENT_ERRORS`) propagate so the task can retry.
+    """
+    with transaction.atomic():
+        job = model.objects.select_for_update().filter(pk=job_id).first()
+        if job is None:
+            logger.warning("%s %s no longer exists; nothing to do", model.__name__, job_id)
+            return None
+        if job.status in Job.FINISHED:
+            logger.info("%s %s already %s; not run again", model.__name__, job_id, job.status)
+            return job
+        job.status = Job.Status.RUNNING
+        job.attempts += 1
+        job.started_at = timezone.now()
+        job.progress = 0.0
+        job.save(update_fields=["status", "attempts", "started_at", "progress"])
+
+    try:
+        result = compute(job, _progress_writer(model, job_id))
+    except SoftTimeLimitExceeded:
+        job_fail(model, job_id, "The job ran past its time limit and was stopped.")
+    except JobRefused as exc:
+        job_fail(model, job_id, exc.reason, status=Job.Status.REFUSED)
+    except ValueError as exc:  # includes JobInputError and the engine's input checks
+        job_fail(model, job_id, str(exc))
+    except Exception as exc:
+        if isinstance(exc, TRANSIENT_ERRORS):
+            raise
+        logger.exception("%s %s failed", model.__name__, job_id)
+        job_fail(model, job_id, f"Internal error ({type(exc).__name__}); the operators were told.")
+    else:
+        output = result if isinstance(result, JobOutput) else JobOutput(result)
+        model.objects.filter(pk=job_id).exclude(status__in=Job.FINISHED).update(
+            status=Job.Status.SUCCEEDED,
+            result=output.result,
+            progress=1.0,
+            error="",
+            finished_at=timezone.now(),
+            **output.fields,
+        )
+    job.refresh_from_db()
+    return job
+
+
+def jobs_requeue_stuck(model: type[J], task_name: str, *, older_than_seconds: float) -> int:
+    """Queue again the jobs that sat in ``queued`` too long (their message was lost)."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    ids = list(
+        model.objects.filter(status=Job.Status.QUEUED, created_at__lt=cutoff).values_list(
+            "pk", flat=True
+        )
+    )
+    for job_id in ids:
+        job_send(task_name, job_id)
+    return len(ids)

@@ -1,0 +1,57 @@
+"""The analysis registry: one entry per kind, read by the serializer, the API and the worker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from reconstruction import registry
+from reconstruction.models import AnalysisJob
+from reconstruction.serializers import AnalysisRequestSerializer
+
+
+def test_every_model_kind_has_one_entry_and_every_entry_a_model_kind() -> None:
+    assert set(registry.KINDS) == set(AnalysisJob.Kind.values)
+    for kind in registry.KINDS.values():
+        assert kind.default_method is None or kind.default_method in kind.methods
+
+
+@pytest.fixture
+def extra_kind() -> Iterator[registry.AnalysisKind]:
+    def compute(prepared: Any, progress: Any) -> dict[str, Any]:
+        return {"ok": True}
+
+    entry = registry.register(
+        registry.AnalysisKind(
+            name="tally",
+            summary="a test kind",
+            methods=("fast", "slow"),
+            default_method="fast",
+            attribute="required",
+            compute=compute,
+        )
+    )
+    yield entry
+    del registry.KINDS["tally"]
+
+
+def test_a_registered_kind_is_accepted_by_the_request_serializer(
+    extra_kind: registry.AnalysisKind,
+) -> None:
+    ok = AnalysisRequestSerializer(
+        data={"survey": 1, "kind": "tally", "attribute": "age", "method": "slow"}
+    )
+    assert ok.is_valid(), ok.errors
+    missing = AnalysisRequestSerializer(data={"survey": 1, "kind": "tally"})
+    assert not missing.is_valid()
+    assert "tally needs the attribute" in str(missing.errors["attribute"])
+    assert "`tally`: a test kind" not in registry.methods_description()
+    assert "tally: `fast` (default), `slow`" in registry.methods_description()
+
+
+def test_without_the_entry_the_kind_is_refused() -> None:
+    serializer = AnalysisRequestSerializer(data={"survey": 1, "kind": "tally"})
+    assert not serializer.is_valid()
+    assert "kind" in serializer.errors
