@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -50,8 +52,23 @@ def _summary(errors: Any) -> str:
     return str(errors)
 
 
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "payload_too_large"
+
+
+def _too_large() -> PayloadTooLarge:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return PayloadTooLarge(
+        f"The request body is larger than the limit of {limit} bytes "
+        "(DJANGO_MAX_REQUEST_BYTES); send fewer responses per request."
+    )
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     exc = to_api_exception(exc)
+    if isinstance(exc, (RequestDataTooBig, TooManyFieldsSent)):
+        exc = _too_large()  # Django would answer with an HTML 400
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(
             exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}

@@ -91,7 +91,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The embedded default: make sure its folder exists and wait rather than
     # fail when the in-process worker and a request write at the same time.
     Path(str(DATABASES["default"]["NAME"])).parent.mkdir(parents=True, exist_ok=True)
-    DATABASES["default"]["OPTIONS"] = {"timeout": 20}
+    # IMMEDIATE: a writing transaction takes the write lock when it begins, so concurrent
+    # writers queue on the timeout instead of failing with "database is locked" when a
+    # reader upgrades to a writer mid-transaction.
+    DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -140,8 +143,13 @@ X_FRAME_OPTIONS = "DENY"
 if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
-# Request-size cap (bulk submissions of 10,000 responses fit comfortably).
+# Request-size cap (bulk submissions of 10,000 responses fit comfortably); larger is a JSON 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_MAX_REQUEST_BYTES", 8 * 1024 * 1024)
+# Request parsing and survey shape limits (issue 13): JSON nesting depth, questions per
+# survey, categories per discrete question (each category costs a channel row and column).
+API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 32)
+SURVEY_MAX_QUESTIONS = env_int("SURVEY_MAX_QUESTIONS", 100)
+SURVEY_MAX_CATEGORIES = env_int("SURVEY_MAX_CATEGORIES", 50)
 
 # --- REST framework: deny by default; errors as {"detail", "errors"}.
 REST_FRAMEWORK = {
@@ -150,7 +158,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["consultations.permissions.HasApiKey"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["config.parsers.GuardedJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "config.pagination.CappedPageNumberPagination",
     "PAGE_SIZE": 50,

@@ -43,11 +43,17 @@ CONTINUOUS_MECHANISMS: dict[str, tuple[str, ...]] = {
     "additive_laplace": ("scale",),
     "retention_replacement": ("retain",),
 }
-MAX_CATEGORIES = 100
+MAX_CATEGORIES = 100  # the database's limit; settings.SURVEY_MAX_CATEGORIES may lower it
+MAX_QUESTIONS = 100  # default of settings.SURVEY_MAX_QUESTIONS
 MAX_LABEL_LENGTH = 100
 MAX_TEXT_LENGTH = 500
-KEY_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
-PARTICIPANT_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# Magnitude bounds (issue 13): a range end beyond RANGE_BOUND, or a noise parameter beyond
+# NOISE_RANGE_FACTOR times the range's width, only overflows the engine's arithmetic.
+RANGE_BOUND = 1e12
+NOISE_RANGE_FACTOR = 1000.0
+# Always used with ``fullmatch`` (``$`` would also accept a trailing newline).
+KEY_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+PARTICIPANT_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 NEGATIVE_MANUAL_INSTRUCTION = "Choose one answer that is NOT true for you."
 
 
@@ -82,7 +88,7 @@ class QuestionSpec:
         return len(self.categories)
 
 
-def parse_question(raw: Any) -> QuestionSpec:
+def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> QuestionSpec:
     """Validate one question as the API receives it and return its spec.
 
     Raises
@@ -99,7 +105,7 @@ def parse_question(raw: Any) -> QuestionSpec:
         errors[str(name)] = [f"Unknown field; a question has {', '.join(sorted(known))}."]
 
     key = raw.get("key")
-    if not isinstance(key, str) or not KEY_PATTERN.match(key):
+    if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
         errors["key"] = ["Must be 1-64 characters: a letter, then letters, digits or underscores."]
     text = raw.get("text", "")
     if text is None:
@@ -121,7 +127,7 @@ def parse_question(raw: Any) -> QuestionSpec:
     if qtype in DISCRETE_TYPES:
         if raw_range is not None:
             errors["range"] = [f"A {qtype} question has categories, not a range."]
-        categories_error = _categories_error(raw_categories, qtype)
+        categories_error = _categories_error(raw_categories, qtype, max_categories)
         if categories_error:
             errors["categories"] = [categories_error]
         else:
@@ -137,6 +143,11 @@ def parse_question(raw: Any) -> QuestionSpec:
             errors["range"] = ["Must be [low, high], two finite numbers."]
         elif not raw_range[0] < raw_range[1]:
             errors["range"] = [f"low must be below high, got [{raw_range[0]}, {raw_range[1]}]."]
+        elif not all(abs(v) <= RANGE_BOUND for v in raw_range):
+            errors["range"] = [
+                f"Both ends must lie within [-{RANGE_BOUND:g}, {RANGE_BOUND:g}], "
+                f"got [{raw_range[0]:g}, {raw_range[1]:g}]."
+            ]
         else:
             value_range = (float(raw_range[0]), float(raw_range[1]))
 
@@ -167,8 +178,10 @@ def parse_question(raw: Any) -> QuestionSpec:
     )
 
 
-def parse_questions(raw: Any) -> list[QuestionSpec]:
-    """Validate a survey's question list (keys unique).
+def parse_questions(
+    raw: Any, *, max_questions: int = MAX_QUESTIONS, max_categories: int = MAX_CATEGORIES
+) -> list[QuestionSpec]:
+    """Validate a survey's question list (keys unique, at most ``max_questions``).
 
     Raises
     ------
@@ -177,13 +190,17 @@ def parse_questions(raw: Any) -> list[QuestionSpec]:
     """
     if not isinstance(raw, list):
         raise QuestionListInvalid(["Must be a list of questions."])
+    if len(raw) > max_questions:
+        raise QuestionListInvalid(
+            [f"A survey has at most {max_questions} questions, got {len(raw)}."]
+        )
     item_errors: list[dict[str, list[str]]] = []
     specs: list[QuestionSpec] = []
     first_index: dict[str, int] = {}
     for index, item in enumerate(raw):
         problems: dict[str, list[str]] = {}
         try:
-            spec = parse_question(item)
+            spec = parse_question(item, max_categories=max_categories)
         except QuestionInvalid as exc:
             problems = exc.errors
         else:
@@ -209,13 +226,14 @@ class QuestionListInvalid(ValueError):
         self.errors = errors
 
 
-def _categories_error(raw: Any, qtype: str) -> str | None:
+def _categories_error(raw: Any, qtype: str, max_categories: int = MAX_CATEGORIES) -> str | None:
     if not isinstance(raw, list) or not all(isinstance(c, str) for c in raw):
         return "Must be a list of category labels (strings)."
     if qtype == "binary" and len(raw) != 2:
         return f"A binary question has exactly 2 categories, got {len(raw)}."
-    if not 2 <= len(raw) <= MAX_CATEGORIES:
-        return f"Must have between 2 and {MAX_CATEGORIES} categories, got {len(raw)}."
+    limit = min(max_categories, MAX_CATEGORIES)
+    if not 2 <= len(raw) <= limit:
+        return f"Must have between 2 and {limit} categories, got {len(raw)}."
     for label in raw:
         if not 1 <= len(label) <= MAX_LABEL_LENGTH or label != label.strip():
             return (
@@ -253,6 +271,15 @@ def mechanism_error(
             continue
         if not is_number(value):
             return f"{param} must be a number, got {value!r}."
+        if not math.isfinite(value):
+            return f"{param} must be a finite number, got {value!r}."
+        if value_range is not None and param in ("sigma", "half_width", "scale"):
+            limit = NOISE_RANGE_FACTOR * (value_range[1] - value_range[0])
+            if value > limit:
+                return (
+                    f"{param} must be at most {NOISE_RANGE_FACTOR:g} times the range's width "
+                    f"({limit:g}), got {value:g}."
+                )
     try:
         if discrete:
             discrete_channel(len(categories), name, params)
@@ -427,7 +454,7 @@ def check_response(
         for name in extra:
             errors[str(name)] = ['Unknown field; a response has "participant" and "answers".']
     participant = item.get("participant")
-    if not isinstance(participant, str) or not PARTICIPANT_PATTERN.match(participant):
+    if not isinstance(participant, str) or not PARTICIPANT_PATTERN.fullmatch(participant):
         errors["participant"] = ["Must be 1-64 characters of A-Z, a-z, 0-9, _ and -."]
         participant = None
     answers = item.get("answers")

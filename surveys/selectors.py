@@ -127,19 +127,38 @@ def survey_answer_form(survey: Survey) -> schemes.AnswerForm:
     return form
 
 
+_SCHEMES: dict[tuple[int, Any], list[dict[str, Any]]] = {}
+_SCHEMES_LIMIT = 64
+
+
 def survey_scheme(survey: Survey) -> dict[str, Any]:
     """The published scheme: what a client needs to distort, and nothing secret.
 
     Each discrete question that a client distorts carries its full ``channel`` (rows =
     true category in ``categories`` order) and ``epsilon``; ``negative_manual`` carries
     an ``instruction`` instead; continuous questions carry ``range`` and the mechanism.
+
+    The questions' part (channels: k x k numbers per question) is built once per process
+    after the survey opened, when its questions are frozen (issue 13, finding 5: with
+    the public portal key a large survey's scheme was rebuilt on every GET).
     """
+    questions: list[dict[str, Any]] | None = None
+    cache_key = (survey.pk, survey.opened_at)
+    frozen = survey.status != Survey.Status.DRAFT and survey.opened_at is not None
+    if frozen:
+        questions = _SCHEMES.get(cache_key)
+    if questions is None:
+        questions = [schemes.question_scheme(q) for q in survey_questions(survey)]
+        if frozen:
+            if len(_SCHEMES) >= _SCHEMES_LIMIT:
+                _SCHEMES.clear()
+            _SCHEMES[cache_key] = questions
     return {
         "survey": survey.pk,
         "title": survey.title,
         "kind": survey.kind,
         "status": survey.status,
-        "questions": [schemes.question_scheme(q) for q in survey_questions(survey)],
+        "questions": questions,
     }
 
 

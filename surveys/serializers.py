@@ -15,7 +15,7 @@ from rest_framework import serializers
 
 from surveys import schemes
 from surveys.models import Question, Survey
-from surveys.services import MAX_BULK, MAX_CALIBRATION_PAIRS
+from surveys.services import MAX_BULK, MAX_CALIBRATION_PAIRS, question_limits
 
 # --------------------------------------------------------------------------- documentation
 
@@ -55,7 +55,9 @@ class MechanismField(serializers.JSONField):
 class QuestionDocSerializer(serializers.Serializer):
     """A question as the API receives it."""
 
-    key = serializers.RegexField(schemes.KEY_PATTERN.pattern, help_text="Unique in the survey.")
+    key = serializers.RegexField(
+        rf"^{schemes.KEY_PATTERN.pattern}$", help_text="Unique in the survey."
+    )
     text = serializers.CharField(required=False, allow_blank=True, max_length=500)
     type = serializers.ChoiceField(choices=schemes.QUESTION_TYPES)
     required = serializers.BooleanField(required=False, default=True)
@@ -85,7 +87,7 @@ class QuestionListField(serializers.Field):
 
     def to_internal_value(self, data: Any) -> list[dict[str, Any]]:
         try:
-            schemes.parse_questions(data)
+            schemes.parse_questions(data, **question_limits())
         except schemes.QuestionListInvalid as exc:
             raise serializers.ValidationError(exc.errors) from None
         return data
@@ -214,7 +216,7 @@ class SchemeSerializer(serializers.Serializer):
 @extend_schema_field(
     {
         "type": "string",
-        "pattern": schemes.PARTICIPANT_PATTERN.pattern,
+        "pattern": rf"^{schemes.PARTICIPANT_PATTERN.pattern}$",
         "minLength": 1,
         "maxLength": 64,
         "description": "The portal's pseudonymous reference (no name, e-mail or address).",
@@ -256,7 +258,7 @@ class ResponseInputSerializer(serializers.Serializer):
             "properties": {
                 "participant": {
                     "type": "string",
-                    "pattern": schemes.PARTICIPANT_PATTERN.pattern,
+                    "pattern": rf"^{schemes.PARTICIPANT_PATTERN.pattern}$",
                 },
                 "answers": {"type": "object", "additionalProperties": ANSWER_SCHEMA},
             },

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -38,9 +39,17 @@ MAX_CALIBRATION_PAIRS = 100_000
 # --------------------------------------------------------------------------- surveys
 
 
+def question_limits() -> dict[str, int]:
+    """The configured caps on questions per survey and categories per question."""
+    return {
+        "max_questions": int(getattr(settings, "SURVEY_MAX_QUESTIONS", schemes.MAX_QUESTIONS)),
+        "max_categories": int(getattr(settings, "SURVEY_MAX_CATEGORIES", schemes.MAX_CATEGORIES)),
+    }
+
+
 def _parse_questions(questions: Any) -> list[schemes.QuestionSpec]:
     try:
-        return schemes.parse_questions(questions)
+        return schemes.parse_questions(questions, **question_limits())
     except schemes.QuestionListInvalid as exc:
         bad = [i for i, e in enumerate(exc.errors) if e and isinstance(e, dict)]
         detail = (

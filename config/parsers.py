@@ -1,0 +1,84 @@
+"""The API's JSON parser: bounded nesting, bounded integers, no NaN or Infinity.
+
+Python's ``json`` module turns any run of digits into an ``int`` of any size and any
+depth of brackets into a recursion: a 400-digit integer then overflows in ``float()``,
+numpy or the database, and 100,000 nested brackets exhaust the interpreter's stack.
+Both used to surface as a 500 (issue 13, finding 4). Here
+
+- an integer literal longer than :data:`MAX_INT_DIGITS` digits is read as a float
+  (``inf`` when it is beyond the float range), so every number that leaves the parser
+  fits in a float and the fields' own finiteness and range checks name the problem;
+- ``NaN``, ``Infinity`` and ``-Infinity`` literals are refused (they are not JSON);
+- nesting deeper than ``settings.API_MAX_JSON_DEPTH`` (default 32) is refused with a
+  400 naming the limit, whether the interpreter's own recursion limit or ours is hit.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from typing import Any
+
+from django.conf import settings
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser, get_encoding
+
+# 2**63 - 1 has 19 digits: longer literals can never be an id, a count or a seed.
+MAX_INT_DIGITS = 19
+DEFAULT_MAX_DEPTH = 32
+
+
+def _bounded_int(literal: str) -> int | float:
+    digits = len(literal) - (literal[0] == "-")
+    return int(literal) if digits <= MAX_INT_DIGITS else float(literal)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number; send a finite number.")
+
+
+def max_depth() -> int:
+    return int(getattr(settings, "API_MAX_JSON_DEPTH", DEFAULT_MAX_DEPTH))
+
+
+def depth_exceeds(data: Any, limit: int) -> bool:
+    """Whether ``data`` nests lists/objects more than ``limit`` levels (iterative)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        for child in children:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+    return False
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse JSON text with the API's limits; raises :class:`ValueError` naming the problem."""
+    limit = max_depth()
+    try:
+        data = json.loads(text, parse_int=_bounded_int, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {limit} levels.") from None
+    if depth_exceeds(data, limit):
+        raise ValueError(f"JSON nested deeper than {limit} levels.")
+    return data
+
+
+class GuardedJSONParser(JSONParser):
+    """:class:`rest_framework.parsers.JSONParser` with the limits of :func:`loads`."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        encoding = get_encoding(parser_context or {})
+        try:
+            text = codecs.getreader(encoding)(stream).read() if stream is not None else ""
+            return loads(text)
+        except ValueError as exc:  # includes UnicodeDecodeError and json.JSONDecodeError
+            raise ParseError(f"JSON parse error - {exc}") from None
