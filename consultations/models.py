@@ -6,11 +6,17 @@ from django.db import models
 from django.utils import timezone
 
 
+def default_languages() -> list[str]:
+    return ["en"]
+
+
 class Organisation(models.Model):
     """A local government (or one of its departments) that runs consultations."""
 
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
+    # Language codes (settings.LANGUAGES) its questions may be translated into.
+    languages = models.JSONField(default=default_languages, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -2,8 +2,11 @@
 
 A plain Django view with no database access: the page's JavaScript fetches the survey's
 published scheme from the API, distorts the answers in the browser with
-``privacy/static/privacy/distort.js`` and posts only the distorted answers, using the
-portal key configured in ``settings.PORTAL_EXAMPLE_KEY``.
+the packaged ``clients/js/src/distort.js`` (served at
+``/static/privacy/distort.js``) and posts only the distorted answers, using the
+portal key configured in ``settings.PORTAL_EXAMPLE_KEY``. The page speaks the resident's
+language (``?lang=``, else Accept-Language through LocaleMiddleware) and shows the
+questions' translations, while the answers sent stay the category values.
 """
 
 from __future__ import annotations
@@ -11,15 +14,76 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import translation
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
+
+from config.i18n import request_language
+
+
+def page_messages() -> dict[str, str]:
+    """The page script's sentences in the request's language; ``{name}`` placeholders are
+    filled in by the script."""
+    return {
+        "optional": _(" (optional)"),
+        "choose_not_true": _("Choose one answer that is NOT true for you."),
+        "privacy_level": _(" (privacy level ε = {epsilon})"),
+        "none": _("Sent as you give it."),
+        "rr_retain": _(
+            "Your device sends your real answer {percent} of the time, otherwise another "
+            "answer picked at random."
+        ),
+        "rr_matrix": _("Your device may replace your answer by another one, picked at random."),
+        "negative_uniform": _("Your device sends one answer that is NOT yours, picked at random."),
+        "negative_gaussian": _(
+            "Your device sends one answer that is NOT yours, picked at random (answers close "
+            "to yours are more likely)."
+        ),
+        "negative_manual": _(
+            "You pick an answer that is not true for you; your pick is sent as it is."
+        ),
+        "additive_uniform": _(
+            "Your device adds a random amount between -{size} and +{size} to your number."
+        ),
+        "additive_noise": _(
+            "Your device adds random noise to your number (usually within ±{size})."
+        ),
+        "retention_replacement": _(
+            "Your device sends your number {percent} of the time, otherwise a random number "
+            "between {low} and {high}."
+        ),
+        "between": _(" (between {low} and {high})"),
+        "please_answer": _("Please answer: {questions}."),
+        "thanks": _("Thank you: your scrambled answers were sent under the reference {reference}."),
+        "already": _("This browser has already answered this survey."),
+        "too_many": _("Too many requests; please try again shortly."),
+        "too_many_in": _("Too many requests; please try again in {seconds} seconds."),
+        "failed": _("Sending failed: {message}."),
+        "no_survey": _("There is no survey with this number for this portal."),
+        "not_loaded": _("The questions could not be loaded: {message}."),
+        "not_open": _("This survey is not open for answers at the moment."),
+    }
 
 
 @require_safe  # type: ignore[untyped-decorator]  # no django-stubs
 def portal_example(request: HttpRequest, survey_id: int) -> HttpResponse:
     key = getattr(settings, "PORTAL_EXAMPLE_KEY", "") or ""
-    config = {"surveyId": survey_id, "apiBase": "", "key": key}
-    return render(
-        request,
-        "privacy/portal_example.html",
-        {"survey_id": survey_id, "config": config, "configured": bool(key)},
-    )
+    language = request_language(request)
+    with translation.override(language):
+        config = {
+            "surveyId": survey_id,
+            "apiBase": "",
+            "key": key,
+            "language": language,
+            "messages": page_messages(),
+        }
+        return render(
+            request,
+            "privacy/portal_example.html",
+            {
+                "survey_id": survey_id,
+                "config": config,
+                "configured": bool(key),
+                "language": language,
+            },
+        )

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpResponse, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
@@ -11,10 +12,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.i18n import request_language
 from consultations.actors import audit_actor
 from consultations.permissions import IsAnalyst
 from reconstruction import registry, selectors, services
 from reconstruction.models import AnalysisJob, Job, Report
+from reconstruction.presentation import render_report_html
 from reconstruction.serializers import (
     AggregateReconstructionSerializer,
     AnalysisRequestSerializer,
@@ -270,8 +273,9 @@ DOWNLOAD_TYPES = {
 }
 
 
-def report_file(report: Report, fmt: str) -> HttpResponse:
-    """A finished report as a download (shared by the API and the admin site)."""
+def report_file(report: Report, fmt: str, language: str | None = None) -> HttpResponse:
+    """A finished report as a download (shared by the API and the admin site); the HTML
+    in ``language`` (rendered again from the stored document unless it is the default)."""
     if fmt not in DOWNLOAD_TYPES:
         raise exceptions.ValidationError(
             {"format": f"Unknown format {fmt!r}; use html, csv or json."}
@@ -283,6 +287,9 @@ def report_file(report: Report, fmt: str) -> HttpResponse:
     filename = f"survey-{report.survey_id}-report-{report.pk}.{fmt}"
     if fmt == "json":
         response: HttpResponse = JsonResponse(report.result)
+    elif fmt == "html" and language and language != settings.LANGUAGE_CODE:
+        html = render_report_html(report.result or {}, language=language)
+        response = HttpResponse(html, content_type=DOWNLOAD_TYPES[fmt])
     else:
         response = HttpResponse(getattr(report, fmt), content_type=DOWNLOAD_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
@@ -294,7 +301,16 @@ class ReportDownloadApi(APIView):
 
     @extend_schema(
         summary="Download a finished report",
-        parameters=[OpenApiParameter("format", str, enum=list(DOWNLOAD_TYPES), default="html")],
+        parameters=[
+            OpenApiParameter("format", str, enum=list(DOWNLOAD_TYPES), default="html"),
+            OpenApiParameter(
+                "lang",
+                str,
+                enum=["en", "de", "pl"],
+                required=False,
+                description="language of the HTML report (default: Accept-Language)",
+            ),
+        ],
         responses={
             (200, "text/html"): OpenApiTypes.STR,
             (200, "text/csv"): OpenApiTypes.STR,
@@ -303,4 +319,6 @@ class ReportDownloadApi(APIView):
     )
     def get(self, request: Request, report_id: int) -> HttpResponse:
         report = _report_or_404(request, report_id)
-        return report_file(report, request.query_params.get("format", "html"))
+        return report_file(
+            report, request.query_params.get("format", "html"), request_language(request)
+        )

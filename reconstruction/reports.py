@@ -8,7 +8,6 @@ number: a question with fewer responses than the consultation's
 
 from __future__ import annotations
 
-import base64
 import csv
 import io
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from reconstruction.analysis import (
     distribution_payload,
     suppress_cells,
 )
+from reconstruction.presentation import report_sections
 from surveys import selectors
 from surveys.models import Question, Survey
 
@@ -47,6 +47,7 @@ def question_section(question: Question, thresholds: Thresholds) -> dict[str, An
     section: dict[str, Any] = {
         "key": question.key,
         "text": question.text,
+        "translations": question.translations or {},
         "type": question.type,
         "mechanism": {"name": question.mechanism, **(question.mechanism_params or {})},
         "epsilon": epsilon(channel)
@@ -93,55 +94,6 @@ def _labels(section: dict[str, Any]) -> list[str]:
     if "categories" in reconstructed:
         return [str(c) for c in reconstructed["categories"]]
     return [f"[{a:g}, {b:g})" for a, b in reconstructed["intervals"]]
-
-
-def chart_png(section: dict[str, Any]) -> str:
-    """A bar chart of reconstructed counts (with 95% intervals) beside the naive counts."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    labels = _labels(section)
-    reconstructed = section["reconstructed"]
-    estimate = np.array([np.nan if c is None else c for c in reconstructed["counts"]], dtype=float)
-    naive = np.array([np.nan if c is None else c for c in section["naive"]["counts"]], dtype=float)
-    ci = np.array(
-        [
-            [np.nan, np.nan] if pair is None else [np.nan if v is None else v for v in pair]
-            for pair in reconstructed["ci95"]
-        ],
-        dtype=float,
-    )
-    x = np.arange(len(labels))
-    width = 0.4
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.45 * len(labels) + 2), 2.8), dpi=90)
-    ax.bar(x - width / 2, naive, width, label="distorted answers (naive)", color="#bbbbbb")
-    errors = np.vstack([estimate - ci[:, 0], ci[:, 1] - estimate])
-    ax.bar(
-        x + width / 2,
-        estimate,
-        width,
-        yerr=np.nan_to_num(np.clip(errors, 0, None)),
-        capsize=2,
-        label="reconstructed (95% interval)",
-        color="#2b6cb0",
-    )
-    ax.set_xticks(x)
-    ax.set_xticklabels(
-        labels,
-        rotation=45 if len(labels) > 6 else 0,
-        ha="right" if len(labels) > 6 else "center",
-        fontsize=7,
-    )
-    ax.set_ylabel("participants")
-    ax.legend(fontsize=7, frameon=False)
-    ax.spines[["top", "right"]].set_visible(False)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    plt.close(fig)
-    return base64.b64encode(buffer.getvalue()).decode()
 
 
 def report_csv(document: dict[str, Any]) -> str:
@@ -208,7 +160,7 @@ def build_report(
     survey: Survey, progress: Callable[[float], None], *, charts: bool = True
 ) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
     """The report of a survey: (JSON document, the sections as the HTML template shows
-    them, with their charts, CSV)."""
+    them, with their SVG charts (reconstruction/presentation.py), CSV)."""
     thresholds = Thresholds.of(survey)
     questions = selectors.survey_questions(survey)
     sections = []
@@ -225,22 +177,6 @@ def build_report(
         "thresholds": {"min_responses": thresholds.min_responses, "min_cell": thresholds.min_cell},
         "questions": sections,
     }
-    rows = []
-    for section in sections:
-        view = dict(section)
-        if section["published"]:
-            view["rows"] = [
-                {
-                    "label": label,
-                    "naive": section["naive"]["counts"][i],
-                    "naive_small": section["naive"]["below_threshold"][i],
-                    "estimate": section["reconstructed"]["counts"][i],
-                    "ci": section["reconstructed"]["ci95"][i],
-                    "suppressed": section["reconstructed"]["suppressed"][i],
-                }
-                for i, label in enumerate(_labels(section))
-            ]
-            view["chart"] = chart_png(section) if charts else ""
-        rows.append(view)
+    rows = report_sections(document, charts=charts)
     progress(0.95)
     return document, rows, report_csv(document)

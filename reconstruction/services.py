@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 from django.db import transaction
 from django.template.loader import render_to_string
 
@@ -159,7 +160,8 @@ def _compute_report(report: Report, progress: Progress) -> JobOutput:
 
     document, sections, csv = build_report(report.survey, progress)
     html = render_to_string(
-        "reconstruction/report.html", {"report": document, "sections": sections}
+        "reconstruction/report.html",
+        {"report": document, "sections": sections, "language": settings.LANGUAGE_CODE},
     )
     return JobOutput(result=document, fields={"html": html, "csv": csv})
 

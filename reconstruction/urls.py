@@ -1,6 +1,6 @@
 from django.urls import path
 
-from reconstruction import apis
+from reconstruction import apis, export_apis
 
 urlpatterns = [
     path("analyses/", apis.AnalysisListCreateApi.as_view(), name="analysis-list"),
@@ -11,6 +11,16 @@ urlpatterns = [
         "reports/<int:report_id>/download/",
         apis.ReportDownloadApi.as_view(),
         name="report-download",
+    ),
+    path(
+        "analyses/<int:analysis_id>/export/",
+        export_apis.AnalysisExportApi.as_view(),
+        name="analysis-export",
+    ),
+    path(
+        "reports/<int:report_id>/export/",
+        export_apis.ReportExportApi.as_view(),
+        name="report-export",
     ),
     path(
         "aggregate-reconstructions/",

@@ -6,6 +6,7 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from rest_framework.exceptions import ValidationError
 
+from config.i18n import request_language
 from reconstruction import selectors
 from reconstruction.apis import report_file
 
@@ -16,6 +17,6 @@ def admin_report_download(request: HttpRequest, report_id: int) -> HttpResponse:
     if report is None:
         raise Http404("No such report.")
     try:
-        return report_file(report, request.GET.get("format", "html"))
+        return report_file(report, request.GET.get("format", "html"), request_language(request))
     except ValidationError as exc:
         return HttpResponseBadRequest(str(exc.detail))

@@ -114,6 +114,11 @@ class Question(models.Model):
     range_high = models.FloatField(null=True, blank=True)
     mechanism = models.CharField(max_length=32)
     mechanism_params = models.JSONField(default=dict, blank=True)
+    # {"de": {"text": "...", "labels": ["...", ...]}}: one label per category, in order;
+    # the organisation's languages only (surveys.schemes.translations_error). Nullable
+    # without a default so that adding it is a plain ALTER TABLE (SQLite keeps the
+    # answer triggers that a table rebuild would break); None reads as {}.
+    translations = models.JSONField(null=True, blank=True)
     position = models.PositiveSmallIntegerField()
 
     class Meta:

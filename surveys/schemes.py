@@ -82,6 +82,7 @@ class QuestionSpec:
     range: tuple[float, float] | None
     mechanism: str
     params: dict[str, Any] = field(default_factory=dict)
+    translations: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_categories(self) -> int:
@@ -100,7 +101,7 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
     if not isinstance(raw, Mapping):
         raise QuestionInvalid({"non_field_errors": ["A question must be a JSON object."]})
     errors: dict[str, list[str]] = {}
-    known = {"key", "text", "type", "required", "categories", "range", "mechanism"}
+    known = {"key", "text", "type", "required", "categories", "range", "mechanism", "translations"}
     for name in sorted(set(raw) - known):
         errors[str(name)] = [f"Unknown field; a question has {', '.join(sorted(known))}."]
 
@@ -164,9 +165,16 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
         if problem:
             errors["mechanism"] = [problem]
 
+    translations = raw.get("translations") or {}
+    if qtype is not None and "categories" not in errors:
+        problem = translations_shape_error(translations, qtype, categories)
+        if problem:
+            errors["translations"] = [f"Question {key!r}: {problem}"]
+
     if errors:
         raise QuestionInvalid(errors)
     return QuestionSpec(
+        translations=dict(translations),
         key=key,
         text=text,
         type=qtype,
@@ -215,6 +223,55 @@ def parse_questions(
     if any(item_errors):
         raise QuestionListInvalid(item_errors)
     return specs
+
+
+def translations_shape_error(raw: Any, qtype: str, categories: tuple[str, ...]) -> str | None:
+    """Why a question's ``translations`` is malformed: ``{language: {"text": str,
+    "labels": [one per category]}}`` (labels only for discrete questions)."""
+    if not isinstance(raw, Mapping):
+        return 'Must be an object {"<language>": {"text": ..., "labels": [...]}}.'
+    for language, entry in raw.items():
+        if not isinstance(entry, Mapping) or set(entry) - {"text", "labels"}:
+            return f'Language {language!r}: must be an object with "text" and "labels".'
+        text = entry.get("text", "")
+        if not isinstance(text, str) or len(text) > MAX_TEXT_LENGTH:
+            return (
+                f"Language {language!r}: text must be a string of at most "
+                f"{MAX_TEXT_LENGTH} characters."
+            )
+        labels = entry.get("labels")
+        if qtype not in DISCRETE_TYPES:
+            if labels is not None:
+                return f"Language {language!r}: a continuous question has no category labels."
+            continue
+        if (
+            not isinstance(labels, list)
+            or len(labels) != len(categories)
+            or not all(isinstance(v, str) and 0 < len(v) <= MAX_LABEL_LENGTH for v in labels)
+        ):
+            return (
+                f"Language {language!r}: a label is missing; give {len(categories)} labels, "
+                f"one per category {list(categories)!r}, in order."
+            )
+    return None
+
+
+def translations_error(
+    specs: Iterable[QuestionSpec], languages: Iterable[str]
+) -> tuple[int, str, str] | None:
+    """The first question translated into a language the organisation does not use:
+    (index, key, message)."""
+    allowed = list(languages)
+    for index, spec in enumerate(specs):
+        for language in spec.translations:
+            if language not in allowed:
+                return (
+                    index,
+                    spec.key,
+                    f"Question {spec.key!r}: language {language!r} is not one of the "
+                    f"organisation's languages ({', '.join(allowed) or 'none'}).",
+                )
+    return None
 
 
 class QuestionListInvalid(ValueError):
@@ -353,6 +410,7 @@ def question_scheme(question: Any, channel: NDArray[np.float64] | None = None) -
         "text": question.text,
         "type": question.type,
         "required": question.required,
+        "translations": dict(getattr(question, "translations", None) or {}),
     }
     if question.type in DISCRETE_TYPES:
         entry["categories"] = list(question.categories)

@@ -76,6 +76,15 @@ class QuestionDocSerializer(serializers.Serializer):
         help_text="Continuous questions: [low, high] with low < high.",
     )
     mechanism = MechanismField()
+    translations = serializers.DictField(
+        child=serializers.DictField(),
+        required=False,
+        help_text=(
+            'Per language of the organisation: {"de": {"text": "...", "labels": [...]}}, one '
+            "label per category in order (discrete questions). Portals show them; answers "
+            "stay the category values."
+        ),
+    )
 
     class Meta:
         ref_name = "QuestionInput"
@@ -103,7 +112,9 @@ class QuestionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Question
-        fields = ["key", "text", "type", "required", "categories", "range", "mechanism"]
+        fields = [
+            "key", "text", "type", "required", "categories", "range", "mechanism", "translations",
+        ]  # fmt: skip
         read_only_fields = fields
 
     @extend_schema_field(

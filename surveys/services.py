@@ -47,7 +47,21 @@ def question_limits() -> dict[str, int]:
     }
 
 
-def _parse_questions(questions: Any) -> list[schemes.QuestionSpec]:
+def _parse_questions(
+    questions: Any, organisation: Organisation | None = None
+) -> list[schemes.QuestionSpec]:
+    specs = _parse_question_list(questions)
+    if organisation is not None:
+        problem = schemes.translations_error(specs, organisation.languages or [])
+        if problem:
+            index, _key, message = problem
+            errors: list[dict[str, list[str]]] = [{} for _ in specs]
+            errors[index] = {"translations": [message]}
+            raise InvalidInput(message, {"questions": errors})
+    return specs
+
+
+def _parse_question_list(questions: Any) -> list[schemes.QuestionSpec]:
     try:
         return schemes.parse_questions(questions, **question_limits())
     except schemes.QuestionListInvalid as exc:
@@ -75,6 +89,7 @@ def _store_questions(survey: Survey, specs: Sequence[schemes.QuestionSpec]) -> N
                 range_high=spec.range[1] if spec.range else None,
                 mechanism=spec.mechanism,
                 mechanism_params=spec.params,
+                translations=spec.translations,
                 position=position,
             )
             for position, spec in enumerate(specs)
@@ -106,7 +121,7 @@ def survey_create(
         )
     if not isinstance(title, str) or not 1 <= len(title) <= 200:
         raise InvalidInput("title must be 1-200 characters.", {"title": ["1-200 characters."]})
-    specs = _parse_questions(questions)
+    specs = _parse_questions(questions, organisation)
     if kind == Survey.Kind.PROFILE and _has_profile(consultation):
         raise InvalidInput(
             "This consultation already has a profile survey.",
@@ -163,7 +178,7 @@ def survey_update(
     if questions is not None:
         if survey.status != Survey.Status.DRAFT:
             raise _frozen(survey)
-        specs = _parse_questions(questions)
+        specs = _parse_questions(questions, survey.consultation.organisation)
         CalibrationPair.objects.filter(question__survey=survey).delete()
         survey.questions.all().delete()
         _store_questions(survey, specs)

@@ -1,0 +1,219 @@
+"""Analyses and report tables as CSV and XLSX downloads, built with pandas and openpyxl.
+
+Every export carries, besides the data, a description of each column and the privacy notes
+(how answers were distorted, the disclosure thresholds, what "suppressed" means): in XLSX
+as the sheets ``columns`` and ``privacy``; in CSV as ``#`` comment lines before the table
+(``pandas.read_csv(path, comment="#")`` reads the table alone).
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from django.utils.translation import gettext as _
+
+from reconstruction.presentation import privacy_sentence, section_labels
+
+CSV_TYPE = "text/csv; charset=utf-8"
+XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+FORMATS = {"csv": CSV_TYPE, "xlsx": XLSX_TYPE}
+
+
+@dataclass(frozen=True)
+class Export:
+    """One table with what its columns mean and the privacy notes that apply to it."""
+
+    data: pd.DataFrame
+    columns: dict[str, str]
+    notes: list[str]
+
+    def description(self) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                _("column"): list(self.data.columns),
+                _("meaning"): [self.columns.get(c, "") for c in self.data.columns],
+            }
+        )
+
+
+def _disclosure_notes(thresholds: dict[str, Any] | None) -> list[str]:
+    # xgettext:no-python-format
+    distorted = _(
+        "Every answer was distorted on the resident's device before it was sent; the server never held a true answer. Estimates are reconstructed from the distorted answers and carry 95% intervals."  # noqa: E501
+    )
+    notes = [
+        distorted,
+        _(
+            "A suppressed number is empty: it was estimated below the publication "
+            "threshold, or hidden so that it cannot be derived from the others."
+        ),
+    ]
+    if thresholds:
+        notes.append(
+            _(
+                "Publication thresholds: at least %(min_responses)s responses per question, "
+                "at least %(min_cell)s per published cell."
+            )
+            % thresholds
+        )
+    return notes
+
+
+def _columns() -> dict[str, str]:
+    return {
+        "question": _("question key"),
+        "text": _("question text"),
+        "cell": _("category, or interval [low, high) of a continuous question"),
+        "naive_count": _("distorted answers in the cell, counted as if they were true"),
+        "estimate": _("reconstructed estimate of the true value"),
+        "proportion": _("reconstructed share of the participants"),
+        # xgettext:no-python-format
+        "ci95_low": _("lower end of the 95% interval"),
+        # xgettext:no-python-format
+        "ci95_high": _("upper end of the 95% interval"),
+        "suppressed": _("true when the number is withheld by disclosure control"),
+        "method": _("reconstruction method"),
+        "epsilon": _("local differential privacy level ε of the question (empty: unbounded)"),
+        "responses": _("responses to the question"),
+        "privacy": _("what the resident's device did to the answer"),
+        "population": _("participants the count is taken over"),
+        "group_size": _("estimated number of participants the mean is taken over"),
+        "participant": _("the portal's pseudonymous participant reference"),
+        "field": _("name of a result field"),
+        "value": _("its value"),
+    }
+
+
+def _pair(pair: Any) -> tuple[Any, Any]:
+    if isinstance(pair, list | tuple) and len(pair) == 2:
+        return pair[0], pair[1]
+    return None, None
+
+
+def report_export(document: dict[str, Any], language: str | None = None) -> Export:
+    """One row per published cell of every question; unpublished questions get one row."""
+    rows = []
+    for section in document["questions"]:
+        base = {
+            "question": section["key"],
+            "text": section.get("text", ""),
+            "epsilon": section.get("epsilon"),
+            "responses": section["responses"],
+            "privacy": privacy_sentence(section),
+        }
+        if not section["published"]:
+            rows.append({**base, "cell": None, "suppressed": True})
+            continue
+        reconstructed = section["reconstructed"]
+        for i, label in enumerate(section_labels(section, language)):
+            low, high = _pair(reconstructed["ci95"][i])
+            rows.append(
+                {
+                    **base,
+                    "cell": label,
+                    "naive_count": section["naive"]["counts"][i],
+                    "estimate": reconstructed["counts"][i],
+                    "proportion": reconstructed["proportions"][i],
+                    "ci95_low": low,
+                    "ci95_high": high,
+                    "suppressed": bool(reconstructed["suppressed"][i]),
+                    "method": reconstructed["method"],
+                }
+            )
+    order = [
+        "question", "text", "cell", "naive_count", "estimate", "proportion", "ci95_low",
+        "ci95_high", "suppressed", "method", "epsilon", "responses", "privacy",
+    ]  # fmt: skip
+    data = pd.DataFrame(rows, columns=order)
+    return Export(data, _columns(), _disclosure_notes(document.get("thresholds")))
+
+
+def analysis_export(
+    kind: str, spec: dict[str, Any], result: dict[str, Any], thresholds: dict[str, Any] | None
+) -> Export:
+    """The result table of an analysis: one row per category or interval for a
+    distribution, one row per participant for a sample or panel, one row otherwise."""
+    columns = _columns()
+    notes = _disclosure_notes(thresholds)
+    notes.append(_("Request: %(spec)s") % {"spec": spec})
+    for note in result.get("notes") or []:
+        notes.append(str(note))
+    if "counts" in result and ("categories" in result or "intervals" in result):
+        labels = (
+            [str(c) for c in result["categories"]]
+            if "categories" in result
+            else [f"[{a:g}, {b:g})" for a, b in result["intervals"]]
+        )
+        rows = []
+        for i, label in enumerate(labels):
+            low, high = _pair((result.get("ci95") or [None] * len(labels))[i])
+            rows.append(
+                {
+                    "cell": label,
+                    "estimate": result["counts"][i],
+                    "proportion": (result.get("proportions") or [None] * len(labels))[i],
+                    "ci95_low": low,
+                    "ci95_high": high,
+                    "suppressed": bool((result.get("suppressed") or [False] * len(labels))[i]),
+                    "method": result.get("method"),
+                }
+            )
+        return Export(pd.DataFrame(rows), columns, notes)
+    if isinstance(result.get("participants"), list):
+        data = pd.DataFrame({"participant": result["participants"]})
+        for name, value in result.items():
+            if name != "participants" and not isinstance(value, list | dict):
+                notes.append(f"{name}: {value}")
+        return Export(data, columns, notes)
+    if "estimate" in result:
+        low, high = _pair(result.get("ci95"))
+        row = {
+            "estimate": result.get("estimate"),
+            "ci95_low": low,
+            "ci95_high": high,
+            "suppressed": bool(result.get("suppressed", False)),
+        }
+        for name, value in result.items():
+            if (
+                name not in row
+                and name not in ("ci95", "notes")
+                and not isinstance(value, list | dict)
+            ):
+                row[name] = value
+        return Export(pd.DataFrame([row]), columns, notes)
+    flat = [
+        {"field": name, "value": value}
+        for name, value in result.items()
+        if not isinstance(value, list | dict)
+    ]
+    return Export(pd.DataFrame(flat, columns=["field", "value"]), columns, notes)
+
+
+def to_csv(export: Export) -> bytes:
+    out = io.StringIO()
+    out.write("# " + _("Columns") + "\n")
+    for name, meaning in export.description().itertuples(index=False):
+        out.write(f"# {name}: {meaning}\n")
+    out.write("# " + _("Privacy notes") + "\n")
+    for note in export.notes:
+        out.write(f"# {note}\n")
+    export.data.to_csv(out, index=False)
+    return out.getvalue().encode("utf-8")
+
+
+def to_xlsx(export: Export, title: str) -> bytes:
+    buffer = io.BytesIO()
+    with pd.ExcelWriter(buffer, engine="openpyxl") as writer:
+        export.data.to_excel(writer, sheet_name=title[:31] or "data", index=False)
+        export.description().to_excel(writer, sheet_name="columns", index=False)
+        pd.DataFrame({_("note"): export.notes}).to_excel(writer, sheet_name="privacy", index=False)
+    return buffer.getvalue()
+
+
+def render(export: Export, fmt: str, title: str) -> bytes:
+    if fmt == "xlsx":
+        return to_xlsx(export, title)
+    return to_csv(export)

@@ -1,0 +1,287 @@
+"""How a report reads: charts, plain-language privacy sentences, warnings, languages.
+
+:func:`render_report_html` turns a report document (``reconstruction.reports.build_report``,
+stored as the report's JSON result) into the HTML page, in any of the site's languages, so
+the same stored numbers can be read in English, German or Polish (``?lang=`` or
+``Accept-Language`` on the download). Charts are SVG drawn by matplotlib with the legend
+outside the plotting area and category labels written horizontally.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+from django.conf import settings
+from django.template.loader import render_to_string
+from django.utils import translation
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
+from config.i18n import supported_language
+
+# Inches; the report page is 60rem (960 px at 96 dpi) wide.
+CHART_WIDTH = 8.0
+NAIVE_COLOUR = "#a0aec0"
+ESTIMATE_COLOUR = "#2b6cb0"
+
+
+def section_labels(section: dict[str, Any], language: str | None = None) -> list[str]:
+    """Category labels in ``language`` where the question has them, else the wire values;
+    intervals of a continuous question as ``[a, b)``."""
+    reconstructed = section["reconstructed"]
+    if "categories" not in reconstructed:
+        return [f"[{a:g}, {b:g})" for a, b in reconstructed["intervals"]]
+    categories = [str(c) for c in reconstructed["categories"]]
+    translated = (section.get("translations") or {}).get(language or "", {})
+    labels = translated.get("labels") if isinstance(translated, dict) else None
+    if isinstance(labels, list) and len(labels) == len(categories):
+        return [str(label) for label in labels]
+    return categories
+
+
+def section_text(section: dict[str, Any], language: str | None = None) -> str:
+    translated = (section.get("translations") or {}).get(language or "", {})
+    if isinstance(translated, dict) and translated.get("text"):
+        return str(translated["text"])
+    return str(section.get("text") or "")
+
+
+def privacy_sentence(section: dict[str, Any]) -> str:
+    """One sentence a resident or a councillor understands: what the device did to the
+    answer, and how much one reported answer can reveal (local differential privacy, seed
+    document 000_1b7f9a8e281301b4.txt, section 2; epsilon as published in the scheme)."""
+    mechanism = section["mechanism"]
+    name = mechanism["name"]
+    if name == "none":
+        return _(
+            "Answers to this question were sent as given: they are not protected by "
+            "distortion, so only publish them if they are not sensitive."
+        )
+    if name == "randomised_response":
+        if "retain" in mechanism:
+            what = _(
+                "Each resident's device kept the true answer with probability %(retain)s%% "
+                "and otherwise sent another answer chosen at random, so no single answer "
+                "can be taken at face value."
+            ) % {"retain": f"{100 * float(mechanism['retain']):.0f}"}
+        else:
+            what = _(
+                "Each resident's device replaced the true answer by a random one following "
+                "a published table of probabilities, so no single answer can be taken at "
+                "face value."
+            )
+    elif name in ("negative_uniform", "negative_gaussian"):
+        what = _(
+            "Each resident's device sent an answer that is not the resident's own, chosen "
+            "at random among the others, so a reported answer only says what the resident "
+            "is not."
+        )
+    elif name == "negative_manual":
+        what = _(
+            "Each resident chose an answer that is not their own, so a reported answer only "
+            "says what the resident is not."
+        )
+    elif name == "additive_uniform":
+        what = _(
+            "Each resident's device added a random amount of up to ±%(size)s to the number "
+            "before sending it."
+        ) % {"size": f"{float(mechanism['half_width']):g}"}
+    elif name == "additive_gaussian":
+        what = _(
+            "Each resident's device added random noise (typically ±%(size)s) to the number "
+            "before sending it."
+        ) % {"size": f"{float(mechanism['sigma']):g}"}
+    elif name == "additive_laplace":
+        what = _(
+            "Each resident's device added random noise (typically ±%(size)s) to the number "
+            "before sending it."
+        ) % {"size": f"{float(mechanism['scale']) * math.sqrt(2):.3g}"}
+    elif name == "retention_replacement":
+        what = _(
+            "Each resident's device kept the true number with probability %(retain)s%% and "
+            "otherwise sent a number drawn at random from the whole range."
+        ) % {"retain": f"{100 * float(mechanism['retain']):.0f}"}
+    else:
+        what = _("Each answer was distorted on the resident's device before it was sent.")
+    eps = section.get("epsilon")
+    if eps is None:
+        if section["type"] == "continuous":
+            return what
+        return (
+            what
+            + " "
+            + _(
+                "A reported answer can rule some true answers out, so this protection is not a "
+                "bounded privacy level; it hides which of the remaining answers is true."
+            )
+        )
+    ratio = math.exp(float(eps))
+    return (
+        what
+        + " "
+        + _(
+            "Whatever a resident answered, seeing their reported answer makes one true answer "
+            "at most %(ratio)s times as likely as another (privacy level ε = %(epsilon)s; "
+            "smaller is more private)."
+        )
+        % {"ratio": f"{ratio:.3g}", "epsilon": f"{float(eps):.3f}"}
+    )
+
+
+def _number(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def draw_chart(section: dict[str, Any], labels: list[str]) -> Any:
+    """The matplotlib figure of one question: naive and reconstructed counts with 95%
+    intervals. Many or long labels give horizontal bars, so every label reads level."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    reconstructed = section["reconstructed"]
+    estimate = np.array([_number(c) for c in reconstructed["counts"]])
+    naive = np.array([_number(c) for c in section["naive"]["counts"]])
+    ci = np.array(
+        [
+            [math.nan, math.nan] if p is None else [_number(v) for v in p]
+            for p in reconstructed["ci95"]
+        ]
+    ).reshape(len(labels), 2)
+    errors = np.nan_to_num(np.clip(np.vstack([estimate - ci[:, 0], ci[:, 1] - estimate]), 0, None))
+    horizontal = len(labels) > 8 or max((len(label) for label in labels), default=0) > 10
+    height = 0.32 * len(labels) + 1.4 if horizontal else 3.4
+    figure = Figure(figsize=(CHART_WIDTH, height))
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    position = np.arange(len(labels))
+    width = 0.4
+    naive_label = _("distorted answers, counted as if true")
+    # xgettext:no-python-format
+    estimate_label = _("reconstructed estimate (95% interval)")
+    if horizontal:
+        axes.barh(position - width / 2, naive, width, color=NAIVE_COLOUR, label=naive_label)
+        axes.barh(
+            position + width / 2,
+            estimate,
+            width,
+            xerr=errors,
+            capsize=2,
+            color=ESTIMATE_COLOUR,
+            label=estimate_label,
+        )
+        axes.set_yticks(position, labels, fontsize=9)
+        axes.invert_yaxis()
+        axes.set_xlabel(_("participants"), fontsize=9)
+    else:
+        axes.bar(position - width / 2, naive, width, color=NAIVE_COLOUR, label=naive_label)
+        axes.bar(
+            position + width / 2,
+            estimate,
+            width,
+            yerr=errors,
+            capsize=2,
+            color=ESTIMATE_COLOUR,
+            label=estimate_label,
+        )
+        axes.set_xticks(position, labels, fontsize=9)
+        axes.set_ylabel(_("participants"), fontsize=9)
+    axes.spines[["top", "right"]].set_visible(False)
+    # The legend sits above the plotting area, so it can never cover a bar.
+    figure.legend(loc="upper center", ncol=2, frameon=False, fontsize=9, bbox_to_anchor=(0.5, 1.0))
+    figure.tight_layout(rect=(0, 0, 1, 1 - 0.45 / height))
+    return figure
+
+
+def chart_svg(section: dict[str, Any], labels: list[str]) -> str:
+    """The chart as an inline SVG element (text kept as text, scaled to the page)."""
+    import matplotlib
+
+    figure = draw_chart(section, labels)
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "report"}):
+        figure.savefig(buffer, format="svg")
+    svg = buffer.getvalue()
+    return svg[svg.index("<svg") :]
+
+
+def wide_interval(row: dict[str, Any]) -> bool:
+    """An interval wider than the estimate itself: the number is rough."""
+    ci, estimate = row.get("ci"), row.get("estimate")
+    if row.get("suppressed") or ci is None or estimate is None or None in ci:
+        return False
+    return float(ci[1]) - float(ci[0]) > abs(float(estimate))
+
+
+def report_sections(
+    document: dict[str, Any], *, charts: bool = True, language: str | None = None
+) -> list[dict[str, Any]]:
+    """The sections as the HTML template shows them: rows, chart, privacy sentence and
+    warnings, labels in ``language``."""
+    views = []
+    for section in document["questions"]:
+        view = dict(section)
+        view["display_text"] = section_text(section, language)
+        view["privacy"] = privacy_sentence(section)
+        if section["published"]:
+            labels = section_labels(section, language)
+            reconstructed = section["reconstructed"]
+            rows = [
+                {
+                    "label": label,
+                    "naive": section["naive"]["counts"][i],
+                    "naive_small": section["naive"]["below_threshold"][i],
+                    "estimate": reconstructed["counts"][i],
+                    "ci": reconstructed["ci95"][i],
+                    "suppressed": reconstructed["suppressed"][i],
+                }
+                for i, label in enumerate(labels)
+            ]
+            for row in rows:
+                row["wide"] = wide_interval(row)
+            view["rows"] = rows
+            wide = sum(row["wide"] for row in rows)
+            view["warning"] = (
+                ngettext(
+                    "Warning: for %(count)d row the 95%% interval is wider than the estimate "
+                    "itself; treat that number as rough.",
+                    "Warning: for %(count)d rows the 95%% interval is wider than the estimate "
+                    "itself; treat those numbers as rough.",
+                    wide,
+                )
+                % {"count": wide}
+                if wide
+                else ""
+            )
+            view["chart"] = (
+                mark_safe(chart_svg(section, labels)) if charts else ""
+            )  # matplotlib's own SVG
+        views.append(view)
+    return views
+
+
+def language_of(requested: str | None) -> str:
+    """A supported language code for ``?lang=`` or Accept-Language (config/i18n.py)."""
+    return supported_language(requested)
+
+
+def render_report_html(
+    document: dict[str, Any], *, language: str | None = None, charts: bool = True
+) -> SafeString:
+    """The report page in ``language`` (the site's default when None)."""
+    code = language or str(settings.LANGUAGE_CODE)
+    with translation.override(code):
+        return render_to_string(
+            "reconstruction/report.html",
+            {
+                "report": document,
+                "sections": report_sections(document, charts=charts, language=code),
+                "language": code,
+            },
+        )
