@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from privacy.mechanisms import (
+    channel_conditioning,
     custom_channel,
     epsilon,
     manual_negative,
@@ -339,7 +340,12 @@ def mechanism_error(
                 )
     try:
         if discrete:
-            discrete_channel(len(categories), name, params)
+            channel = discrete_channel(len(categories), name, params)
+            if name != "negative_manual":  # its rows come from calibration later
+                retain = params.get("retain") if name == "randomised_response" else None
+                checked = channel_conditioning(channel, retain=retain)
+                if checked.problem is not None:
+                    return f"{name}: {checked.problem}."
         else:
             assert value_range is not None
             continuous_noise(value_range, name, params)

@@ -4,11 +4,16 @@ Pure package: numpy and scipy only (no Django, Celery or REST framework).
 """
 
 from privacy.mechanisms.channels import (
+    MAX_CONDITION,
+    WIDE_CONDITION,
+    ChannelConditioning,
+    channel_conditioning,
     custom_channel,
     manual_negative,
     negative_gaussian,
     negative_uniform,
     randomised_response,
+    require_invertible,
     validate_channel,
     validate_stochastic,
 )
@@ -32,6 +37,11 @@ from privacy.mechanisms.noise import (
 )
 
 __all__ = [
+    "MAX_CONDITION",
+    "WIDE_CONDITION",
+    "ChannelConditioning",
+    "channel_conditioning",
+    "require_invertible",
     "AdditiveGaussian",
     "AdditiveLaplace",
     "AdditiveUniform",

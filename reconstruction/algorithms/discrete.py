@@ -16,12 +16,18 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privacy.mechanisms.channels import negative_uniform, validate_channel, validate_stochastic
+from privacy.mechanisms.channels import (
+    channel_conditioning,
+    negative_uniform,
+    validate_channel,
+    validate_stochastic,
+)
 from reconstruction.algorithms.counts import validate_counts
 from reconstruction.algorithms.result import Reconstruction
 from reconstruction.algorithms.uncertainty import (
     DEFAULT_REPLICATES,
     bootstrap_ci,
+    boundary_ci,
     calibrated_bootstrap_ci,
     calibration_sizes,
     linear_ci,
@@ -40,7 +46,6 @@ __all__ = [
     "revise_negative_channel",
 ]
 
-_SINGULAR_CONDITION = 1e12
 _BOOTSTRAP_TOL = 1e-6
 _CALIBRATED_BOOTSTRAP_TOL = 1e-5
 _CALIBRATED_BOOTSTRAP_MAX_ITER = 5_000
@@ -69,6 +74,23 @@ def _counts_and_channel(
             "(its channel column is all zeros)"
         )
     return reported, matrix
+
+
+def _conditioning_notes(matrix: NDArray[np.float64]) -> tuple[str, ...]:
+    """Refuse a square channel that cannot be inverted; a note when it widens intervals.
+
+    :func:`privacy.mechanisms.channel_conditioning` holds the rule (condition number at
+    most 100). Rectangular interval channels of continuous attributes are not checked
+    here: their ill-posedness is that of deconvolution, handled by the interval grid
+    and EMS smoothing (:mod:`reconstruction.algorithms.continuous`).
+    """
+    if matrix.shape[0] != matrix.shape[1]:
+        return ()
+    checked = channel_conditioning(matrix)
+    if checked.problem is not None:
+        raise ValueError(checked.problem)
+    note = checked.note()
+    return () if note is None else (note,)
 
 
 def project_to_simplex(values: ArrayLike, total: float) -> NDArray[np.float64]:
@@ -350,17 +372,25 @@ def _em_reconstruction(
     notes: tuple[str, ...] = (),
     calibration: NDArray[np.int64] | None = None,
 ) -> Reconstruction:
+    notes = (*_conditioning_notes(matrix), *notes)
     total = float(reported.sum())
     proportions, iterations, converged = em_as_batch(
         reported[None, :], matrix, tol=tol, max_iter=max_iter
     )
     p = proportions[0]
     k_true = matrix.shape[0]
+    # Replicates start afresh, half way between the estimate and the uniform start of
+    # Figure 2: EM's update is multiplicative, so a replicate started at an estimate
+    # with a category at (about) 0 could never move it, and the interval would collapse
+    # to [0, 0]. Every entry of this start is at least 1/(2k).
+    fresh = 0.5 * (p + 1.0 / k_true)
     if ci:
         bootstrap_tol = max(tol, _BOOTSTRAP_TOL)
 
         def estimator(batch: NDArray[np.float64]) -> NDArray[np.float64]:
-            fitted, _, _ = em_as_batch(batch, matrix, tol=bootstrap_tol, max_iter=max_iter, start=p)
+            fitted, _, _ = em_as_batch(
+                batch, matrix, tol=bootstrap_tol, max_iter=max_iter, start=fresh
+            )
             return np.asarray(fitted * batch.sum(axis=1, keepdims=True), dtype=np.float64)
 
         if calibration is not None and calibration.sum() > 0:
@@ -376,7 +406,7 @@ def _em_reconstruction(
                     channels,
                     tol=max(bootstrap_tol, _CALIBRATED_BOOTSTRAP_TOL),
                     max_iter=min(max_iter, _CALIBRATED_BOOTSTRAP_MAX_ITER),
-                    start=p,
+                    start=fresh,
                 )
                 return np.asarray(fitted * batch.sum(axis=1, keepdims=True), dtype=np.float64)
 
@@ -394,6 +424,8 @@ def _em_reconstruction(
                 f"the interval includes the uncertainty of rows estimated from "
                 f"{int(calibration.sum())} calibration pairs",
             )
+        elif matrix.shape[0] == matrix.shape[1]:
+            interval = boundary_ci(reported, matrix, p * total)
         else:
             interval = bootstrap_ci(
                 reported, matrix, p, estimator, replicates=DEFAULT_REPLICATES, rng=rng
@@ -419,13 +451,9 @@ def _em_reconstruction(
 def _solve_linear(
     reported: NDArray[np.float64], matrix: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    condition = float(np.linalg.cond(matrix))
-    if not np.isfinite(condition) or condition > _SINGULAR_CONDITION:
-        raise ValueError(
-            "the channel matrix is singular (condition number "
-            f"{condition:.3g}): the system C^T t = r has no unique solution; choose a "
-            "non-singular mechanism (001, Section III-B6)"
-        )
+    checked = channel_conditioning(matrix)
+    if checked.problem is not None:
+        raise ValueError(f"{checked.problem} (the system C^T t = r of 001, Section III-B6)")
     inverse_transpose = np.asarray(np.linalg.inv(matrix.T), dtype=np.float64)
     return np.asarray(inverse_transpose @ reported, dtype=np.float64), inverse_transpose
 
@@ -438,23 +466,27 @@ def _linear_reconstruction(
     project: bool,
     ci: bool,
     method: str,
+    notes: tuple[str, ...] = (),
 ) -> Reconstruction:
     total = float(reported.sum())
     interval = linear_ci(reported, inverse_transpose) if ci else _nan_ci(estimate.size)
-    notes: tuple[str, ...] = ()
     outside = bool(np.any(estimate < 0) or np.any(estimate > total))
     if outside:
+        negative = [int(i) for i in np.flatnonzero(estimate < 0)]
+        raw = ", ".join(f"{estimate[i]:.4g}" for i in negative)
         if project:
             estimate = project_to_simplex(estimate, total)
             interval = np.clip(interval, 0.0, total)
             notes = (
-                "the solution left the simplex (negative counts); reported is its Euclidean "
-                "projection onto {t >= 0, sum t = n}",
+                *notes,
+                f"the solution left the simplex (categories {negative} came out negative: "
+                f"{raw}); reported is its Euclidean projection onto "
+                "{t >= 0, sum t = n}, and intervals are clipped to [0, n]",
             )
         else:
-            negative = [int(i) for i in np.flatnonzero(estimate < 0)]
             notes = (
-                f"the solution left the simplex: categories {negative} are negative; "
+                *notes,
+                f"the solution left the simplex: categories {negative} are negative ({raw}); "
                 "pass project=True for the Euclidean projection onto {t >= 0, sum t = n}",
             )
     return _reconstruction(
@@ -463,7 +495,7 @@ def _linear_reconstruction(
 
 
 def eq(
-    counts: ArrayLike, channel: ArrayLike, *, project: bool = False, ci: bool = True
+    counts: ArrayLike, channel: ArrayLike, *, project: bool = True, ci: bool = True
 ) -> Reconstruction:
     """EQ: solve the system of equations ``Z = P X`` (001, Section III-B6, equation (4)).
 
@@ -475,9 +507,10 @@ def eq(
     counts : array_like of shape (k,)
     channel : array_like of shape (k, k)
         Must be non-singular.
-    project : bool, default False
+    project : bool, default True
         If the solution leaves the simplex, return its Euclidean projection onto
-        ``{t >= 0, sum t = n}`` instead of the raw solution (``notes`` say which).
+        ``{t >= 0, sum t = n}`` (``notes`` name the categories that came out negative);
+        ``False`` returns the raw solution with that note.
     ci : bool, default True
         Exact-covariance normal 95% interval (:func:`~.uncertainty.linear_ci`), clipped to
         ``[0, n]`` when projecting.
@@ -485,31 +518,41 @@ def eq(
     Returns
     -------
     Reconstruction
-        ``counts`` sum to ``n`` but may be negative unless ``project=True``.
+        ``counts`` sum to ``n``; never negative unless ``project=False``. A note says
+        when the channel's condition number widens the interval.
 
     Raises
     ------
     ValueError
-        Invalid counts or channel, or a singular channel.
+        Invalid counts or channel, or a channel that cannot be inverted
+        (:func:`privacy.mechanisms.channel_conditioning`).
     """
     reported, matrix = _counts_and_channel(counts, channel, square=True)
     estimate, inverse_transpose = _solve_linear(reported, matrix)
     return _linear_reconstruction(
-        reported, estimate, inverse_transpose, project=project, ci=ci, method="eq"
+        reported,
+        estimate,
+        inverse_transpose,
+        project=project,
+        ci=ci,
+        method="eq",
+        notes=_conditioning_notes(matrix),
     )
 
 
-def nstops(counts: ArrayLike, *, ci: bool = True) -> Reconstruction:
+def nstops(counts: ArrayLike, *, project: bool = True, ci: bool = True) -> Reconstruction:
     """NStoPS for the uniform negative survey: ``t_j = N - (c - 1) r_j``.
 
     003_7fc4d61026dceaec.txt, formula (7) (the closed form of ``T = R Q^{-1}``, formula
-    (5), with ``Q`` of formula (6)). May return negative counts when ``r_j > N/(c-1)``;
-    ``notes`` say so.
+    (5), with ``Q`` of formula (6)). The solution is negative when ``r_j > N/(c-1)``; it
+    is then projected onto the simplex and ``notes`` say which categories were negative.
 
     Parameters
     ----------
     counts : array_like of shape (c,)
         Negative-survey counts, ``c >= 3``.
+    project : bool, default True
+        As in :func:`eq`.
     ci : bool, default True
         Exact-covariance normal interval (:func:`~.uncertainty.linear_ci`).
     """
@@ -521,7 +564,7 @@ def nstops(counts: ArrayLike, *, ci: bool = True) -> Reconstruction:
     # Q^{-T} of formula (6) in closed form: t = (1 1^T - (c - 1) I) r.
     inverse_transpose = np.ones((c, c)) - (c - 1) * np.eye(c)
     return _linear_reconstruction(
-        reported, estimate, inverse_transpose, project=False, ci=ci, method="nstops"
+        reported, estimate, inverse_transpose, project=project, ci=ci, method="nstops"
     )
 
 

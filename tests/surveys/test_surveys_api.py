@@ -61,6 +61,23 @@ BAD_QUESTIONS = {
         SEX,
         "mechanism",
     ),
+    "retain one half on two categories (singular channel)": (
+        _with(SEX, mechanism={"name": "randomised_response", "retain": 0.5}),
+        SEX,
+        "mechanism",
+    ),
+    "retain below 1/k": (
+        _with(DISTRICT, mechanism={"name": "randomised_response", "retain": 0.15}),
+        DISTRICT,
+        "mechanism",
+    ),
+    "matrix nearly singular": (
+        _with(
+            SEX, mechanism={"name": "randomised_response", "matrix": [[0.502, 0.498], [0.5, 0.5]]}
+        ),
+        SEX,
+        "mechanism",
+    ),
     "retain above one": (
         _with(SEX, mechanism={"name": "randomised_response", "retain": 1.5}),
         SEX,
@@ -189,6 +206,8 @@ def test_bad_questions_are_refused_naming_item_and_field(tenant, consultation, c
     assert response.status_code == 400, response.content
     errors = response.json()["errors"]["questions"]
     assert field in errors[index], errors
+    if "singular" in case or "1/k" in case:
+        assert "singular" in str(errors[index][field]) or "1/k" in str(errors[index][field])
     assert all(not item for i, item in enumerate(errors) if i != index)
     assert not Survey.objects.exists()
 

@@ -131,3 +131,36 @@ def test_every_constructor_gives_a_valid_channel(k: int, sigma: float, retain: f
     ):
         validate_channel(channel)
         assert channel.shape == (k, k)
+
+
+# ------------------------------------------------------------------ invertibility (issue 10)
+
+
+@pytest.mark.parametrize(("k", "retain"), [(2, 0.5), (4, 0.25), (3, 0.2), (2, 0.505)])
+def test_randomised_response_without_information_is_refused(k: int, retain: float) -> None:
+    from privacy.mechanisms import channel_conditioning
+
+    checked = channel_conditioning(randomised_response(k, retain), retain=retain)
+    assert checked.problem is not None and not checked.wide
+
+
+def test_a_singular_channel_is_refused_whatever_it_is_called() -> None:
+    from privacy.mechanisms import channel_conditioning, require_invertible
+
+    singular = np.array([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.5, 0.5, 0.0]])
+    assert "singular" in str(channel_conditioning(singular).problem)
+    with pytest.raises(ValueError, match="singular"):
+        require_invertible(randomised_response(2, 0.5))
+    # RR on k categories has condition number (k - 1) / (k retain - 1): 101 at retain 0.505.
+    assert channel_conditioning(randomised_response(2, 0.505)).condition == pytest.approx(100.0)
+
+
+def test_usable_channels_are_accepted_and_wide_ones_carry_a_note() -> None:
+    from privacy.mechanisms import channel_conditioning
+
+    for channel in (randomised_response(5, 0.7), negative_uniform(5), negative_gaussian(7, 2)):
+        checked = channel_conditioning(channel)
+        assert checked.problem is None and checked.note() is None, checked
+    wide = channel_conditioning(randomised_response(4, 0.26), retain=0.26)
+    assert wide.problem is None and wide.wide
+    assert "condition number 75" in str(wide.note())

@@ -103,12 +103,12 @@ def test_eq_refuses_a_singular_channel() -> None:
         eq([10, 10, 10], randomised_response(3, 1 / 3))
 
 
-def test_eq_says_when_it_leaves_the_simplex_and_projects_on_request() -> None:
+def test_eq_projects_onto_the_simplex_by_default_and_says_so() -> None:
     counts = [2, 8, 16, 29, 45]
-    raw = eq(counts, negative_uniform(5))
+    raw = eq(counts, negative_uniform(5), project=False)
     assert_allclose(raw.counts, [92, 68, 36, -16, -80], atol=1e-9)
     assert "left the simplex" in raw.notes[0]
-    projected = eq(counts, negative_uniform(5), project=True)
+    projected = eq(counts, negative_uniform(5))
     assert_allclose(projected.counts, project_to_simplex(raw.counts, 100), atol=1e-12)
     assert np.all(projected.counts >= 0) and np.isclose(projected.counts.sum(), 100)
     assert "projection" in projected.notes[0]
@@ -151,7 +151,7 @@ def test_worked_example_outside_the_simplex_of_003() -> None:
     # t = 10 - (2, 8) = (8, 2), scaled by 100/10 to (80, 20, 0, 0, 0). NStoPS-I converges
     # to the constrained MLE, which is the same point here.
     counts = [2, 8, 16, 29, 45]
-    assert_allclose(nstops(counts).counts, [92, 68, 36, -16, -80], atol=1e-12)
+    assert_allclose(nstops(counts, project=False).counts, [92, 68, 36, -16, -80], atol=1e-12)
     assert_allclose(nstops_ii(counts).counts, [80, 20, 0, 0, 0], atol=1e-12)
     result = nstops_i(counts, tol=1e-12, ci=False)
     assert_allclose(result.counts, [80, 20, 0, 0, 0], atol=1e-4)
@@ -244,7 +244,7 @@ def _table_1(question: int) -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("question", sorted(TABLE_NSTOPS))
 def test_nstops_reproduces_tables_4_to_6_of_000(question: int) -> None:
     truth, counts = _table_1(question)
-    error = reconstruction_error(nstops(counts, ci=False).counts, truth)
+    error = reconstruction_error(nstops(counts, project=False, ci=False).counts, truth)
     assert_allclose(error, TABLE_NSTOPS[question], atol=TABLE_ATOL)
 
 
@@ -347,8 +347,8 @@ def test_iterative_estimates_are_non_negative_and_sum_to_n(counts: list[int]) ->
     for result in (
         nstops_i(counts, ci=False, max_iter=2000),
         nstops_ii(counts, ci=False),
-        em_as(counts, randomised_response(c, 0.3), ci=False, max_iter=2000),
-        nstops_mle(counts, negative_gaussian(c, 1.0), ci=False, max_iter=2000),
+        em_as(counts, randomised_response(c, 0.6), ci=False, max_iter=2000),
+        nstops_mle(counts, negative_uniform(c), ci=False, max_iter=2000),
         eq(counts, randomised_response(c, 0.6), project=True, ci=False),
     ):
         assert np.all(result.counts >= 0), result.method
@@ -398,3 +398,81 @@ def test_em_as_batch_with_one_channel_per_row_matches_single_runs() -> None:
     assert converged.all()
     for row, matrix, p in zip(batch, channels, fitted, strict=True):
         assert_allclose(p, em_as(row, matrix, tol=1e-12, ci=False).proportions, atol=1e-8)
+
+
+# ------------------------------------------------------------------ honest intervals (issue 10)
+
+
+def test_em_as_refuses_a_channel_that_carries_no_information() -> None:
+    # Issue 10, finding 3: retain = 1/k used to return the uniform start, "converged",
+    # with a zero-width interval and no note.
+    with pytest.raises(ValueError, match="singular"):
+        em_as([700, 300], randomised_response(2, 0.5))
+    with pytest.raises(ValueError, match="singular"):
+        nstops_mle([30, 30, 40], [[0.0, 1.0, 0.0], [0.5, 0.0, 0.5], [0.0, 1.0, 0.0]])
+
+
+def test_a_poorly_conditioned_channel_is_noted() -> None:
+    result = em_as([260, 247, 247, 246], randomised_response(4, 0.26))
+    assert any("condition number" in note for note in result.notes), result.notes
+
+
+def test_a_never_reported_category_keeps_an_honest_upper_bound() -> None:
+    # Issue 10, finding 2: [0, 0] before. At least the count giving a reported share 1/n.
+    result = em_as([500, 300, 200, 0], np.eye(4))
+    assert result.ci95[3, 0] == 0.0
+    assert result.ci95[3, 1] >= 1.0
+
+
+def test_a_category_estimated_at_zero_has_an_upper_bound_of_its_sampling_error() -> None:
+    # RR 0.75 on 4 categories, n = 1000, a category whose truth is 0: the reported counts
+    # are the expected ones. One standard error of that count is about 13; [0, 0] before.
+    channel = randomised_response(4, 0.75)
+    counts = np.round(np.array([400.0, 300.0, 300.0, 0.0]) @ channel)
+    result = em_as(counts, channel)
+    assert result.counts[3] < 1.0
+    assert 15.0 <= result.ci95[3, 1] <= 40.0
+
+
+def test_an_estimate_on_a_vertex_does_not_collapse_its_interval() -> None:
+    # Retain 0.26 on 4 categories, everyone in category 0: [1000, 1000] before; the
+    # channel says almost nothing, so the honest interval spans [0, n].
+    channel = randomised_response(4, 0.26)
+    counts = np.round(np.array([1000.0, 0.0, 0.0, 0.0]) @ channel)
+    result = em_as(counts, channel)
+    assert result.ci95[0, 0] <= 500.0 and result.ci95[0, 1] >= 1000.0
+    assert np.all(result.ci95[1:, 1] >= 500.0)
+
+
+def test_five_reports_give_an_interval_that_covers_a_count_of_one() -> None:
+    # n = 5 with truth (4, 1): the interval of category 1 was (1e-81, 0.005).
+    result = em_as([4, 1], randomised_response(2, 0.75))
+    low, high = result.ci95[1]
+    assert low <= 1.0 <= high
+
+
+@pytest.mark.parametrize("method", ["eq", "nstops"])
+def test_negative_solutions_are_projected_and_noted_not_left_negative(method: str) -> None:
+    # Issue 10, finding 5: negative counts were shown to analysts as "below 5".
+    counts = [2, 8, 16, 29, 45]
+    result = eq(counts, negative_uniform(5)) if method == "eq" else nstops(counts)
+    assert np.all(result.counts >= 0) and np.isclose(result.counts.sum(), 100)
+    assert np.all(result.ci95 >= 0)
+    assert "[3, 4] came out negative" in result.notes[-1], result.notes
+
+
+def test_a_two_percent_category_is_covered_about_95_percent_of_the_time() -> None:
+    # Issue 10, finding 6: 87.5% with the percentile bootstrap (a small version of
+    # bench/bench_accuracy.py; collapsed or biased intervals fall well below 0.90).
+    rng = np.random.default_rng(7)
+    truth = np.array([0.5, 0.25, 0.15, 0.08, 0.02])
+    channel = randomised_response(5, 0.6)
+    n, surveys = 2_000, 200
+    true_counts = rng.multinomial(n, truth, size=surveys)
+    hits = 0
+    for counts in true_counts:
+        codes = np.repeat(np.arange(5), counts)
+        reported = reported_counts(distort_codes(codes, channel, rng), 5)
+        low, high = em_as(reported, channel).ci95[4]
+        hits += low <= counts[4] <= high
+    assert 0.91 <= hits / surveys <= 0.99, hits / surveys
