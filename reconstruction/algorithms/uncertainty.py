@@ -39,13 +39,13 @@ from scipy import stats
 
 __all__ = [
     "DEFAULT_REPLICATES",
-    "boundary_ci",
-    "likelihood_upper_bounds",
     "DEFAULT_SEED",
     "bootstrap_ci",
+    "boundary_ci",
     "calibrated_bootstrap_ci",
     "calibration_sizes",
     "default_rng",
+    "likelihood_upper_bounds",
     "linear_ci",
     "resample_channels",
     "simulate_reported_counts",
