@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "surveys",
     "privacy",
     "reconstruction",
+    "webhooks",
     "config.apps.ConfigConfig",  # last: management commands that span the apps (demo)
 ]
 
@@ -234,6 +235,10 @@ if CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] <= CELERY_TASK_TIME_LIM
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_WORKER_SEND_TASK_EVENTS = False
+# Webhooks call only https URLs of public addresses unless these allow otherwise.
+WEBHOOKS_ALLOW_HTTP = env_bool("WEBHOOKS_ALLOW_HTTP", False)
+WEBHOOKS_ALLOW_PRIVATE = env_bool("WEBHOOKS_ALLOW_PRIVATE", False)
+WEBHOOKS_TIMEOUT_SECONDS = env_int("WEBHOOKS_TIMEOUT_SECONDS", 10)
 JOBS_STUCK_AFTER_SECONDS = env_int("JOBS_STUCK_AFTER_SECONDS", 600)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "refresh-open-survey-reports": {

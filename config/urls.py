@@ -9,6 +9,7 @@ api_v1 = [
     path("", include("consultations.urls")),
     path("", include("surveys.urls")),
     path("", include("reconstruction.urls")),
+    path("", include("webhooks.urls")),
 ]
 
 urlpatterns = [

@@ -174,6 +174,10 @@ def job_execute(
             **output.fields,
         )
     job.refresh_from_db()
+    if job.status in Job.FINISHED:
+        from webhooks.services import job_finished
+
+        job_finished(job)  # analysis.finished / report.finished to the organisation's webhooks
     return job
 
 

@@ -1,0 +1,238 @@
+"""Webhooks: registration refuses unsafe URLs; finished jobs are delivered signed, retried
+with backoff and recorded (a real HTTP receiver on 127.0.0.1, Celery tasks in-process)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+from django.contrib.auth.models import User
+from django.test import override_settings
+
+from consultations.models import AuditEvent
+from consultations.services import consultation_create
+from surveys.services import responses_submit_bulk, survey_create, survey_open
+from tests.factories import tenant_factory
+from webhooks import services, signing
+from webhooks.models import Delivery, Webhook
+
+pytestmark = pytest.mark.django_db
+
+
+class Receiver(ThreadingHTTPServer):
+    def __init__(self, statuses):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.statuses = list(statuses)
+        self.received = []
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.server_address[1]}/hook"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.received.append({"headers": dict(self.headers), "body": body})
+        status = (
+            self.server.statuses.pop(0)
+            if len(self.server.statuses) > 1
+            else (self.server.statuses[0])
+        )
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def receiver(request):
+    server = Receiver(getattr(request, "param", [200]))
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def tenant():
+    return tenant_factory()
+
+
+@pytest.fixture
+def open_survey(tenant):
+    organisation = tenant.organisation
+    consultation = consultation_create(organisation=organisation, title="Parks")
+    survey = survey_create(
+        organisation=organisation, consultation=consultation, kind="profile", title="Parks",
+        questions=[{"key": "visits", "type": "nominal", "categories": ["none", "some", "many"],
+                    "mechanism": {"name": "randomised_response", "retain": 0.8}}],
+    )  # fmt: skip
+    survey = survey_open(survey=survey)
+    labels = np.array(["none", "some", "many"])[np.random.default_rng(1).integers(0, 3, 60)]
+    responses_submit_bulk(
+        survey=survey,
+        responses=[{"participant": f"p{i}", "answers": {"visits": str(v)}}
+                   for i, v in enumerate(labels)],
+    )  # fmt: skip
+    return survey
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://93.184.216.34/hook", "must use https"),
+        ("ftp://93.184.216.34/hook", "must use https"),
+        ("https://127.0.0.1/hook", "private or loopback"),
+        ("https://10.20.30.40/hook", "private or loopback"),
+        ("https://192.168.1.5:8443/hook", "private or loopback"),
+        ("https://169.254.169.254/latest/meta-data", "private or loopback"),
+        ("https://[::1]/hook", "private or loopback"),
+        ("https://user:pw@93.184.216.34/hook", "user name or password"),
+        ("https:///nohost", "has no host"),
+    ],
+)
+def test_unsafe_urls_are_refused_with_a_400_naming_the_url(tenant, url, message):
+    response = tenant.analyst.post(
+        "/api/v1/webhooks/", {"url": url, "events": ["report.finished"]}, format="json"
+    )
+    assert response.status_code == 400, response.json()
+    assert message in response.json()["detail"]
+    assert message in response.json()["errors"]["url"][0]
+    assert not Webhook.objects.exists()
+
+
+def test_a_public_https_url_is_registered_and_its_secret_shown_once(tenant):
+    response = tenant.analyst.post(
+        "/api/v1/webhooks/",
+        {"url": "https://93.184.216.34/hook", "events": ["analysis.finished", "report.finished"]},
+        format="json",
+    )
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert len(body["secret"]) == 64 and body["events"] == ["analysis.finished", "report.finished"]
+    listed = tenant.analyst.get("/api/v1/webhooks/").json()
+    assert [hook["id"] for hook in listed] == [body["id"]] and "secret" not in listed[0]
+    assert AuditEvent.objects.filter(action="webhook.create", target=str(body["id"])).exists()
+    # Portal keys cannot register webhooks; other organisations cannot see them.
+    assert tenant.portal.post("/api/v1/webhooks/", {}, format="json").status_code == 403
+    other = tenant_factory()
+    assert other.analyst.get(f"/api/v1/webhooks/{body['id']}/").status_code == 404
+    assert tenant.analyst.delete(f"/api/v1/webhooks/{body['id']}/").status_code == 204
+    assert not Webhook.objects.exists()
+
+
+def test_unknown_events_are_refused(tenant):
+    response = tenant.analyst.post(
+        "/api/v1/webhooks/", {"url": "https://93.184.216.34/", "events": ["job.done"]},
+        format="json",
+    )  # fmt: skip
+    assert response.status_code == 400 and "events" in response.json()["errors"]
+
+
+@override_settings(WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True)
+def test_a_finished_report_is_delivered_signed_and_recorded(
+    tenant, open_survey, receiver, django_capture_on_commit_callbacks
+):
+    hook = services.webhook_create(
+        organisation=tenant.organisation, url=receiver.url, events=["report.finished"],
+        actor="tests",
+    )  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True):
+        created = tenant.analyst.post(f"/api/v1/surveys/{open_survey.pk}/reports/")
+    assert created.status_code == 202
+    (request,) = receiver.received
+    headers, body = request["headers"], request["body"]
+    assert headers["X-Webhook-Event"] == "report.finished"
+    assert signing.verify(
+        hook.secret, headers["X-Webhook-Timestamp"], body, headers["X-Webhook-Signature"]
+    )
+    assert abs(int(headers["X-Webhook-Timestamp"]) - time.time()) < 60
+    payload = json.loads(body)
+    report_id = created.json()["id"]
+    assert payload["event"] == "report.finished"
+    assert payload["data"]["url"] == f"/api/v1/reports/{report_id}/"
+    assert payload["data"]["status"] == "succeeded"
+    assert "result" not in payload["data"]  # numbers are read with the receiver's own key
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.attempts, delivery.response_status) == ("succeeded", 1, 200)
+    assert int(headers["X-Webhook-Delivery"]) == delivery.pk
+
+
+@override_settings(WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True)
+@pytest.mark.parametrize("receiver", [[503]], indirect=True)
+def test_a_failing_receiver_is_retried_then_the_delivery_is_marked_failed(
+    tenant, open_survey, receiver, django_capture_on_commit_callbacks
+):
+    services.webhook_create(
+        organisation=tenant.organisation, url=receiver.url, events=["report.finished"],
+        actor="tests",
+    )  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True):
+        tenant.analyst.post(f"/api/v1/surveys/{open_survey.pk}/reports/")
+    delivery = Delivery.objects.get()
+    assert len(receiver.received) == services.MAX_ATTEMPTS
+    assert (delivery.status, delivery.attempts) == ("failed", services.MAX_ATTEMPTS)
+    assert delivery.response_status == 503 and delivery.error == "HTTP 503"
+    # One delivery, several attempts: the same delivery id every time.
+    assert {r["headers"]["X-Webhook-Delivery"] for r in receiver.received} == {str(delivery.pk)}
+
+
+@override_settings(WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True)
+@pytest.mark.parametrize("receiver", [[500, 200]], indirect=True)
+def test_a_retry_that_succeeds_is_recorded_with_its_attempts(
+    tenant, open_survey, receiver, django_capture_on_commit_callbacks, client
+):
+    hook = services.webhook_create(
+        organisation=tenant.organisation, url=receiver.url, events=["report.finished"],
+        actor="tests",
+    )  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True):
+        tenant.analyst.post(f"/api/v1/surveys/{open_survey.pk}/reports/")
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.attempts) == ("succeeded", 2)
+    # The organiser sees it in the admin and in the API.
+    User.objects.create_superuser("organiser", "o@example.org", "a-long-passw0rd")
+    client.login(username="organiser", password="a-long-passw0rd")
+    page = client.get(f"/admin/webhooks/webhook/{hook.pk}/change/").content.decode()
+    assert "succeeded" in page and ">2<" in page
+    listed = tenant.analyst.get(f"/api/v1/webhooks/{hook.pk}/deliveries/").json()
+    assert [(d["status"], d["attempts"]) for d in listed] == [("succeeded", 2)]
+
+
+def test_webhooks_of_other_events_or_organisations_get_nothing(
+    tenant, open_survey, django_capture_on_commit_callbacks
+):
+    Webhook.objects.create(organisation=tenant.organisation, url="https://93.184.216.34/",
+                           events=["analysis.finished"], secret="s")  # fmt: skip
+    Webhook.objects.create(organisation=tenant_factory().organisation,
+                           url="https://93.184.216.34/", events=["report.finished"],
+                           secret="s")  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True):
+        tenant.analyst.post(f"/api/v1/surveys/{open_survey.pk}/reports/")
+    assert not Delivery.objects.exists()
+
+
+def test_signatures_fail_on_a_changed_body_a_wrong_secret_or_an_old_timestamp():
+    body = b'{"event": "report.finished"}'
+    now = 1_800_000_000
+    good = signing.signature("secret", now, body)
+    assert signing.verify("secret", str(now), body, good, now=now + 10)
+    assert not signing.verify("secret", str(now), body + b" ", good, now=now)
+    assert not signing.verify("other", str(now), body, good, now=now)
+    assert not signing.verify("secret", str(now), body, good, now=now + 301)  # replayed later
+    assert not signing.verify("secret", "yesterday", body, good, now=now)
+
+
+def test_backoff_grows_exponentially_and_is_capped():
+    waits = [services.backoff_seconds(r) for r in range(12)]
+    assert waits[:5] == [10, 20, 40, 80, 160]
+    assert all(b >= a for a, b in itertools.pairwise(waits)) and max(waits) == 1800

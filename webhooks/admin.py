@@ -1,0 +1,77 @@
+"""Webhooks in the admin: register URLs (the same checks as the API), see deliveries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
+
+from webhooks import services
+from webhooks.models import EVENTS, Delivery, Webhook
+from webhooks.urlcheck import UnsafeUrl, check_url
+
+
+class WebhookForm(forms.ModelForm):
+    url = forms.URLField(max_length=500, assume_scheme="https")
+    events = forms.MultipleChoiceField(
+        choices=[(e, e) for e in EVENTS], widget=forms.CheckboxSelectMultiple
+    )
+
+    class Meta:
+        model = Webhook
+        fields = ["organisation", "url", "events", "active"]
+
+    def clean_url(self) -> str:
+        url = self.cleaned_data["url"]
+        try:
+            check_url(url)
+        except UnsafeUrl as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return url
+
+
+class DeliveryInline(admin.TabularInline):
+    model = Delivery
+    extra = 0
+    can_delete = False
+    fields = ["event", "status", "attempts", "response_status", "error", "created_at",
+              "delivered_at"]  # fmt: skip
+    readonly_fields = fields
+    ordering = ["-created_at"]
+
+    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    form = WebhookForm
+    list_display = ["url", "organisation", "events", "active", "created_at"]
+    list_filter = ["active", "organisation"]
+    readonly_fields = ["secret_for_receivers"]
+    inlines = [DeliveryInline]
+
+    @admin.display(description=_("secret (for verifying signatures)"))
+    def secret_for_receivers(self, obj: Webhook) -> str:
+        return obj.secret if obj.pk else _("generated when saved")
+
+    def save_model(self, request: Any, obj: Webhook, form: Any, change: bool) -> None:
+        if not change:
+            obj.secret = services.new_secret()
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(admin.ModelAdmin):
+    list_display = ["event", "webhook", "status", "attempts", "response_status", "created_at"]
+    list_filter = ["status", "event"]
+    readonly_fields = ["webhook", "event", "payload", "status", "attempts", "response_status",
+                       "error", "created_at", "delivered_at"]  # fmt: skip
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False

@@ -1,0 +1,56 @@
+"""Webhooks: an organisation's URLs told when an analysis or a report finishes.
+
+A delivery is signed with the webhook's own secret (HMAC-SHA256 over the timestamp and
+the body, webhooks/signing.py) and recorded with its status and attempts, so organisers
+see in the admin whether their portal heard about a result.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from consultations.models import Organisation
+
+EVENTS = ("analysis.finished", "report.finished")
+
+
+class Webhook(models.Model):
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="webhooks"
+    )
+    url = models.URLField(max_length=500)
+    events = models.JSONField(help_text="Any of analysis.finished, report.finished.")
+    # Kept in clear: the server must sign with it. Shown once at creation in the API.
+    secret = models.CharField(max_length=64, editable=False)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["organisation", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.url} ({', '.join(self.events)})"
+
+
+class Delivery(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "pending"
+        SUCCEEDED = "succeeded", "succeeded"
+        FAILED = "failed", "failed"
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=32)
+    payload = models.JSONField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    response_status = models.PositiveIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "deliveries"
+
+    def __str__(self) -> str:
+        return f"{self.event} → {self.webhook.url} ({self.status}, {self.attempts} attempts)"
