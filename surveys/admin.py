@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from consultations.admin import staff_actor
-from surveys import services
+from surveys import schemes, services
+from surveys.builder import mechanism_previews
 from surveys.errors import SurveyDomainError
 from surveys.models import Answer, CalibrationPair, Participant, Question, Response, Survey
 
@@ -29,26 +32,134 @@ class ReadOnlyAdminMixin:
         return False
 
 
-class QuestionInline(ReadOnlyAdminMixin, admin.TabularInline):
-    """Questions are created with their survey through the API or the services, which
-    validate every mechanism; they are frozen once the survey opens."""
+MECHANISMS = sorted(set(schemes.DISCRETE_MECHANISMS) | set(schemes.CONTINUOUS_MECHANISMS))
+
+
+class QuestionForm(forms.ModelForm):
+    """One question as the organiser types it; turned into the API's JSON shape
+    (:meth:`as_api`) so that the services validate it exactly as they validate the API."""
+
+    categories = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 18}),
+        help_text=_("Discrete questions: one category per line, in order."),
+    )
+    mechanism = forms.ChoiceField(choices=[(m, m) for m in MECHANISMS])
+    mechanism_params = forms.JSONField(
+        required=False,
+        initial=dict,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 22}),
+        help_text=_('e.g. {"retain": 0.75}, {"sigma": 1.5}, {"half_width": 10}'),
+    )
+    translations = forms.JSONField(
+        required=False,
+        initial=dict,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 26}),
+        help_text=_('e.g. {"de": {"text": "Geschlecht", "labels": ["weiblich", "männlich"]}}'),
+    )
+
+    class Meta:
+        model = Question
+        fields = [
+            "key", "text", "type", "required", "categories", "range_low", "range_high",
+            "mechanism", "mechanism_params", "translations",
+        ]  # fmt: skip
+        widgets = {"text": forms.TextInput(attrs={"size": 24})}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and isinstance(self.instance.categories, list):
+            self.initial["categories"] = "\n".join(self.instance.categories)
+
+    def clean_categories(self) -> list[str]:
+        raw = self.cleaned_data.get("categories") or ""
+        return [line.strip() for line in raw.splitlines() if line.strip()]
+
+    def as_api(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        question: dict[str, Any] = {
+            "key": data.get("key"),
+            "text": data.get("text") or "",
+            "type": data.get("type"),
+            "required": bool(data.get("required")),
+            "mechanism": {"name": data.get("mechanism"), **(data.get("mechanism_params") or {})},
+        }
+        if data.get("type") == "continuous":
+            question["range"] = [data.get("range_low"), data.get("range_high")]
+        else:
+            question["categories"] = data.get("categories") or []
+        if data.get("translations"):
+            question["translations"] = data["translations"]
+        return question
+
+
+API_FIELD_TO_FORM = {"range": "range_low", "mechanism": "mechanism_params"}
+
+
+class QuestionFormSet(forms.BaseInlineFormSet):
+    """Validates the whole list with the services' own rules and messages."""
+
+    def clean(self) -> None:
+        super().clean()
+        if any(form.errors for form in self.forms):
+            return
+        kept = [
+            form
+            for form in self.forms
+            if form.cleaned_data and not form.cleaned_data.get("DELETE", False)
+        ]
+        self.questions = [form.as_api() for form in kept]
+        consultation = getattr(self.instance, "consultation", None)
+        organisation = consultation.organisation if consultation is not None else None
+        try:
+            services.validate_questions(self.questions, organisation)
+        except SurveyDomainError as exc:
+            items = exc.errors.get("questions")
+            if not isinstance(items, list) or len(items) != len(kept):
+                raise forms.ValidationError(exc.detail) from None
+            for form, problems in zip(kept, items, strict=True):
+                for name, messages_ in (problems or {}).items():
+                    target = API_FIELD_TO_FORM.get(name, name)
+                    for message in messages_ if isinstance(messages_, list) else [messages_]:
+                        if target in form.fields:
+                            form.add_error(target, str(message))
+                        else:
+                            form.add_error(None, f"{name}: {message}")
+            raise forms.ValidationError(exc.detail) from None
+
+
+class QuestionInline(admin.TabularInline):
+    """Questions are built here while the survey is a draft, validated by the services
+    exactly as through the API; once the survey opens they are frozen (read-only)."""
 
     model = Question
-    fields = [
-        "position",
-        "key",
-        "text",
-        "type",
-        "required",
-        "categories",
-        "range_low",
-        "range_high",
-        "mechanism",
-        "mechanism_params",
-    ]
-    readonly_fields = fields
+    form = QuestionForm
+    formset = QuestionFormSet
     extra = 0
     ordering = ["position"]
+
+    def _frozen(self, obj: Survey | None) -> bool:
+        return obj is not None and obj.status != Survey.Status.DRAFT
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if self._frozen(obj):
+            return [
+                "key", "text", "type", "required", "categories", "range_low", "range_high",
+                "mechanism", "mechanism_params", "translations",
+            ]  # fmt: skip
+        return []
+
+    def get_extra(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> int:
+        return 0 if self._frozen(obj) or (obj is not None and obj.questions.exists()) else 1
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return not self._frozen(obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return not self._frozen(obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return not self._frozen(obj)
 
 
 @admin.register(Survey)
@@ -64,15 +175,60 @@ class SurveyAdmin(admin.ModelAdmin):
     ]
     list_filter = ["status", "kind", "consultation__organisation"]
     search_fields = ["title", "consultation__title"]
-    readonly_fields = ["consultation", "kind", "status", "created_at", "opened_at", "closed_at"]
     inlines = [QuestionInline]
     actions = ["open_surveys", "close_surveys", "start_report"]
+    change_form_template = "admin/surveys/survey/builder_change_form.html"
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # created with questions through the API / services
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return ["consultation", "kind", "title"]
+        return ["consultation", "kind", "title", "status", "created_at", "opened_at", "closed_at"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return []
+        return ["consultation", "kind", "status", "created_at", "opened_at", "closed_at"]
 
     def save_model(self, request: HttpRequest, obj: Survey, form: Any, change: bool) -> None:
-        services.survey_update(survey=obj, title=obj.title, actor=staff_actor(request))
+        # Through the services (validation, audit trail); the questions follow in
+        # save_related once the inline formset has validated them.
+        if change:
+            services.survey_update(survey=obj, title=obj.title, actor=staff_actor(request))
+            return
+        created = services.survey_create(
+            organisation=obj.consultation.organisation,
+            consultation=obj.consultation,
+            kind=obj.kind,
+            title=obj.title,
+            questions=[],
+            actor=staff_actor(request),
+        )
+        obj.pk = created.pk
+        obj.refresh_from_db()
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        survey = form.instance
+        for formset in formsets:
+            # Saved by the service, not the formset; the admin's change message reads these.
+            formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
+            if isinstance(formset, QuestionFormSet) and survey.status == Survey.Status.DRAFT:
+                services.survey_update(
+                    survey=survey, questions=formset.questions, actor=staff_actor(request)
+                )
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> Any:
+        survey = self.get_object(request, object_id)
+        context = dict(extra_context or {})
+        if survey is not None:
+            try:
+                respondents = max(1, min(10_000_000, int(request.GET.get("respondents", 1000))))
+            except ValueError:
+                respondents = 1000
+            context["respondents"] = respondents
+            context["previews"] = mechanism_previews(survey, respondents)
+        return super().change_view(request, object_id, form_url, extra_context=context)
 
     def _transition(
         self, request: HttpRequest, queryset: QuerySet[Survey], service: Any, verb: str

@@ -61,6 +61,14 @@ def _parse_questions(
     return specs
 
 
+def validate_questions(
+    questions: Any, organisation: Organisation | None = None
+) -> list[schemes.QuestionSpec]:
+    """Validate a question list as the API does (same rules, same messages), storing
+    nothing: the admin's survey builder calls it. Raises :class:`InvalidInput`."""
+    return _parse_questions(questions, organisation)
+
+
 def _parse_question_list(questions: Any) -> list[schemes.QuestionSpec]:
     try:
         return schemes.parse_questions(questions, **question_limits())

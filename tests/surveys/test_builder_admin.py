@@ -1,0 +1,164 @@
+"""The admin survey builder: questions created and edited inline while a draft, validated
+with the API's own messages, previewed, frozen once the survey opens."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from django.contrib.auth.models import User
+from django.utils.html import escape
+
+from consultations.models import AuditEvent
+from consultations.services import consultation_create
+from privacy.mechanisms import randomised_response
+from surveys.models import Question, Survey
+from surveys.preview import continuous_margin, discrete_margin
+from tests.factories import client_for, key_factory, tenant_factory
+
+pytestmark = pytest.mark.django_db
+
+PREFIX = "questions"
+
+
+@pytest.fixture
+def staff(client):
+    User.objects.create_superuser("organiser", "o@example.org", "a-long-passw0rd")
+    client.login(username="organiser", password="a-long-passw0rd")
+    return client
+
+
+@pytest.fixture
+def consultation():
+    organisation = tenant_factory().organisation
+    organisation.languages = ["en", "de"]
+    organisation.save()
+    return consultation_create(organisation=organisation, title="Parks")
+
+
+def management(total, initial=0):
+    return {
+        f"{PREFIX}-TOTAL_FORMS": str(total),
+        f"{PREFIX}-INITIAL_FORMS": str(initial),
+        f"{PREFIX}-MIN_NUM_FORMS": "0",
+        f"{PREFIX}-MAX_NUM_FORMS": "1000",
+    }
+
+
+def question_row(index, **fields):
+    row = {
+        "key": "", "text": "", "type": "binary", "required": "on", "categories": "",
+        "range_low": "", "range_high": "", "mechanism": "none", "mechanism_params": "{}",
+        "translations": "{}",
+    }  # fmt: skip
+    row.update(fields)
+    return {f"{PREFIX}-{index}-{name}": value for name, value in row.items()}
+
+
+def test_a_draft_survey_is_built_with_its_questions_in_the_admin(staff, consultation):
+    data = {
+        "consultation": consultation.pk, "kind": "opinion", "title": "Parks survey",
+        **management(2),
+        **question_row(0, key="sex", text="Sex", type="binary", categories="F\nM",
+                       mechanism="randomised_response", mechanism_params='{"retain": 0.75}',
+                       translations='{"de": {"text": "Geschlecht", "labels": ["w", "m"]}}'),
+        **question_row(1, key="age", type="continuous", range_low="16", range_high="100",
+                       mechanism="additive_uniform", mechanism_params='{"half_width": 10}'),
+        "_continue": "1",
+    }  # fmt: skip
+    response = staff.post("/admin/surveys/survey/add/", data)
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    survey = Survey.objects.get()
+    questions = list(survey.questions.order_by("position"))
+    assert [q.key for q in questions] == ["sex", "age"]
+    assert questions[0].categories == ["F", "M"] and questions[0].mechanism_params == {
+        "retain": 0.75
+    }
+    assert questions[0].translations["de"]["labels"] == ["w", "m"]
+    assert (questions[1].range_low, questions[1].range_high) == (16, 100)
+    assert AuditEvent.objects.filter(action="survey.update", actor="staff:organiser").exists()
+
+    page = staff.get(f"/admin/surveys/survey/{survey.pk}/change/?respondents=400").content.decode()
+    assert 'id="mechanism-preview"' in page
+    sex = page.split('id="preview-sex"')[1].split('id="preview-age"')[0]
+    assert "<td>0.75</td>" in sex and "<td>0.25</td>" in sex
+    assert "ε = 1.10" in sex and "3 times as likely" in sex
+    assert "at 400 respondents: ±" in sex
+    assert "Expected margin of error of the mean at 400 respondents" in page
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"key": "sex", "type": "binary", "categories": "F\nM", "mechanism": "negative_uniform"},
+        {"key": "site", "type": "nominal", "categories": "A\nB\nC",
+         "mechanism": "randomised_response", "mechanism_params": '{"retain": 0.3}'},
+        {"key": "sex", "type": "binary", "categories": "F\nM", "mechanism": "none",
+         "translations": '{"fr": {"text": "Sexe", "labels": ["F", "H"]}}'},
+        {"key": "sex", "type": "binary", "categories": "F\nM", "mechanism": "none",
+         "translations": '{"de": {"text": "G", "labels": ["w"]}}'},
+        {"key": "9bad", "type": "binary", "categories": "F\nM", "mechanism": "none"},
+        {"key": "age", "type": "continuous", "range_low": "50", "range_high": "10",
+         "mechanism": "none"},
+    ],
+    ids=["negative-binary", "singular-rr", "foreign-language", "missing-label", "bad-key",
+         "empty-range"],
+)  # fmt: skip
+def test_the_builder_refuses_what_the_api_refuses_with_the_same_messages(staff, consultation, row):
+    data = {"consultation": consultation.pk, "kind": "opinion", "title": "T",
+            **management(1), **question_row(0, **row)}  # fmt: skip
+    response = staff.post("/admin/surveys/survey/add/", data)
+    assert response.status_code == 200  # the form again, with the errors
+    assert not Survey.objects.exists() and not Question.objects.exists()
+    page = response.content.decode()
+    # The API, given the same question, refuses it with the same messages.
+    api_question = {"key": row["key"], "type": row["type"],
+                    "mechanism": {"name": row["mechanism"],
+                                  **json.loads(row.get("mechanism_params", "{}"))}}  # fmt: skip
+    if row["type"] == "continuous":
+        api_question["range"] = [float(row["range_low"]), float(row["range_high"])]
+    else:
+        api_question["categories"] = row["categories"].split("\n")
+    if "translations" in row:
+        api_question["translations"] = json.loads(row["translations"])
+    _key, secret = key_factory(consultation.organisation, "analyst")
+    api = client_for(secret).post(
+        "/api/v1/surveys/",
+        {"consultation": consultation.pk, "kind": "opinion", "title": "T",
+         "questions": [api_question]},
+        format="json",
+    )  # fmt: skip
+    assert api.status_code == 400
+    (problems,) = api.json()["errors"]["questions"]
+    messages = [m for field in problems.values() for m in field]
+    assert messages
+    for message in messages:
+        assert escape(message) in page, message
+
+
+def test_questions_are_frozen_once_the_survey_opens(staff, consultation):
+    data = {"consultation": consultation.pk, "kind": "opinion", "title": "T", **management(1),
+            **question_row(0, key="sex", categories="F\nM"), "_continue": "1"}  # fmt: skip
+    assert staff.post("/admin/surveys/survey/add/", data).status_code == 302
+    survey = Survey.objects.get()
+    from surveys.services import survey_open
+
+    survey_open(survey=survey)
+    page = staff.get(f"/admin/surveys/survey/{survey.pk}/change/").content.decode()
+    assert f'name="{PREFIX}-0-key"' not in page  # no editable question fields
+    assert "sex" in page
+    changed = {"title": "T2", **management(1, 1), **question_row(0, key="other", categories="A\nB")}
+    staff.post(f"/admin/surveys/survey/{survey.pk}/change/", changed)
+    assert list(survey.questions.values_list("key", flat=True)) == ["sex"]
+
+
+def test_margins_shrink_with_respondents_and_grow_with_noise():
+    channel = randomised_response(2, 0.75)
+    assert discrete_margin(channel, 1000) == pytest.approx(discrete_margin(channel, 250) / 2)
+    # Exact: pi_hat = (lambda_hat - 0.25) / 0.5, Var(lambda_hat) = 0.25 / n at uniform truth.
+    assert discrete_margin(channel, 1000) == pytest.approx(1.959964 * np.sqrt(0.25 / 1000) / 0.5)
+    assert discrete_margin(np.eye(2), 1000) < discrete_margin(channel, 1000)
+    quiet = continuous_margin(0, 100, "additive_uniform", {"half_width": 1}, 400)
+    noisy = continuous_margin(0, 100, "additive_uniform", {"half_width": 50}, 400)
+    assert noisy > quiet
