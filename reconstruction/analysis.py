@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from reconstruction.algorithms import queries
+from reconstruction.algorithms import tables
 from reconstruction.algorithms.continuous import IntervalReconstruction
 from reconstruction.algorithms.methods import check_method, reconstruct
 from reconstruction.algorithms.queries import (
@@ -26,7 +26,7 @@ from reconstruction.algorithms.queries import (
     DiscreteAttribute,
 )
 from reconstruction.algorithms.result import Reconstruction
-from surveys import selectors
+from surveys import selectors, statistics
 from surveys.errors import InvalidInput
 from surveys.models import Question, Survey
 
@@ -195,6 +195,8 @@ class AnalysisRequest:
     where: list[Condition]
     strata: list[tuple[list[Condition], int]]
     thresholds: Thresholds
+    participants: int = 0
+    """Participants who answered every attribute (set once counted)."""
 
     @property
     def kind(self) -> str:
@@ -297,6 +299,11 @@ def load(request: AnalysisRequest) -> PreparedAnalysis:
     return PreparedAnalysis(request=request, participants=loaded.participants, table=table)
 
 
+def references(prepared: PreparedAnalysis, rows: np.ndarray[Any, Any]) -> list[str]:
+    """The participants' references of the given rows of a loaded table."""
+    return [str(ref) for ref in prepared.participants[rows]]
+
+
 def check_method_fits(question: Question, method: str) -> None:
     """Refuse a discrete estimator that does not fit the question's channel.
 
@@ -311,41 +318,80 @@ def check_method_fits(question: Question, method: str) -> None:
         ) from None
 
 
-def check_responses(prepared: PreparedAnalysis) -> int:
-    """Refuse when fewer participants answered the attributes than the question threshold.
+def question_spec(question: Question) -> tables.Spec:
+    """The engine's view of a question without its data (channel, or noise and range)."""
+    if question.is_discrete:
+        return tables.DiscreteSpec(selectors.question_channel(question))
+    return tables.ContinuousSpec(
+        selectors.question_noise(question), float(question.range_low), float(question.range_high)
+    )
 
-    Returns the number of participants who answered all of them.
+
+def participant_count(request: AnalysisRequest) -> int:
+    """Participants who answered every attribute the request names (one aggregate query)."""
+    questions = [request.questions[key] for key in request.keys]
+    return statistics.participant_count(
+        request.survey, questions, using=statistics.analysis_alias()
+    )
+
+
+def too_few_responses(request: AnalysisRequest, n: int) -> str | None:
+    """Why nothing may be published for so few participants (``None`` when enough).
+
+    The reason names the threshold, never the below-threshold number.
     """
-    thresholds = prepared.thresholds
-    n = len(prepared.participants)
-    if n < thresholds.min_responses:
-        keys = ", ".join(repr(key) for key in prepared.questions) or "this survey"
-        raise AnalysisInputError(
-            {
-                "survey": f"only {n} participants answered {keys}; at least "
-                f"{thresholds.min_responses} are needed before anything is published"
-            }
+    needed = request.thresholds.min_responses
+    if n >= needed:
+        return None
+    keys = ", ".join(repr(key) for key in request.keys) or "this survey"
+    return (
+        f"fewer than {needed} participants answered {keys}; at least {needed} are needed "
+        "before anything is published"
+    )
+
+
+def plan(request: AnalysisRequest, n: int, *, target: str | None = None) -> tables.CellPlan:
+    """The engine's plan of the reported cells for the request's condition (and target)."""
+    specs = {key: question_spec(request.questions[key]) for key in request.keys}
+    return tables.plan_cells(specs, request.where, n=n, target=target)
+
+
+def cells(request: AnalysisRequest, cell_plan: tables.CellPlan) -> tables.CellTable:
+    """Count the plan's cells in the database; with a target, its per-cell moments too."""
+    axes = [
+        statistics.Axis(
+            request.questions[name],
+            None if edges is None else statistics.finite_edges(edges),
         )
-    return n
+        for name, edges in zip(cell_plan.names, cell_plan.reported_edges, strict=True)
+    ]
+    target = None
+    if cell_plan.target is not None and not request.questions[cell_plan.target].is_discrete:
+        target = request.questions[cell_plan.target]
+    counted = statistics.cell_statistics(
+        request.survey, axes, target=target, using=statistics.analysis_alias()
+    )
+    return tables.CellTable(counted.counts, counted.sums, counted.squares)
 
 
-def check_group(prepared: PreparedAnalysis, needed: int) -> float:
-    """Refuse a condition whose estimated group is below ``needed``; returns its size.
+def naive_count(request: AnalysisRequest) -> int:
+    """Participants whose reported answers meet the condition (one SQL ``COUNT``)."""
+    where = [
+        (request.questions[c.attribute], c.op, c.value) for c in request.where
+    ]  # fmt: skip
+    return statistics.condition_count(
+        request.survey,
+        [request.questions[key] for key in request.keys],
+        where,
+        using=statistics.analysis_alias(),
+    )
 
-    The group size is the joint count (no interval); without a condition it is ``n``.
-    """
-    n = len(prepared.participants)
-    if not prepared.where:
-        return float(n)
-    group = queries.count(prepared.table, prepared.where, ci=False).estimate
-    if group < needed:
-        raise AnalysisInputError(
-            {
-                "where": f"the group this condition selects is too small to publish (fewer than "
-                f"{needed} estimated participants)"
-            }
-        )
-    return group
+
+def group_too_small(needed: int) -> str:
+    return (
+        "the group this condition selects is too small to publish (fewer than "
+        f"{needed} estimated participants)"
+    )
 
 
 # --------------------------------------------------------------------------- results
@@ -421,27 +467,53 @@ def calibration_of(question: Question) -> np.ndarray[Any, Any] | None:
 
 
 def overall_distribution(
-    question: Question, method: str | None, *, table: Mapping[str, Attribute] | None = None
-) -> Reconstruction | IntervalReconstruction:
-    """A question's reconstructed distribution over all its live answers.
+    survey: Survey, question: Question, method: str | None
+) -> tuple[Reconstruction | IntervalReconstruction, np.ndarray[Any, np.dtype[np.float64]]]:
+    """A question's distribution over the survey's live participants who answered it.
 
-    Discrete questions need only the reported counts (one SQL ``GROUP BY``);
-    continuous ones their values.
+    Returns the reconstruction and the naive counts (the reported answers counted as if
+    they were true, in the same categories or intervals). Both come from one SQL
+    ``GROUP BY`` of reported cells: codes, or the reported bins of the engine's plan.
     """
+    using = statistics.analysis_alias()
     if question.is_discrete:
-        counts = selectors.reported_code_counts(question)
-        return reconstruct(
-            counts,
+        counts = statistics.cell_statistics(survey, [statistics.Axis(question)], using=using)
+        naive = counts.counts
+        result: Reconstruction | IntervalReconstruction = reconstruct(
+            naive,
             selectors.question_channel(question),
             method=method or "em_as",
             calibration_pairs=calibration_of(question),
         )
-    attribute = (table or {}).get(question.key)
-    if attribute is None:
-        attribute = ContinuousAttribute(
-            selectors.question_values(question),
-            selectors.question_noise(question),
-            float(question.range_low),
-            float(question.range_high),
-        )
-    return queries.distribution({question.key: attribute}, question.key, method=method or "em")
+        return result, naive
+    n = statistics.participant_count(survey, [question], using=using)
+    if n < 1:
+        raise ValueError(f"nobody answered {question.key!r}")
+    cell_plan = tables.plan_cells(
+        {question.key: question_spec(question)}, (), n=n, target=question.key
+    )
+    bins = cell_plan.reported_edges[0]
+    assert bins is not None
+    counted = statistics.cell_statistics(
+        survey, [statistics.Axis(question, statistics.finite_edges(bins))], using=using
+    )
+    interval = tables.distribution_from_table(
+        cell_plan,
+        tables.CellTable(counted.counts),
+        method="em" if method is None else method,  # type: ignore[arg-type]
+    )
+    assert isinstance(interval, IntervalReconstruction)
+    return interval, fold_naive(counted.counts, bins, interval.edges)
+
+
+def fold_naive(
+    reported: np.ndarray[Any, Any], bins: np.ndarray[Any, Any], edges: np.ndarray[Any, Any]
+) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """Counts of reported bins as counts of the true intervals, values outside the
+    declared range counted in the nearest interval (``np.histogram`` of clipped values)."""
+    first = int(np.flatnonzero(bins == edges[0])[0])
+    m = edges.size - 1
+    naive = np.asarray(reported[first : first + m], dtype=np.float64).copy()
+    naive[0] += float(reported[:first].sum())
+    naive[-1] += float(reported[first + m :].sum())
+    return naive

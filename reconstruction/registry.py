@@ -12,19 +12,18 @@ too (a migration).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
 
 from reconstruction import analysis
-from reconstruction.algorithms import queries
+from reconstruction.algorithms import queries, tables
 from reconstruction.algorithms.methods import DISCRETE_METHODS
 from reconstruction.analysis import (
     AnalysisInputError,
     AnalysisRequest,
-    PreparedAnalysis,
     interval_json,
 )
 from reconstruction.jobs import JobRefused
@@ -60,35 +59,34 @@ class AnalysisKind:
     ``group_threshold``
         The disclosure threshold a condition's estimated group must reach:
         ``"min_cell"`` (option-level) or ``"min_responses"`` (question-level),
-        002_f0fd5869fe299975.txt.
+        002_f0fd5869fe299975.txt; ``compute`` enforces it on its fit.
     ``validate(request)``
         Request-time checks that need the schema only (question types, whether a method
         fits a channel): raise :class:`~reconstruction.analysis.AnalysisInputError`. It
         must not read answers.
-    ``precheck(prepared, group)``
-        Further refusals once the answers are loaded and the group estimated (e.g. a
-        sample larger than its pool): raise ``AnalysisInputError``.
-    ``compute(prepared, progress)``
-        Runs the engine once and returns api.md's result JSON with disclosure control
-        applied (suppressed cells, refusals as :class:`~reconstruction.jobs.JobRefused`
-        naming the threshold, never a below-threshold number). Call ``progress`` with
-        fractions in ``[0, 1]``.
+        ``request.participants`` holds the number of participants who answered every
+        attribute (one aggregate query), e.g. to refuse a sample larger than them.
+    ``compute(request, progress)``
+        Runs in the worker: reads the statistics it needs (SQL, see
+        :mod:`surveys.statistics`; only sampling reads participants, in bounded
+        memory), fits **once** and returns api.md's result JSON with disclosure control
+        applied. What needs the fit to be decided (a group below the threshold, a
+        sample larger than its pool) raises :class:`~reconstruction.jobs.JobRefused`
+        with a reason naming the threshold, never a below-threshold number. Call
+        ``progress`` with fractions in ``[0, 1]``.
     """
 
     name: str
     summary: str
     methods: tuple[str, ...]
     default_method: str | None
-    compute: Callable[[PreparedAnalysis, Progress], dict[str, Any]]
+    compute: Callable[[AnalysisRequest, Progress], dict[str, Any]]
     attribute: Literal["required", "forbidden"] = "forbidden"
     needs_where: bool = False
     sampling: bool = False
     group_threshold: Literal["min_cell", "min_responses"] = "min_responses"
     methods_for: Callable[[AnalysisRequest], tuple[str, ...]] | None = None
     validate: Callable[[AnalysisRequest], None] = _no_check
-    precheck: Callable[[PreparedAnalysis, float], None] = field(
-        default=lambda prepared, group: None
-    )
 
     def allowed_methods(self, request: AnalysisRequest) -> tuple[str, ...]:
         return self.methods if self.methods_for is None else self.methods_for(request)
@@ -134,8 +132,16 @@ def methods_description() -> str:
 # --------------------------------------------------------------------------- request path
 
 
-def validate_request(survey: Any, spec: dict[str, Any]) -> AnalysisRequest:
-    """Everything that can be decided from the schema, before any answer is read."""
+def validate_request(
+    survey: Any, spec: Mapping[str, Any], *, count: bool = True
+) -> AnalysisRequest:
+    """What the web request decides: the schema and one aggregate count, no fit.
+
+    Raises :class:`AnalysisInputError` (HTTP 400) for a request that does not fit the
+    survey's questions, a method that does not fit the kind or the channel, and (with
+    ``count``) fewer participants than the question-level threshold. The worker
+    passes ``count=False`` and counts in :func:`compute`.
+    """
     kind = get(spec["kind"])
     request = analysis.resolve(survey, spec)
     method = request.method
@@ -150,52 +156,69 @@ def validate_request(survey: Any, spec: dict[str, Any]) -> AnalysisRequest:
             )
     if kind.needs_where and not request.where:
         raise AnalysisInputError({"where": f"a {kind.name} needs at least one condition"})
+    if not count:
+        return request
+    n = analysis.participant_count(request)
+    reason = analysis.too_few_responses(request, n)
+    if reason is not None:
+        raise AnalysisInputError({"survey": reason})
+    request = replace(request, participants=n)
     kind.validate(request)
     return request
 
 
-def check(request: AnalysisRequest) -> PreparedAnalysis:
-    """Load the answers and refuse what could never be published or drawn.
-
-    - fewer responses than the question-level threshold;
-    - a condition whose estimated group is below the kind's threshold;
-    - the kind's own refusals (``precheck``).
-    """
+def compute(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
+    """The worker's part: count again (data change), then the kind's one fit."""
     kind = get(request.kind)
-    prepared = analysis.load(request)
-    analysis.check_responses(prepared)
-    group = analysis.check_group(prepared, kind.threshold(request))
-    kind.precheck(prepared, group)
-    return prepared
+    n = analysis.participant_count(request)
+    reason = analysis.too_few_responses(request, n)
+    if reason is not None:
+        raise JobRefused(reason)
+    request = replace(request, participants=n)
+    try:
+        kind.validate(request)
+    except AnalysisInputError as exc:
+        raise JobRefused(str(exc)) from None
+    progress(0.1)
+    return kind.compute(request, progress)
 
 
-def compute(prepared: PreparedAnalysis, progress: Progress) -> dict[str, Any]:
-    """The kind's computation: one fit, disclosure control, api.md's JSON."""
-    return get(prepared.request.kind).compute(prepared, progress)
+def _check_group(size: float, needed: int) -> None:
+    if not size >= needed:
+        raise JobRefused(analysis.group_too_small(needed))
 
 
 # --------------------------------------------------------------------------- count
 
 
-def _count(prepared: PreparedAnalysis, progress: Progress) -> dict[str, Any]:
-    min_cell = prepared.thresholds.min_cell
-    progress(0.2)
-    result = queries.count(
-        prepared.table, prepared.where, method=prepared.request.method or "joint"
-    )
+def _count(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
+    min_cell = request.thresholds.min_cell
+    method = request.method or "joint"
+    if method == "joint":
+        plan = analysis.plan(request, request.participants)
+        cells = analysis.cells(request, plan)
+        progress(0.3)
+        result = tables.count_from_table(plan, cells)
+    elif method == "naive":
+        hits = analysis.naive_count(request)
+        n = request.participants
+        boot = np.random.default_rng().binomial(n, hits / n, size=200).astype(np.float64)
+        low, high = np.percentile(boot, [2.5, 97.5])
+        result = queries.CountResult(float(hits), (float(low), float(high)), n, "naive")
+    else:  # Figure 3 assigns values to participants: it reads them (bounded columns)
+        prepared = analysis.load(request)
+        progress(0.3)
+        result = queries.count(prepared.table, prepared.where, method="figure3")
     progress(0.9)
-    suppressed = result.estimate < min_cell
-    payload: dict[str, Any] = {
-        "estimate": None if suppressed else float(result.estimate),
-        "ci95": None if suppressed else interval_json(result.ci95),
+    _check_group(result.estimate, min_cell)
+    return {
+        "estimate": float(result.estimate),
+        "ci95": interval_json(result.ci95),
         "population": int(result.population),
-        "suppressed": bool(suppressed),
+        "suppressed": False,
         "method": result.method,
         "notes": list(result.notes),
     }
-    if suppressed:
-        payload["reason"] = f"the estimate is below the threshold of {min_cell}"
-    return payload
 
 
 register(
@@ -226,28 +249,30 @@ def _validate_mean(request: AnalysisRequest) -> None:
         )
 
 
-def _mean(prepared: PreparedAnalysis, progress: Progress) -> dict[str, Any]:
-    min_responses = prepared.thresholds.min_responses
-    progress(0.2)
-    result = queries.mean(
-        prepared.table,
-        prepared.spec["attribute"],
-        prepared.where,
-        method=prepared.request.method or "unbiased",
-    )
+def _mean(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
+    method = request.method or "unbiased"
+    attribute = request.attribute
+    assert attribute is not None
+    if method == "unbiased":
+        plan = analysis.plan(request, request.participants, target=attribute)
+        cells = analysis.cells(request, plan)
+        progress(0.3)
+        result = tables.mean_from_table(plan, cells, plan.specs)
+    else:  # Figure 3 and the naive selection pick participants: they read them
+        prepared = analysis.load(request)
+        progress(0.3)
+        result = queries.mean(prepared.table, attribute, prepared.where, method=method)  # type: ignore[arg-type]
     progress(0.9)
-    small = result.group_size < min_responses
-    payload: dict[str, Any] = {
-        "estimate": None if small else float(result.estimate),
-        "ci95": None if small else interval_json(result.ci95),
+    if request.where:
+        _check_group(result.group_size, request.thresholds.min_responses)
+    return {
+        "estimate": float(result.estimate),
+        "ci95": interval_json(result.ci95),
         "group_size": float(result.group_size),
-        "suppressed": bool(small),
+        "suppressed": False,
         "method": result.method,
         "notes": list(result.notes),
     }
-    if small:
-        payload["reason"] = f"the group is estimated below the threshold of {min_responses}"
-    return payload
 
 
 register(
@@ -291,18 +316,20 @@ def _validate_distribution(request: AnalysisRequest) -> None:
         analysis.check_method_fits(question, method)
 
 
-def _distribution(prepared: PreparedAnalysis, progress: Progress) -> dict[str, Any]:
-    attribute = prepared.spec["attribute"]
-    question = prepared.questions[attribute]
-    progress(0.2)
-    if prepared.where:
-        reconstructed = queries.distribution(prepared.table, attribute, prepared.where)
+def _distribution(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
+    attribute = request.attribute
+    assert attribute is not None
+    question = request.questions[attribute]
+    if request.where:
+        plan = analysis.plan(request, request.participants, target=attribute)
+        cells = analysis.cells(request, plan)
+        progress(0.3)
+        reconstructed = tables.distribution_from_table(plan, cells)
+        _check_group(float(np.sum(reconstructed.counts)), request.thresholds.min_responses)
     else:
-        reconstructed = analysis.overall_distribution(
-            question, prepared.request.method, table=prepared.table
-        )
+        reconstructed, _ = analysis.overall_distribution(request.survey, question, request.method)
     progress(0.9)
-    return analysis.distribution_payload(reconstructed, question, prepared.thresholds.min_cell)
+    return analysis.distribution_payload(reconstructed, question, request.thresholds.min_cell)
 
 
 register(
@@ -323,43 +350,47 @@ register(
 # --------------------------------------------------------------------------- sample
 
 
-def _precheck_sample(prepared: PreparedAnalysis, group: float) -> None:
-    size = int(prepared.spec["size"])
-    if size > group:
+def _validate_sample(request: AnalysisRequest) -> None:
+    size = int(request.spec["size"])
+    if size > request.participants:
         raise AnalysisInputError(
             {
-                "size": f"a sample of {size} is larger than the estimated pool of "
-                f"{group:.0f} participants meeting the condition"
+                "size": f"a sample of {size} is larger than the {request.participants} "
+                "participants who answered"
             }
         )
-    for i, (stratum, quota) in enumerate(prepared.strata):
-        pool = queries.count(prepared.table, [*prepared.where, *stratum], ci=False).estimate
-        if quota > pool:
-            raise AnalysisInputError(
-                {
-                    f"strata[{i}].size": f"a quota of {quota} is larger than the stratum's "
-                    f"estimated pool of {pool:.0f}"
-                }
-            )
 
 
-def _sample(prepared: PreparedAnalysis, progress: Progress) -> dict[str, Any]:
-    seed = prepared.spec.get("seed")
-    progress(0.2)
-    drawn = queries.sample(
-        prepared.table,
-        int(prepared.spec["size"]),
-        prepared.where,
-        strata=prepared.strata,
-        method=prepared.request.method or "figure3",
-        rng=np.random.default_rng(seed),
-    )
+def _sample(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
+    seed = request.spec.get("seed")
+    size = int(request.spec["size"])
+    min_cell = request.thresholds.min_cell
+    prepared = analysis.load(request)
+    progress(0.3)
+    try:
+        drawn = queries.sample(
+            prepared.table,
+            size,
+            prepared.where,
+            strata=prepared.strata,
+            method=request.method or "figure3",  # type: ignore[arg-type]
+            rng=np.random.default_rng(seed),
+        )
+    except ValueError as exc:
+        if "larger than the pool" not in str(exc):
+            raise
+        raise JobRefused(
+            f"a sample of {size} (or one of its strata) is larger than the estimated pool "
+            "of participants meeting its condition"
+        ) from None
     progress(0.9)
-    participants = prepared.participants
+    if request.where:
+        _check_group(drawn.pool_estimate, min_cell)
+    participants = analysis.references(prepared, drawn.rows)
     return {
-        "participants": [str(ref) for ref in participants[drawn.rows]],
-        "strata": [[str(ref) for ref in participants[rows]] for rows in drawn.strata_rows]
-        if prepared.strata
+        "participants": participants,
+        "strata": [analysis.references(prepared, rows) for rows in drawn.strata_rows]
+        if request.strata
         else [],
         "pool_estimate": float(drawn.pool_estimate),
         "expected_precision": float(drawn.expected_precision),
@@ -376,7 +407,7 @@ register(
         default_method="figure3",
         sampling=True,
         group_threshold="min_cell",
-        precheck=_precheck_sample,
+        validate=_validate_sample,
         compute=_sample,
     )
 )
@@ -386,7 +417,6 @@ __all__ = [
     "AnalysisKind",
     "JobRefused",
     "all_methods",
-    "check",
     "compute",
     "get",
     "methods_description",

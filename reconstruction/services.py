@@ -26,6 +26,7 @@ from reconstruction.jobs import (
     RUN_ANALYSIS,
     RUN_REPORT,
     JobOutput,
+    JobRefused,
     Progress,
     job_enqueue,
     job_execute,
@@ -89,15 +90,17 @@ def _audit_details(spec: dict[str, Any]) -> dict[str, Any]:
 def analysis_create(
     *, organisation: Organisation, survey: Survey, spec: dict[str, Any], requested_by: str
 ) -> AnalysisJob:
-    """Validate an analysis against the data, then store and queue it.
+    """Validate an analysis against the survey's schema and response counts; queue it.
 
-    A request that cannot be answered or published raises
+    No fit runs here (one aggregate query at most): what needs a fit is decided by the
+    worker, which ends the job ``refused`` when disclosure control forbids the result.
+    A request that cannot be answered raises
     :class:`reconstruction.analysis.AnalysisInputError` and creates no job; the
     refusal is still written to the audit trail (who asked what).
     """
     spec = {**spec, "survey": survey.pk}
     try:
-        registry.check(registry.validate_request(survey, spec))
+        registry.validate_request(survey, spec)
     except AnalysisInputError as exc:
         audit_record(
             organisation=organisation,
@@ -127,10 +130,18 @@ def analysis_create(
 
 
 def _compute_analysis(job: AnalysisJob, progress: Progress) -> dict[str, Any]:
-    # The data may have changed since the request (withdrawals): check again.
-    prepared = registry.check(registry.validate_request(job.survey, job.spec))
-    progress(0.1)
-    return registry.compute(prepared, progress)
+    request = registry.validate_request(job.survey, job.spec, count=False)
+    try:
+        return registry.compute(request, progress)
+    except JobRefused as exc:
+        audit_record(
+            organisation=job.organisation,
+            actor=job.requested_by,
+            action="analysis.refused",
+            target=f"survey {job.survey_id}, analysis {job.pk}",
+            details={**_audit_details(dict(job.spec)), "reason": exc.reason},
+        )
+        raise
 
 
 def analysis_run(*, job_id: int) -> AnalysisJob | None:

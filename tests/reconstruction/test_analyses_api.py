@@ -400,16 +400,35 @@ def test_question_with_too_few_answers_is_refused_naming_it(world: World) -> Non
     assert "at least 10" in body["detail"], body
 
 
-def test_too_small_group_is_refused_and_audited(world: World) -> None:
+def refused_job(client: APIClient, capture: Any, body: dict[str, Any]) -> dict[str, Any]:
+    """POST an analysis that only the worker's fit can refuse; return the refused job."""
+    with capture(execute=True):
+        response = client.post(URL, body, format="json")
+    assert response.status_code == 202, response.json()
+    job = client.get(response.json()["url"]).json()
+    assert job["status"] == "refused", job
+    assert job["result"] is None
+    return job
+
+
+def test_too_small_group_is_refused_by_the_worker_and_audited(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
     where = [{"attribute": "housing", "op": "in", "value": ["tent"]}]  # 3 residents
-    body = refused(world.analyst, {"survey": world.opinion, "kind": "count", "where": where})
-    assert "too small to publish" in body["detail"], body
-    assert "where" in body["errors"]
+    job = refused_job(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {"survey": world.opinion, "kind": "count", "where": where},
+    )
+    assert "too small to publish" in job["error"], job
+    assert "fewer than 5 estimated" in job["error"]
+    assert " 3" not in job["error"]  # the below-threshold number is never quoted
     event = AuditEvent.objects.filter(action="analysis.refused").first()
     assert event is not None
     assert event.details["where"] == where
     assert "too small to publish" in event.details["reason"]
-    assert event.actor and event.target == f"survey {world.opinion}"
+    assert event.actor.startswith("key:")
+    assert event.target == f"survey {world.opinion}, analysis {job['id']}"
 
 
 def test_small_cells_of_a_distribution_are_suppressed_with_a_complement(
@@ -459,8 +478,12 @@ def test_stricter_consultation_thresholds_apply(
     assert result["estimate"] == pytest.approx(7)
     # min_cell 10: the same count is refused, and both small cells are hidden.
     strict = world.strict_cell.opinion.pk
-    body = refused(world.analyst, {"survey": strict, "kind": "count", "where": boat})
-    assert "too small to publish" in body["detail"] and "10" in body["detail"]
+    job = refused_job(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {"survey": strict, "kind": "count", "where": boat},
+    )
+    assert "too small to publish" in job["error"] and "10" in job["error"]
     result = analyse(
         world.analyst,
         django_capture_on_commit_callbacks,
@@ -561,12 +584,6 @@ BAD_REQUESTS = [
     ),
     ("sample larger than the pool", {"kind": "sample", "size": 5000}, "size", "larger"),
     (
-        "sample larger than its conditioned pool",
-        {"kind": "sample", "size": 2000, "where": where((AGE, "lte", 25))},
-        "size",
-        "larger",
-    ),
-    (
         "strata not summing to size",
         {
             "kind": "sample",
@@ -643,6 +660,18 @@ def test_bad_input_is_named_and_no_job_created(
     assert field in answer["errors"], (case, answer)
     assert fragment in json.dumps(answer["errors"][field]), (case, answer)
     assert answer["detail"].startswith("Invalid input:"), answer
+
+
+def test_a_sample_larger_than_its_estimated_pool_is_refused_by_the_worker(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    job = refused_job(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {"survey": world.profile, "kind": "sample", "size": 2000,
+         "where": where((AGE, "lte", 25))},
+    )
+    assert "larger than the estimated pool" in job["error"], job
 
 
 def test_survey_of_another_organisation_is_404(world: World) -> None:

@@ -94,7 +94,7 @@ def test_an_unexpected_error_fails_the_job_without_leaking_details(
     assert "KeyError" in job.error and "secret" not in job.error
 
 
-def test_data_changed_since_the_request_fails_readably(data: Consultation) -> None:
+def test_data_changed_since_the_request_is_refused_readably(data: Consultation) -> None:
     """The worker checks the thresholds again: withdrawals can leave too few answers."""
     from surveys.services import response_withdraw
 
@@ -103,8 +103,9 @@ def test_data_changed_since_the_request_fails_readably(data: Consultation) -> No
         response_withdraw(survey=data.profile, participant=str(reference))
     tasks.run_analysis.delay(job.pk)
     job.refresh_from_db()
-    assert job.status == Job.Status.FAILED
-    assert "only 5 participants answered 'sex'" in job.error
+    assert job.status == Job.Status.REFUSED
+    assert "fewer than 10 participants answered 'sex'" in job.error
+    assert "5" not in job.error  # the below-threshold number is never quoted
 
 
 def test_a_transient_error_is_retried_and_the_job_succeeds(

@@ -1,0 +1,239 @@
+"""Sufficient statistics computed in the database: only cells x intervals rows come back.
+
+The analysis engine fits from tables of reported cells
+(:mod:`reconstruction.algorithms.tables`): how many participants reported each joint
+cell (discrete codes x continuous values cut into reported bins) and, for a mean, the
+per-cell sum and sum of squares of the target's reported values. Here those tables are
+one ``GROUP BY`` each, so what leaves the database does not grow with the number of
+participants:
+
+- PostgreSQL: ``width_bucket(value, inner_edges)`` (the number of inner edges at or
+  below the value; plain SQL, so Citus can distribute it unchanged);
+- SQLite: the same number as a sum of comparisons ``(value >= e1) + (value >= e2) ...``.
+
+A participant counts when they have a live (not withdrawn) response to the survey and
+an answer to every question named; questions of the consultation's profile survey are
+joined on the participant (their profile response must be live too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.db import connections
+from numpy.typing import NDArray
+
+from surveys.models import Answer, Question, Response, Survey
+
+_ANSWER = Answer._meta.db_table
+_RESPONSE = Response._meta.db_table
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One axis of a cell table: a question and, if continuous, its bins' inner edges."""
+
+    question: Question
+    inner_edges: NDArray[np.float64] | None = None
+
+    @property
+    def size(self) -> int:
+        if self.inner_edges is None:
+            return int(self.question.n_categories)
+        return int(self.inner_edges.size) + 1
+
+
+@dataclass(frozen=True)
+class CellStatistics:
+    """Counts of the joint reported cells and (optionally) a target's moments per cell."""
+
+    counts: NDArray[np.float64]
+    sums: NDArray[np.float64] | None = None
+    squares: NDArray[np.float64] | None = None
+
+
+def _joins(survey: Survey, questions: Sequence[Question]) -> tuple[str, list[Any]]:
+    """``FROM`` the survey's live responses, one answer join per distinct question."""
+    sql = [f"FROM {_RESPONSE} r"]
+    params: list[Any] = []
+    profile_joined = False
+    seen: dict[int, str] = {}
+    for question in questions:
+        if question.pk in seen:
+            continue
+        alias = f"a{len(seen)}"
+        seen[question.pk] = alias
+        if question.survey_id == survey.pk:
+            owner = "r.id"
+        else:
+            if not profile_joined:
+                sql.append(
+                    f"JOIN {_RESPONSE} pr ON pr.participant_id = r.participant_id "
+                    "AND pr.survey_id = %s AND pr.withdrawn_at IS NULL"
+                )
+                params.append(question.survey_id)
+                profile_joined = True
+            owner = "pr.id"
+        sql.append(
+            f"JOIN {_ANSWER} {alias} ON {alias}.response_id = {owner} AND {alias}.question_id = %s"
+        )
+        params.append(question.pk)
+    if len({q.survey_id for q in questions if q.survey_id != survey.pk}) > 1:
+        raise ValueError("questions of more than one other survey cannot be joined")
+    sql.append("WHERE r.survey_id = %s AND r.withdrawn_at IS NULL")
+    params.append(survey.pk)
+    return " ".join(sql), params
+
+
+def _aliases(questions: Sequence[Question]) -> dict[int, str]:
+    aliases: dict[int, str] = {}
+    for question in questions:
+        if question.pk not in aliases:
+            aliases[question.pk] = f"a{len(aliases)}"
+    return aliases
+
+
+def _bucket(column: str, edges: NDArray[np.float64], vendor: str) -> tuple[str, list[Any]]:
+    if not edges.size:
+        return "0", []
+    if vendor == "postgresql":
+        return f"width_bucket({column}, %s::double precision[])", [[float(e) for e in edges]]
+    return "(" + " + ".join(f"({column} >= %s)" for _ in edges) + ")", [float(e) for e in edges]
+
+
+def analysis_alias() -> str:
+    """The database analyses read: ``replica`` when configured (DATABASE_REPLICA_URL)."""
+    from django.conf import settings
+
+    return "replica" if "replica" in settings.DATABASES else "default"
+
+
+def participant_count(
+    survey: Survey, questions: Sequence[Question], *, using: str = "default"
+) -> int:
+    """Participants with a live response to ``survey`` who answered every question.
+
+    One aggregate query; with no questions, the survey's live responses.
+    """
+    joins, params = _joins(survey, questions)
+    with connections[using].cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) {joins}", params)
+        (count,) = cursor.fetchone()
+    return int(count)
+
+
+def cell_statistics(
+    survey: Survey,
+    axes: Sequence[Axis],
+    *,
+    target: Question | None = None,
+    using: str = "default",
+) -> CellStatistics:
+    """The joint reported cells of ``axes`` counted in the database (one ``GROUP BY``).
+
+    Parameters
+    ----------
+    axes : sequence of Axis
+        Discrete questions count their codes; continuous ones the bin
+        ``#{inner edges <= value}`` of their reported value.
+    target : Question, optional
+        A continuous question whose per-cell sum and sum of squares are wanted.
+    """
+    if not axes:
+        raise ValueError("cell statistics need at least one axis")
+    connection = connections[using]
+    vendor = connection.vendor
+    questions = [axis.question for axis in axes] + ([target] if target is not None else [])
+    joins, join_params = _joins(survey, questions)
+    aliases = _aliases(questions)
+    select: list[str] = []
+    select_params: list[Any] = []
+    for axis in axes:
+        alias = aliases[axis.question.pk]
+        if axis.inner_edges is None:
+            select.append(f"{alias}.code")
+        else:
+            expression, values = _bucket(f"{alias}.value", axis.inner_edges, vendor)
+            select.append(expression)
+            select_params += values
+    groups = ", ".join(str(i + 1) for i in range(len(select)))
+    moments = ""
+    if target is not None:
+        column = f"{aliases[target.pk]}.value"
+        moments = f", SUM({column}), SUM({column} * {column})"
+    sql = f"SELECT {', '.join(select)}, COUNT(*){moments} {joins} GROUP BY {groups}"
+    shape = tuple(axis.size for axis in axes)
+    counts = np.zeros(shape, dtype=np.float64)
+    sums = np.zeros(shape, dtype=np.float64) if target is not None else None
+    squares = np.zeros(shape, dtype=np.float64) if target is not None else None
+    d = len(axes)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, select_params + join_params)
+        for row in cursor.fetchall():
+            index = tuple(int(v) for v in row[:d])
+            counts[index] = row[d]
+            if sums is not None and squares is not None:
+                sums[index] = row[d + 1]
+                squares[index] = row[d + 2]
+    return CellStatistics(counts, sums, squares)
+
+
+def condition_count(
+    survey: Survey,
+    questions: Sequence[Question],
+    where: Sequence[tuple[Question, str, Any]],
+    *,
+    using: str = "default",
+) -> int:
+    """Participants whose *reported* answers meet a conjunction (the naive count).
+
+    ``where`` holds ``(question, op, value)`` with ``op`` in ``in`` (codes), ``gt``,
+    ``lte``, ``between`` (``[t1, t2)``).
+    """
+    joins, params = _joins(survey, list(questions) + [q for q, _, _ in where])
+    aliases = _aliases(list(questions) + [q for q, _, _ in where])
+    clauses: list[str] = []
+    values: list[Any] = []
+    for question, op, value in where:
+        alias = aliases[question.pk]
+        if op == "in":
+            codes = sorted(int(c) for c in value)
+            clauses.append(f"{alias}.code IN ({', '.join('%s' for _ in codes)})")
+            values += codes
+        elif op == "gt":
+            clauses.append(f"{alias}.value > %s")
+            values.append(float(value))
+        elif op == "lte":
+            clauses.append(f"{alias}.value <= %s")
+            values.append(float(value))
+        elif op == "between":
+            clauses.append(f"{alias}.value >= %s AND {alias}.value < %s")
+            values += [float(value[0]), float(value[1])]
+        else:
+            raise ValueError(f"unknown op {op!r}")
+    sql = f"SELECT COUNT(*) {joins}" + "".join(f" AND {c}" for c in clauses)
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, params + values)
+        (count,) = cursor.fetchone()
+    return int(count)
+
+
+def finite_edges(edges: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Inner edges as plain floats (the outer bins are open, so their ends are unused)."""
+    inner = np.asarray(edges, dtype=np.float64)[1:-1]
+    if not np.all(np.isfinite(inner)):
+        raise ValueError("inner bin edges must be finite")
+    return inner
+
+
+__all__ = [
+    "Axis",
+    "CellStatistics",
+    "cell_statistics",
+    "condition_count",
+    "finite_edges",
+    "participant_count",
+]

@@ -1,0 +1,107 @@
+"""The engine's table entry points (tables.py) give the array API's answers.
+
+A table of reported cells is all the joint model reads, so fitting from
+``cell_table`` (the numpy twin of the SQL statistics) must reproduce the array API
+to rounding, and with the same ``rng`` the same intervals.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from reconstruction.algorithms import tables
+from reconstruction.algorithms.queries import (
+    Condition,
+    ContinuousAttribute,
+    DiscreteAttribute,
+    count_joint,
+    distribution,
+    mean,
+)
+from reconstruction.algorithms.simulation import distort_pool, simulate_candidates
+
+POOL = simulate_candidates(8_000, rng=np.random.default_rng(11))
+TABLE = distort_pool(POOL, rng=np.random.default_rng(12))
+SPECS = {name: tables.spec_of(attr) for name, attr in TABLE.items()}
+N = 8_000
+
+
+def columns() -> dict[str, np.ndarray]:
+    return {
+        name: attr.codes if isinstance(attr, DiscreteAttribute) else attr.values
+        for name, attr in TABLE.items()
+    }
+
+
+def table_for(plan: tables.CellPlan, target: str | None = None) -> tables.CellTable:
+    values = None
+    if target is not None:
+        attr = TABLE[target]
+        assert isinstance(attr, ContinuousAttribute)
+        values = attr.values
+    return tables.cell_table(plan, columns(), values)
+
+
+CONDITIONS = [
+    [Condition("sex", "in", {0}), Condition("age", "gt", 30)],
+    [Condition("district", "in", {1, 2}), Condition("children", "in", {1})],
+    [Condition("age", "between", (25, 50)), Condition("income", "lte", 3000)],
+]
+
+
+@pytest.mark.parametrize("where", CONDITIONS)
+def test_count_from_table_equals_the_array_count(where: list[Condition]) -> None:
+    plan = tables.plan_cells(SPECS, where, n=N)
+    from_table = tables.count_from_table(plan, table_for(plan), rng=np.random.default_rng(3))
+    from_arrays = count_joint(TABLE, where, rng=np.random.default_rng(3))
+    assert from_table.estimate == pytest.approx(from_arrays.estimate, rel=1e-9)
+    assert from_table.ci95 == pytest.approx(from_arrays.ci95, rel=1e-6)
+    assert from_table.population == N
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        [],
+        [Condition("sex", "in", {1})],
+        [Condition("sex", "in", {0}), Condition("age", "gt", 40)],
+        [Condition("income", "gt", 2500)],
+    ],
+)
+def test_mean_from_table_equals_the_array_mean(where: list[Condition]) -> None:
+    plan = tables.plan_cells(SPECS, where, n=N, target="income")
+    from_table = tables.mean_from_table(
+        plan, table_for(plan, "income"), SPECS, rng=np.random.default_rng(5)
+    )
+    from_arrays = mean(TABLE, "income", where, rng=np.random.default_rng(5))
+    assert from_table.method == from_arrays.method
+    assert from_table.estimate == pytest.approx(from_arrays.estimate, rel=1e-9)
+    assert from_table.group_size == pytest.approx(from_arrays.group_size, rel=1e-9)
+    assert from_table.ci95 == pytest.approx(from_arrays.ci95, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("where", "method"), [([], None), ([], "as"), ([Condition("sex", "in", {0})], None)]
+)
+def test_distribution_from_table_equals_the_array_distribution(
+    where: list[Condition], method: str | None
+) -> None:
+    plan = tables.plan_cells(SPECS, where, n=N, target="age")
+    from_table = tables.distribution_from_table(
+        plan, table_for(plan), method=method, rng=np.random.default_rng(9)  # type: ignore[arg-type]
+    )
+    from_arrays = distribution(TABLE, "age", where, method=method, rng=np.random.default_rng(9))
+    np.testing.assert_allclose(from_table.counts, from_arrays.counts, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(from_table.ci95, from_arrays.ci95, rtol=1e-6, atol=1e-6)
+
+
+def test_cell_index_counts_a_value_on_an_edge_in_the_bin_above() -> None:
+    reported = np.array([-np.inf, 0.0, 10.0, 20.0, np.inf])
+    assert tables.cell_index([-5.0, 0.0, 9.999, 10.0, 25.0], reported).tolist() == [0, 1, 1, 2, 3]
+
+
+def test_a_table_of_the_wrong_shape_is_refused() -> None:
+    plan = tables.plan_cells(SPECS, [Condition("sex", "in", {0})], n=N)
+    with pytest.raises(ValueError, match="shape"):
+        tables.count_from_table(plan, tables.CellTable(np.ones((3,))))

@@ -1,0 +1,139 @@
+"""Shared body of the SQL-statistics property test (run on SQLite and on PostgreSQL)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from consultations.models import Consultation
+from reconstruction.algorithms import tables
+from surveys import statistics
+from surveys.ingest import this_hour
+from surveys.models import Answer, Participant, Question, Response, Survey
+from tests.factories import consultation_factory, organisation_factory, survey_factory
+
+PROFILE = [
+    {
+        "key": "sex",
+        "type": "binary",
+        "categories": ["F", "M"],
+        "mechanism": {"name": "randomised_response", "retain": 0.7},
+    },
+    {
+        "key": "age",
+        "type": "continuous",
+        "range": [16, 100],
+        "mechanism": {"name": "additive_uniform", "half_width": 10},
+    },
+]
+OPINION = [
+    {
+        "key": "score",
+        "type": "continuous",
+        "range": [0, 10],
+        "mechanism": {"name": "additive_gaussian", "sigma": 2},
+    },
+]
+
+# One participant: profile answers (or None: no profile response), an opinion score,
+# whether each response was withdrawn.
+participant = st.tuples(
+    st.one_of(st.none(), st.tuples(st.integers(0, 1), st.floats(0, 120, width=32))),
+    st.floats(-8, 18, width=32),
+    st.booleans(),
+    st.booleans(),
+)
+edges = st.lists(st.floats(0, 120, width=32), min_size=0, max_size=8, unique=True).map(sorted)
+
+
+def world() -> tuple[Consultation, Survey, Survey]:
+    consultation = consultation_factory(organisation_factory())
+    profile = survey_factory(consultation, questions=PROFILE, title="Profile")
+    opinion = survey_factory(consultation, kind="opinion", questions=OPINION, title="Opinion")
+    return consultation, profile, opinion
+
+
+def store(
+    consultation: Consultation, profile: Survey, opinion: Survey, people: list[Any]
+) -> dict[str, np.ndarray]:
+    """Store the participants; return the columns numpy should count (who counts)."""
+    Participant.objects.filter(consultation=consultation).delete()
+    questions = {q.key: q for q in Question.objects.filter(survey__in=[profile, opinion])}
+    now = this_hour()
+    columns: dict[str, list[float]] = {"sex": [], "age": [], "score": []}
+    for index, (answers, score, profile_withdrawn, opinion_withdrawn) in enumerate(people):
+        person = Participant.objects.create(consultation=consultation, reference=f"p{index}")
+        if answers is not None:
+            response = Response.objects.create(
+                survey=profile,
+                participant=person,
+                submitted_at=now,
+                withdrawn_at=now if profile_withdrawn else None,
+            )
+            Answer.objects.create(
+                response=response, question=questions["sex"], code=answers[0], n_categories=2
+            )
+            Answer.objects.create(
+                response=response, question=questions["age"], value=answers[1], n_categories=0
+            )
+        response = Response.objects.create(
+            survey=opinion,
+            participant=person,
+            submitted_at=now,
+            withdrawn_at=now if opinion_withdrawn else None,
+        )
+        Answer.objects.create(
+            response=response, question=questions["score"], value=score, n_categories=0
+        )
+        if answers is not None and not profile_withdrawn and not opinion_withdrawn:
+            columns["sex"].append(answers[0])
+            columns["age"].append(answers[1])
+            columns["score"].append(score)
+    return {key: np.asarray(values, dtype=np.float64) for key, values in columns.items()}
+
+
+def check_sql_equals_numpy(
+    consultation: Consultation,
+    profile: Survey,
+    opinion: Survey,
+    people: list[Any],
+    inner: list[float],
+    using: str = "default",
+) -> None:
+    """Counts, sums and sums of squares from SQL equal numpy's on the same data."""
+    columns = store(consultation, profile, opinion, people)
+    questions = {q.key: q for q in Question.objects.filter(survey__in=[profile, opinion])}
+    ordered = [questions["sex"], questions["age"], questions["score"]]
+    n = statistics.participant_count(opinion, ordered, using=using)
+    assert n == columns["sex"].size
+    cut = np.asarray(inner, dtype=np.float64)
+    counted = statistics.cell_statistics(
+        opinion,
+        [statistics.Axis(questions["sex"]), statistics.Axis(questions["age"], cut)],
+        target=questions["score"],
+        using=using,
+    )
+    shape = (2, cut.size + 1)
+    expected = np.zeros(shape)
+    sums = np.zeros(shape)
+    squares = np.zeros(shape)
+    bins = tables.cell_index(columns["age"], np.concatenate([[-np.inf], cut, [np.inf]]))
+    np.add.at(expected, (columns["sex"].astype(int), bins), 1)
+    np.add.at(sums, (columns["sex"].astype(int), bins), columns["score"])
+    np.add.at(squares, (columns["sex"].astype(int), bins), columns["score"] ** 2)
+    np.testing.assert_array_equal(counted.counts, expected)
+    assert counted.sums is not None and counted.squares is not None
+    np.testing.assert_allclose(counted.sums, sums, rtol=1e-9, atol=1e-6)
+    np.testing.assert_allclose(counted.squares, squares, rtol=1e-9, atol=1e-6)
+    # The naive count (reported answers meeting a condition) is one SQL COUNT too.
+    if cut.size:
+        threshold = float(cut[0])
+        hits = statistics.condition_count(
+            opinion,
+            ordered,
+            [(questions["sex"], "in", {1}), (questions["age"], "gt", threshold)],
+            using=using,
+        )
+        assert hits == int(np.sum((columns["sex"] == 1) & (columns["age"] > threshold)))
