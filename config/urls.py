@@ -3,7 +3,11 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config.health import healthz
-from reconstruction.views import admin_report_download
+from reconstruction.views import (
+    admin_analysis_export,
+    admin_report_download,
+    admin_report_export,
+)
 
 api_v1 = [
     path("", include("consultations.urls")),
@@ -18,6 +22,16 @@ urlpatterns = [
         "admin/reports/<int:report_id>/download/",
         admin_report_download,
         name="admin-report-download",
+    ),
+    path(
+        "admin/reports/<int:report_id>/export/",
+        admin_report_export,
+        name="admin-report-export",
+    ),
+    path(
+        "admin/analyses/<int:analysis_id>/export/",
+        admin_analysis_export,
+        name="admin-analysis-export",
     ),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -41,9 +41,44 @@ class JobAdmin(admin.ModelAdmin):
 
 @admin.register(AnalysisJob)
 class AnalysisJobAdmin(JobAdmin):
+    """Analyses are asked for with a form (reconstruction/admin_analysis.py) and read on a
+    result page with the estimate, its interval, the method, the notes and a chart."""
+
     list_display = ("id", "kind", "survey", "status", "progress", "requested_by", "created_at")
     list_filter = ("status", "kind", "organisation")
     readonly_fields = ("organisation", "survey", "kind", "spec", "result", *JOB_FIELDS)
+    change_form_template = "admin/reconstruction/analysisjob/result_change_form.html"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_staff)
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None) -> Any:
+        from reconstruction.admin_analysis import request_analysis_view
+
+        return request_analysis_view(self, request)
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> Any:
+        from django.utils.safestring import mark_safe
+
+        from reconstruction.presentation import result_chart_svg, result_summary
+
+        job = self.get_object(request, object_id)
+        context = dict(extra_context or {})
+        if job is not None:
+            result = job.result or {}
+            context.update(
+                job=job,
+                finished=job.status in Job.FINISHED,
+                summary=result_summary(result) if job.status == Job.Status.SUCCEEDED else [],
+                notes=result.get("notes") or [],
+                chart=mark_safe(result_chart_svg(result))  # matplotlib's own SVG
+                if job.status == Job.Status.SUCCEEDED
+                else "",
+                exports=reverse("admin-analysis-export", args=[job.pk]),
+            )
+        return super().change_view(request, object_id, form_url, extra_context=context)
 
 
 @admin.register(AggregateReconstruction)
@@ -106,10 +141,14 @@ class ReportAdmin(admin.ModelAdmin):
         if report.status != Job.Status.SUCCEEDED:
             return "—"
         url = reverse("admin-report-download", args=[report.pk])
+        table = reverse("admin-report-export", args=[report.pk])
         return format_html(
             '<a href="{}?format=html">HTML</a> · <a href="{}?format=csv">CSV</a> · '
-            '<a href="{}?format=json">JSON</a>',
+            '<a href="{}?format=json">JSON</a> · table: <a href="{}?format=csv">CSV</a> · '
+            '<a href="{}?format=xlsx">XLSX</a>',
             url,
             url,
             url,
+            table,
+            table,
         )

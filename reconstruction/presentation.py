@@ -285,3 +285,64 @@ def render_report_html(
                 "language": code,
             },
         )
+
+
+def result_summary(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """The headline numbers of an analysis result, in words for the admin's result page."""
+    rows: list[tuple[str, str]] = []
+    if "estimate" in result:
+        estimate = result.get("estimate")
+        rows.append((_("estimate"), "—" if estimate is None else f"{float(estimate):,.2f}"))
+        ci = result.get("ci95")
+        if isinstance(ci, list) and len(ci) == 2 and None not in ci:
+            # xgettext:no-python-format
+            rows.append((_("95% interval"), f"{float(ci[0]):,.2f} to {float(ci[1]):,.2f}"))
+    for name in ("population", "group_size", "method", "iterations", "converged", "suppressed"):
+        if name in result and not isinstance(result[name], list | dict):
+            rows.append((name, str(result[name])))
+    return rows
+
+
+def result_chart_svg(result: dict[str, Any]) -> str:
+    """A chart of an analysis result: bars with 95% intervals for a distribution, the
+    estimate with its interval for a count or a mean; empty when there is nothing to draw."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if "counts" in result and ("categories" in result or "intervals" in result):
+        labels = (
+            [str(c) for c in result["categories"]]
+            if "categories" in result
+            else [f"[{a:g}, {b:g})" for a, b in result["intervals"]]
+        )
+        section = {
+            "reconstructed": {"counts": result["counts"], "ci95": result.get("ci95") or []},
+            "naive": {"counts": [None] * len(labels)},
+        }
+        if len(section["reconstructed"]["ci95"]) != len(labels):
+            section["reconstructed"]["ci95"] = [None] * len(labels)
+        figure = draw_chart(section, labels)
+    elif result.get("estimate") is not None:
+        figure = Figure(figsize=(CHART_WIDTH, 1.6))
+        FigureCanvasAgg(figure)
+        axes = figure.add_subplot()
+        estimate = float(result["estimate"])
+        ci = result.get("ci95") or [estimate, estimate]
+        axes.errorbar(
+            [estimate], [0], xerr=[[estimate - float(ci[0])], [float(ci[1]) - estimate]],
+            fmt="o", color=ESTIMATE_COLOUR, capsize=6,
+        )  # fmt: skip
+        axes.set_yticks([])
+        axes.spines[["top", "right", "left"]].set_visible(False)
+        axes.set_xlabel(_("estimate with its 95% interval"), fontsize=9)
+        figure.tight_layout()
+    else:
+        return ""
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "result"}):
+        figure.savefig(buffer, format="svg")
+    svg = buffer.getvalue()
+    return svg[svg.index("<svg") :]

@@ -20,3 +20,37 @@ def admin_report_download(request: HttpRequest, report_id: int) -> HttpResponse:
         return report_file(report, request.GET.get("format", "html"), request_language(request))
     except ValidationError as exc:
         return HttpResponseBadRequest(str(exc.detail))
+
+
+@staff_member_required
+def admin_analysis_export(request: HttpRequest, analysis_id: int) -> HttpResponse:
+    from django.utils import translation
+
+    from reconstruction.export_apis import analysis_export_response
+    from reconstruction.models import AnalysisJob
+
+    job = AnalysisJob.objects.select_related("survey__consultation").filter(pk=analysis_id).first()
+    if job is None:
+        raise Http404("No such analysis.")
+    try:
+        with translation.override(request_language(request)):
+            return analysis_export_response(job, request.GET.get("format", "csv"))
+    except ValidationError as exc:
+        return HttpResponseBadRequest(str(exc.detail))
+
+
+@staff_member_required
+def admin_report_export(request: HttpRequest, report_id: int) -> HttpResponse:
+    from django.utils import translation
+
+    from reconstruction.export_apis import report_export_response
+
+    report = selectors.report_get_for_staff(pk=report_id)
+    if report is None:
+        raise Http404("No such report.")
+    language = request_language(request)
+    try:
+        with translation.override(language):
+            return report_export_response(report, request.GET.get("format", "csv"), language)
+    except ValidationError as exc:
+        return HttpResponseBadRequest(str(exc.detail))

@@ -1,0 +1,169 @@
+"""Analyses in the admin: a form asking for a count, a mean or a distribution with
+conditions built from the survey's questions, and a result page (estimate, interval,
+method, notes, chart). Requests go through the API's serializer and the same service, so
+they are validated with the same messages and written to the audit trail as from the API.
+(Panels have their own form.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from consultations.admin import staff_actor
+from reconstruction import registry, services
+from reconstruction.analysis import AnalysisInputError
+from reconstruction.serializers import AnalysisRequestSerializer
+from surveys import selectors as survey_selectors
+from surveys.models import Survey
+
+CONDITION_ROWS = 3
+OPS = [("in", "in"), ("gt", ">"), ("lte", "≤"), ("between", "between [a, b)")]
+
+
+def admin_kinds() -> list[tuple[str, str]]:
+    """The registry's kinds the form offers (sampling kinds and panels have their own)."""
+    return [
+        (name, name)
+        for name, kind in registry.KINDS.items()
+        if not kind.sampling and name != "panel"
+    ]
+
+
+def attribute_choices(survey: Survey) -> list[tuple[str, str]]:
+    questions = list(survey_selectors.survey_questions(survey))
+    profile = survey_selectors.profile_survey(survey)
+    if profile is not None and profile.pk != survey.pk:
+        questions += list(survey_selectors.survey_questions(profile))
+    choices, seen = [], set()
+    for question in questions:
+        if question.key in seen:
+            continue
+        seen.add(question.key)
+        shape = (
+            ", ".join(question.categories)
+            if question.is_discrete
+            else (f"{question.range_low:g} to {question.range_high:g}")
+        )
+        choices.append((question.key, f"{question.key} ({question.type}: {shape})"))
+    return choices
+
+
+class AnalysisRequestForm(forms.Form):
+    kind = forms.ChoiceField(label=gettext_lazy("What to estimate"))
+    attribute = forms.ChoiceField(label=gettext_lazy("Of which question"), required=False)
+    method = forms.ChoiceField(label=gettext_lazy("Method"), required=False)
+
+    def __init__(self, *args: Any, survey: Survey, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        attributes = attribute_choices(survey)
+        self.fields["kind"].choices = admin_kinds()
+        self.fields["attribute"].choices = [("", "—"), *attributes]
+        self.fields["method"].choices = [("", _("default"))] + [
+            (m, m) for m in registry.all_methods()
+        ]
+        for i in range(CONDITION_ROWS):
+            self.fields[f"where_{i}_attribute"] = forms.ChoiceField(
+                label=_("Condition %(n)s: question") % {"n": i + 1},
+                choices=[("", "—"), *attributes], required=False,
+            )  # fmt: skip
+            self.fields[f"where_{i}_op"] = forms.ChoiceField(
+                label=_("operator"), choices=OPS, required=False
+            )
+            self.fields[f"where_{i}_value"] = forms.CharField(
+                label=_("value"), required=False,
+                help_text=_("categories separated by commas; a number; or a, b for between"),
+            )  # fmt: skip
+
+    def spec(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        spec: dict[str, Any] = {"kind": data["kind"]}
+        if data.get("attribute"):
+            spec["attribute"] = data["attribute"]
+        if data.get("method"):
+            spec["method"] = data["method"]
+        where = []
+        for i in range(CONDITION_ROWS):
+            attribute = data.get(f"where_{i}_attribute")
+            if not attribute:
+                continue
+            op = data.get(f"where_{i}_op") or "in"
+            raw = (data.get(f"where_{i}_value") or "").strip()
+            value: Any
+            if op == "in":
+                value = [part.strip() for part in raw.split(",") if part.strip()]
+            elif op == "between":
+                value = [_number(part) for part in raw.split(",")]
+            else:
+                value = _number(raw)
+            where.append({"attribute": attribute, "op": op, "value": value})
+        if where:
+            spec["where"] = where
+        return spec
+
+
+def _number(text: str) -> Any:
+    try:
+        return float(text.strip())
+    except ValueError:
+        return text.strip()  # the serializer / registry names the problem
+
+
+def _flatten(errors: Any, prefix: str = "") -> list[str]:
+    if isinstance(errors, dict):
+        return [m for k, v in errors.items() for m in _flatten(v, f"{prefix}{k}: ")]
+    if isinstance(errors, list):
+        return [m for v in errors for m in _flatten(v, prefix)]
+    return [f"{prefix}{errors}"]
+
+
+def request_analysis_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> HttpResponse:
+    surveys = Survey.objects.exclude(status=Survey.Status.DRAFT).select_related("consultation")
+    survey = None
+    if request.GET.get("survey"):
+        survey = get_object_or_404(surveys, pk=request.GET["survey"])
+    form = None
+    if survey is not None:
+        form = AnalysisRequestForm(request.POST or None, survey=survey)
+        if request.method == "POST" and form.is_valid():
+            spec = {"survey": survey.pk, **form.spec()}
+            serializer = AnalysisRequestSerializer(data=spec)
+            if not serializer.is_valid():
+                for message in _flatten(serializer.errors):
+                    form.add_error(None, message)
+            else:
+                try:
+                    job = services.analysis_create(
+                        organisation=survey.consultation.organisation,
+                        survey=survey,
+                        spec=dict(serializer.validated_data),
+                        requested_by=staff_actor(request),
+                    )
+                except AnalysisInputError as exc:
+                    for message in _flatten(exc.errors):
+                        form.add_error(None, message)
+                else:
+                    model_admin.message_user(
+                        request, _("Analysis %(id)s was queued.") % {"id": job.pk},
+                        messages.SUCCESS,
+                    )  # fmt: skip
+                    return HttpResponseRedirect(
+                        reverse("admin:reconstruction_analysisjob_change", args=[job.pk])
+                    )
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": _("Ask for an analysis"),
+        "opts": model_admin.model._meta,
+        "surveys": surveys,
+        "survey": survey,
+        "form": form,
+    }
+    return TemplateResponse(request, "admin/reconstruction/analysis_request.html", context)

@@ -1,0 +1,98 @@
+"""Analyses in the admin: a form builds the request from the survey's questions, the API's
+validation and audit apply, and the result page shows estimate, interval, method, chart."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.contrib.auth.models import User
+
+from consultations.models import AuditEvent
+from consultations.services import consultation_create, organisation_create
+from reconstruction.models import AnalysisJob
+from surveys.services import responses_submit_bulk, survey_create, survey_open
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def open_survey():
+    organisation = organisation_create(slug="admin-town", name="Admin Town")
+    consultation = consultation_create(organisation=organisation, title="Parks")
+    survey = survey_create(
+        organisation=organisation, consultation=consultation, kind="profile", title="Parks",
+        questions=[
+            {"key": "visits", "type": "nominal", "categories": ["none", "some", "many"],
+             "mechanism": {"name": "randomised_response", "retain": 0.8}},
+            {"key": "age", "type": "continuous", "range": [16, 100],
+             "mechanism": {"name": "additive_uniform", "half_width": 5}},
+        ],
+    )  # fmt: skip
+    survey = survey_open(survey=survey)
+    rng = np.random.default_rng(1)
+    labels = np.array(["none", "some", "many"])[rng.integers(0, 3, size=300)]
+    ages = rng.uniform(20, 90, size=300)
+    responses_submit_bulk(
+        survey=survey,
+        responses=[{"participant": f"p{i}", "answers": {"visits": str(v), "age": float(a)}}
+                   for i, (v, a) in enumerate(zip(labels, ages, strict=True))],
+    )  # fmt: skip
+    return survey
+
+
+@pytest.fixture
+def staff(client):
+    User.objects.create_superuser("organiser", "o@example.org", "a-long-passw0rd")
+    client.login(username="organiser", password="a-long-passw0rd")
+    return client
+
+
+def test_a_distribution_is_asked_for_in_the_admin_and_its_result_shown(
+    staff, open_survey, django_capture_on_commit_callbacks
+):
+    url = f"/admin/reconstruction/analysisjob/add/?survey={open_survey.pk}"
+    form = staff.get(url).content.decode()
+    assert 'value="visits"' in form and 'value="count"' in form and 'value="mean"' in form
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff.post(url, {"kind": "distribution", "attribute": "visits",
+                                    "method": "eq"})  # fmt: skip
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    job = AnalysisJob.objects.get()
+    assert (job.status, job.kind, job.requested_by) == ("succeeded", "distribution",
+                                                        "staff:organiser")  # fmt: skip
+    assert AuditEvent.objects.filter(actor="staff:organiser", action="analysis.create").exists()
+    page = staff.get(response["Location"]).content.decode()
+    assert 'id="result-chart"' in page and "<svg" in page
+    assert "eq" in page.split('id="result-summary"')[1].split("</table>")[0]
+    export = staff.get(f"/admin/analyses/{job.pk}/export/?format=csv")
+    assert export.status_code == 200 and b"# Privacy notes" in export.content
+
+
+def test_a_mean_with_a_condition_shows_estimate_and_interval(
+    staff, open_survey, django_capture_on_commit_callbacks
+):
+    url = f"/admin/reconstruction/analysisjob/add/?survey={open_survey.pk}"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff.post(url, {
+            "kind": "mean", "attribute": "age",
+            "where_0_attribute": "visits", "where_0_op": "in", "where_0_value": "some, many",
+        })  # fmt: skip
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    job = AnalysisJob.objects.get()
+    assert job.spec["where"] == [{"attribute": "visits", "op": "in", "value": ["some", "many"]}]
+    page = staff.get(response["Location"]).content.decode()
+    summary = page.split('id="result-summary"')[1].split("</table>")[0]
+    assert "estimate" in summary and "95% interval" in summary
+    low, high = job.result["ci95"]
+    assert f"{low:,.2f} to {high:,.2f}" in summary
+
+
+def test_bad_requests_get_the_apis_messages_and_no_job(staff, open_survey):
+    url = f"/admin/reconstruction/analysisjob/add/?survey={open_survey.pk}"
+    page = staff.post(url, {"kind": "distribution"}).content.decode()
+    assert "A distribution needs the attribute to analyse." in page
+    page = staff.post(url, {
+        "kind": "count", "where_0_attribute": "age", "where_0_op": "in", "where_0_value": "x",
+    }).content.decode()  # fmt: skip
+    assert 'id="analysis-errors"' in page
+    assert not AnalysisJob.objects.exists()
