@@ -32,8 +32,11 @@ CHROMIUM_ARGS = [
 ]
 INSTALL_HINT = "apt-get update && apt-get install -y chromium chromium-driver"
 REPO = Path(__file__).resolve().parents[2]
+# The library under test; the one place to change if it moves.
 DISTORT_JS = REPO / "clients" / "js" / "src" / "distort.js"
 SAMPLER_PAGE = Path(__file__).with_name("sampler_page.html")
+# The seeded stand-in for crypto.getRandomValues shared with the Node harness.
+SEEDED_CRYPTO = REPO / "tests" / "js" / "seeded_crypto.mjs"
 
 
 def _install_chromium() -> None:
@@ -88,6 +91,7 @@ def static_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("static")
     (root / "distort.js").symlink_to(DISTORT_JS)
     (root / "sampler_page.html").symlink_to(SAMPLER_PAGE)
+    (root / "seeded_crypto.mjs").symlink_to(SEEDED_CRYPTO)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(root)))
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
@@ -98,7 +102,12 @@ def static_server(tmp_path_factory):
 
 @pytest.fixture
 def sampler_page(browser, static_server):
-    """A fresh page with ``window.distort`` = the distort.js module."""
+    """A fresh page with ``window.distort`` = the distort.js module.
+
+    ``window.seeded`` is tests/js/seeded_crypto.mjs: ``seeded.useSeed(n)`` replaces
+    ``crypto.getRandomValues`` with a generator seeded by ``n``, ``seeded.useRealCrypto()``
+    puts the browser's own back. The page starts with the real one.
+    """
     context = browser.new_context()
     page = context.new_page()
     errors: list[str] = []

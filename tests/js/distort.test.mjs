@@ -1,12 +1,24 @@
-// Fast statistical and behavioural tests of clients/js/src/distort.js
-// without a browser:  node --test tests/js/
+// Fast statistical and behavioural tests of clients/js/src/distort.js without a browser:
+//   node --test tests/js/
 //
-// The sampler draws from crypto.getRandomValues, which cannot be seeded, so
-// each statistical test fails by chance with probability 0.001.
+// Every statistical test runs under a seeded stand-in for
+// crypto.getRandomValues (seeded_crypto.mjs), so its outcome is the same on
+// every run: a seed that passes passes for good, and a broken sampler fails
+// for every seed.  One unseeded smoke test at alpha = 1e-6 checks that the
+// real crypto.getRandomValues is what the library calls.
+//
+// The library's location is set in one place: DISTORT_JS below (or the
+// DISTORT_JS environment variable, a path relative to the repository root).
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { distortAnswer, distortAnswers, uniform } from "../../clients/js/src/distort.js";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { useRealCrypto, withSeed } from "./seeded_crypto.mjs";
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const DISTORT_JS = process.env.DISTORT_JS ?? "clients/js/src/distort.js";
+const { distortAnswer, distortAnswers, uniform } = await import(pathToFileURL(resolve(REPO, DISTORT_JS)).href);
 
 const N = 100_000;
 
@@ -22,6 +34,16 @@ const CHI2_CRITICAL_0_001 = [NaN, 10.828, 13.816, 16.266, 18.467, 20.515, 22.458
 // Kolmogorov–Smirnov large-sample critical value at alpha = 0.001:
 // sqrt(-ln(alpha / 2) / 2) / sqrt(n) = 1.9495 / sqrt(n).
 const KS_CRITICAL_0_001 = 1.9495 / Math.sqrt(N);
+
+// Upper 1e-6 critical values of the chi-square distribution, df = 1..4
+// (scipy.stats.chi2.isf(1e-6, df)), for the unseeded smoke test.
+const CHI2_CRITICAL_1E_6 = [NaN, 23.928, 27.631, 30.665, 33.377];
+
+// A seeded statistical test: fn runs with crypto.getRandomValues replaced by a
+// generator seeded with `seed`; the real generator is restored afterwards.
+function seededTest(name, seed, fn) {
+  test(`${name} (seed ${seed})`, () => withSeed(seed, fn));
+}
 
 function chiSquare(observed, probabilities, n) {
   let statistic = 0;
@@ -88,7 +110,7 @@ const hours = { key: "hours", type: "continuous", range: [0, 80], mechanism: { n
 const rooms = { key: "rooms", type: "continuous", range: [1, 9], mechanism: { name: "retention_replacement", retain: 0.6 } };
 const scheme = { survey: 3, status: "open", questions: [sex, satisfaction, site, skips, age, income, hours, rooms] };
 
-test("uniform() lies in [0, 1) and has mean 1/2", () => {
+seededTest("uniform() lies in [0, 1) and has mean 1/2", 101, () => {
   let sum = 0;
   for (let s = 0; s < N; s++) {
     const u = uniform();
@@ -99,20 +121,20 @@ test("uniform() lies in [0, 1) and has mean 1/2", () => {
   assert.ok(Math.abs(sum / N - 0.5) < 0.0033);
 });
 
-test("randomised response follows the published channel row", () => {
+seededTest("randomised response follows the published channel row", 102, () => {
   assertFollowsRow(sex, "F", sex.channel[0]);
   assertFollowsRow(sex, "M", sex.channel[1]);
 });
 
-test("uniform negative survey never reports the truth and is uniform elsewhere", () => {
+seededTest("uniform negative survey never reports the truth and is uniform elsewhere", 103, () => {
   assertFollowsRow(satisfaction, "3", satisfaction.channel[2]);
 });
 
-test("Gaussian negative survey follows its (asymmetric) row", () => {
+seededTest("Gaussian negative survey follows its (asymmetric) row", 104, () => {
   assertFollowsRow(site, "B", site.channel[1]);
 });
 
-test("continuous noise has the published distribution (KS)", () => {
+seededTest("continuous noise has the published distribution (KS)", 105, () => {
   const cases = [
     [age, 40, (x) => Math.min(1, Math.max(0, (x + 10) / 20))],
     [income, 2400, (x) => 0.5 * (1 + erf(x / (800 * Math.SQRT2)))],
@@ -124,7 +146,7 @@ test("continuous noise has the published distribution (KS)", () => {
   }
 });
 
-test("retention-replacement keeps the value with probability p, else uniform on the range", () => {
+seededTest("retention-replacement keeps the value with probability p, else uniform on the range", 106, () => {
   const sent = Array.from({ length: N }, () => distortAnswer(rooms, 3));
   const kept = sent.filter((x) => x === 3).length;
   // binomial(N, 0.6 + 0.4 * 0) standard deviation ~ 155; 3.3 sd ~ alpha 0.001
@@ -182,7 +204,7 @@ test("a changed true answer keeps the earlier draw (documented choice)", () => {
   assert.deepEqual(distortAnswers(scheme, { age: 70 }, { participant: "p-2", storage }), first);
 });
 
-test("memos are separate per participant and per survey", () => {
+seededTest("memos are separate per participant and per survey", 107, () => {
   const storage = fakeStorage();
   const seen = new Set();
   for (let p = 0; p < 50; p++) seen.add(distortAnswers(scheme, { income: 3000 }, { participant: `p-${p}`, storage }).income);
@@ -190,7 +212,7 @@ test("memos are separate per participant and per survey", () => {
   assert.equal(seen.size, 51);
 });
 
-test("without a participant nothing is memoised and every call draws afresh", () => {
+seededTest("without a participant nothing is memoised and every call draws afresh", 108, () => {
   const storage = fakeStorage();
   const seen = new Set();
   for (let s = 0; s < 50; s++) seen.add(distortAnswers(scheme, { income: 3000 }, { storage }).income);
@@ -204,7 +226,7 @@ test("a bad answer memoises nothing, even for the valid answers before it", () =
   assert.equal(storage.map.size, 0);
 });
 
-test("works without localStorage (Node) and with storage that throws (private windows)", () => {
+seededTest("works without localStorage (Node) and with storage that throws (private windows)", 109, () => {
   assert.equal(globalThis.localStorage, undefined);
   const a = distortAnswers(scheme, { sex: "F", income: 3000 }, { participant: "p-4" });
   assert.ok(sex.categories.includes(a.sex) && Number.isFinite(a.income));
@@ -224,4 +246,44 @@ test("a stale memo the scheme could not have produced is ignored", () => {
   const sent = distortAnswers(scheme, { sex: "F" }, { participant: "p-5", storage });
   assert.ok(["F", "M"].includes(sent.sex));
   assert.equal(storage.getItem("privacy-distort:v1:3:p-5:sex"), JSON.stringify(sent.sex));
+});
+
+// The one unseeded test.  It proves the library draws from the platform's
+// cryptographic generator: every draw goes through the real
+// crypto.getRandomValues (counted by a pass-through wrapper), two runs of the
+// same answers differ, and randomised response follows its row at alpha = 1e-6
+// (a chance failure about once in a million runs).
+test("unseeded smoke test: the real crypto.getRandomValues drives the sampler (alpha 1e-6)", () => {
+  useRealCrypto();
+  const real = globalThis.crypto.getRandomValues;
+  let calls = 0;
+  Object.defineProperty(globalThis.crypto, "getRandomValues", {
+    value: (array) => {
+      calls += 1;
+      return real.call(globalThis.crypto, array);
+    },
+    configurable: true,
+    writable: true,
+  });
+  try {
+    let keptF = 0;
+    for (let s = 0; s < N; s++) if (distortAnswer(sex, "F") === "F") keptF += 1;
+    assert.ok(calls >= N, `only ${calls} calls to crypto.getRandomValues for ${N} draws`);
+    const { statistic, df } = chiSquare([keptF, N - keptF], sex.channel[0], N);
+    assert.ok(statistic < CHI2_CRITICAL_1E_6[df], `chi-square ${statistic.toFixed(2)} >= ${CHI2_CRITICAL_1E_6[df]}`);
+    // 64 independent uniforms repeat across two runs with probability ~ 2^-3392.
+    const first = Array.from({ length: 64 }, () => uniform());
+    const second = Array.from({ length: 64 }, () => uniform());
+    assert.notDeepEqual(first, second);
+  } finally {
+    useRealCrypto();
+  }
+});
+
+test("the seeded generator replaces crypto.getRandomValues and is restored", () => {
+  const draw = () => Array.from({ length: 8 }, () => uniform());
+  const first = withSeed(7, draw);
+  assert.deepEqual(withSeed(7, draw), first);
+  assert.notDeepEqual(withSeed(8, draw), first);
+  assert.equal(globalThis.crypto.getRandomValues, Object.getPrototypeOf(globalThis.crypto).getRandomValues);
 });
