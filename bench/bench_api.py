@@ -32,6 +32,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.common import Table  # noqa: E402
+
 BULK_TARGET = 5_000.0  # responses per second
 P95_TARGET_MS = 50.0
 CLIENTS = 16
@@ -407,17 +409,16 @@ def main(argv: list[str] | None = None) -> int:
         f"PostgreSQL (durable), {os.cpu_count()} CPU(s), "
         f"load average {os.getloadavg()[0]:.1f} (other processes share the CPUs)"
     )
-    print(f"{'measure':52} {'measured':>14} {'target':>10}  ok")
+    table = Table("API submissions")
     for name, value, target, ok in rows:
-        mark = "" if ok is None else ("yes" if ok else "NO")
-        print(f"{name:52} {value:>14} {target:>10}  {mark}")
-    print(
+        table.add(name.strip(), value, target=target, ok=ok)
+    table.note(
         f"(bulk: {bulk['responses']:,} responses in {bulk['seconds']:.1f} s, "
         f"{bulk['body_mb']:.1f} MB per batch; single: {single['requests']:,} requests "
         f"from {single['client']})"
     )
-    missed = [name for name, _, _, ok in rows if ok is False]
-    return 1 if missed and not args.no_fail else 0
+    status = table.finish()
+    return 0 if args.no_fail else status
 
 
 if __name__ == "__main__":

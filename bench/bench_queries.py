@@ -1,8 +1,9 @@
 """Benchmarks of conjunctive counts and conditional means over distorted candidate pools.
 
 Run from the repository root: ``python bench/bench_queries.py`` (add ``--quick`` for fewer
-repetitions). Every figure is printed beside its baseline (the naive count of distorted
-values, and 001's Figure 3 procedure).
+repetitions). Every figure is measured in this run and printed beside its baselines, also
+measured in this run (the naive count of distorted values, and 001's Figure 3 procedure).
+Exits 1 if a speed target is missed; the accuracy tables are informative.
 
 Setting (001_28af1923c784b480.txt, Table II): randomised response with retain 0.75 on
 sex, district and children, uniform noise on [-10, 10] years on age, Gaussian noise
@@ -22,6 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import Table, finish_all, median_time
 from privacy.mechanisms import distort_codes, manual_negative
 from reconstruction.algorithms import nstops_mle, reported_counts
 from reconstruction.algorithms.queries import (
@@ -40,44 +42,47 @@ WHERE = [
 ]
 
 
-def _timed(call: Callable[[], object], repeat: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - start)
-    return best
+SPEED_TARGET_SECONDS = 1.0
 
 
-# Figures of the previous engine (commit c30a85d: plain EM, cold-started bootstrap,
-# delta-method mean interval), measured on the same machine, kept beside the new ones.
-BEFORE_SECONDS = {
-    "joint (point estimate)": 0.089,
-    "figure3 (point estimate)": 0.064,
-    "joint + 95% CI (200 bootstrap)": 1.212,
-}
-
-
-def bench_speed() -> None:
+def bench_speed() -> Table:
     rng = np.random.default_rng(1)
     pool = simulate_candidates(1_000_000, rng=rng)
     table = distort_pool(pool, rng=rng)
-    print("\n## Speed: sex=F and district in {N,S} and age > 30, 10^6 candidates (best of 3)")
-    print(f"{'method':<34}{'seconds':>9}{'before':>9}{'baseline naive':>16}{'target':>9}")
-    naive = _timed(lambda: count(table, WHERE, method="naive", ci=False))
+    results = Table(
+        "Speed: sex=F and district in {N,S} and age > 30, 10^6 candidates "
+        "(median of 3 runs after a warm-up)"
+    )
+    naive = median_time(lambda: count(table, WHERE, method="naive", ci=False), repeat=3)
     rows = [
         ("joint (point estimate)", lambda: count(table, WHERE, method="joint", ci=False)),
         ("figure3 (point estimate)", lambda: count(table, WHERE, method="figure3", ci=False)),
         ("joint + 95% CI (200 bootstrap)", lambda: count(table, WHERE, n_boot=200, rng=rng)),
     ]
     for label, call in rows:
-        before = BEFORE_SECONDS[label]
-        print(f"{label:<34}{_timed(call):>9.3f}{before:>9.3f}{naive:>16.3f}{'< 1 s':>9}")
-    per = _timed(lambda: count(table, WHERE, method="figure3", n_boot=10, rng=rng), repeat=1)
-    print(
-        f"{'figure3 + 95% CI (10 bootstrap)':<34}{per:>9.3f}{naive:>16.3f}{'':>9}"
-        f"   (~{per / 11:.2f} s per replicate)"
+        seconds = median_time(call, repeat=3)
+        results.add(
+            label,
+            seconds,
+            unit="s",
+            baseline=naive,
+            baseline_name="naive count",
+            target=f"< {SPEED_TARGET_SECONDS:g} s",
+            ok=seconds < SPEED_TARGET_SECONDS,
+        )
+    per = median_time(
+        lambda: count(table, WHERE, method="figure3", n_boot=10, rng=rng), repeat=1, warmup=0
     )
+    results.add(
+        "figure3 + 95% CI (10 bootstrap), one run",
+        per,
+        unit="s",
+        baseline=naive,
+        baseline_name="naive count",
+    )
+    results.note(f"figure3 bootstrap: about {per / 11:.2f} s per replicate")
+    results.print()
+    return results
 
 
 def bench_accuracy(repetitions: int, sizes: list[int]) -> None:
@@ -131,10 +136,6 @@ def bench_means(repetitions: int, sizes: list[int]) -> None:
         "(relative bias, relative RMSE; coverage of the 95% CI)"
     )
     print(
-        "before (c30a85d): the weights-over-reported-bins mean was biased by about -24% "
-        "for age<=30 in a trial and its delta-method interval covered 80-90%"
-    )
-    print(
         f"{'n':>8}  {'condition':<22}{'unbiased (default)':>30}{'figure3 (001 IV-A2)':>30}"
         f"{'naive':>30}{'s/unbiased':>12}"
     )
@@ -171,7 +172,7 @@ def bench_calibration(repetitions: int) -> None:
     manual = np.array(
         [[0, 0.15, 0.45, 0.40], [0.10, 0, 0.35, 0.55], [0.2, 0.3, 0, 0.5], [0.3, 0.5, 0.2, 0]]
     )
-    hits = {"Q known (before)": np.zeros(4), "calibration_pairs": np.zeros(4)}
+    hits = {"Q taken as known": np.zeros(4), "calibration_pairs": np.zeros(4)}
     seconds = {name: 0.0 for name in hits}
     for _ in range(repetitions):
         codes = rng.choice(4, 2_000, p=truth)
@@ -195,17 +196,18 @@ def bench_calibration(repetitions: int) -> None:
         print(f"{name:<20} coverage per category {coverage}   {seconds[name] / repetitions:.2f} s")
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and sizes")
     args = parser.parse_args()
     repetitions = 5 if args.quick else 20
-    bench_speed()
+    speed = bench_speed()
     sizes = [10_000, 30_000] if args.quick else [10_000, 30_000, 100_000, 1_000_000]
     bench_accuracy(repetitions, sizes)
     bench_means(repetitions, [30_000] if args.quick else [30_000, 100_000])
     bench_calibration(50 if args.quick else 200)
+    return finish_all([speed], printed=True)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -20,6 +20,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.common import Table  # noqa: E402
+
 TARGET_SECONDS = 10.0
 
 QUESTIONS = [
@@ -150,21 +152,24 @@ def main() -> int:
         assert report.status == "succeeded", report.error
         charts = report.html.count("data:image/png;base64,")
 
-    print()
-    print(
+    table = Table(
         f"Report of {n:,} responses x {len(QUESTIONS)} questions on PostgreSQL "
-        f"(stored in {load_seconds:.1f} s beforehand)"
+        f"(stored in {load_seconds:.1f} s beforehand; one run)"
     )
-    print(f"{'measurement':<44} {'measured':>10} {'target':>10}  ok")
-    print(
-        f"{'report end to end (s)':<44} {seconds:>10.2f} {TARGET_SECONDS:>10.2f}  "
-        f"{'yes' if seconds < TARGET_SECONDS else 'NO'}"
+    table.add(
+        "report end to end",
+        seconds,
+        unit="s",
+        target=f"< {TARGET_SECONDS:g} s",
+        ok=seconds < TARGET_SECONDS,
     )
-    print(
-        f"{'charts embedded':<44} {charts:>10d} {len(QUESTIONS):>10d}  "
-        f"{'yes' if charts == len(QUESTIONS) else 'NO'}"
+    table.add(
+        "charts embedded",
+        charts,
+        target=f"= {len(QUESTIONS)}",
+        ok=charts == len(QUESTIONS),
     )
-    return 0 if seconds < TARGET_SECONDS and charts == len(QUESTIONS) else 1
+    return table.finish()
 
 
 if __name__ == "__main__":
