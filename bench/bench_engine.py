@@ -29,7 +29,7 @@ from reconstruction.algorithms.discrete import nstops_ii
 N_CODES = 10**7
 K = 10
 EPSILON = 2.0
-REPEAT = 5
+REPEAT = 3
 
 
 def timed(function) -> float:  # type: ignore[no-untyped-def]

@@ -169,7 +169,7 @@ def finish_all(tables: Sequence[Table], *, printed: bool = False) -> int:
                     cells = row.cells()
                     record = {
                         "script": script,
-                        "measurement": f"{table.title}: {row.name}",
+                        "measurement": row.name,
                         "measured": cells[1],
                         "baseline": cells[2],
                         "target": cells[3],
