@@ -9,13 +9,14 @@ DEV := DJANGO_DEBUG=1
 # Unit tests always use the embedded default, whatever the caller's environment says.
 EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u CACHE_URL -u INTEGRATION_SERVICES $(DEV)
 
-.PHONY: help demo test test-unit test-clients test-js test-integration lint bench serve worker clean
+.PHONY: help demo test test-unit test-clients test-js test-integration test-slow lint bench serve worker clean
 
 help:
 	@echo "make demo    create .venv, migrate the SQLite default, run the demo consultation"
 	@echo "make test    the whole suite: JS, unit and API (SQLite), browser, integration (PostgreSQL, Redis, Celery)"
 	@echo "make lint    ruff, mypy --strict on the pure maths, and their import contract (part of make test)"
-	@echo "make bench   the benchmarks (bench/run)"
+	@echo "make test-slow  strict statistical checks (two-sided coverage over hundreds of simulated surveys; minutes)"
+	@echo "make bench   the benchmarks (bench/run): a summary table, exit status 1 on a missed target"
 	@echo "make serve   runserver on the embedded default"
 
 $(VENV)/.runtime: requirements.txt
@@ -40,14 +41,18 @@ test-js:
 	node --test tests/js/ clients/js/test/
 
 test-unit: $(VENV)/.dev test-clients
-	$(EMBEDDED) $(PY) -m pytest -m "not integration" -q
+	$(EMBEDDED) $(PY) -m pytest -m "not integration and not slow" -q
 
 # The portal client package's own tests (no Django), run from its own directory.
 test-clients: $(VENV)/.dev
 	cd clients/python && ../../$(PY) -m pytest -q
 
 test-integration: $(VENV)/.dev
-	$(DEV) $(PY) -m tests.servers -- $(PY) -m pytest -m integration -q
+	$(DEV) $(PY) -m tests.servers -- $(PY) -m pytest -m "integration and not slow" -q
+
+# Strict statistical checks marked @pytest.mark.slow (tests/README.md lists them).
+test-slow: $(VENV)/.dev
+	$(EMBEDDED) $(PY) -m pytest -m "slow and not integration" -q
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

@@ -22,6 +22,7 @@ from rest_framework.test import APIClient
 from consultations.models import AuditEvent, Organisation
 from reconstruction.analysis import suppress_cells
 from reconstruction.models import AnalysisJob
+from tests.coverage import widened
 from tests.reconstruction.conftest import client_for
 from tests.reconstruction.data import (
     HOUSING,
@@ -94,18 +95,27 @@ def analyse(client: APIClient, capture: Any, body: dict[str, Any]) -> dict[str, 
 
 
 def covers(ci: list[float], truth: float) -> bool:
-    return ci[0] <= truth <= ci[1]
+    """The truth lies in the 95% interval widened to 99.99% (tests/coverage.py).
+
+    One simulated survey cannot measure coverage (the engine's simulation tests and
+    ``make test-slow`` do); an honest interval misses this wider one with probability
+    about 1e-4, a wrong estimate or a collapsed interval misses it.
+    """
+    low, high = widened(ci, alpha=1e-4)
+    return low <= truth <= high
 
 
 def covered_share(cis: list[list[float] | None], truths: Any) -> float:
-    """Share of published cells whose 95% interval contains the truth.
+    """Share of published cells whose truth lies in its interval widened to 1 - 1e-3/k.
 
-    Each cell's interval is a 95% interval on its own, so over k cells one miss
-    now and then is expected; the tests ask for at least 80% of the cells.
+    Bonferroni over the k published cells: an honest set of intervals misses with
+    probability about 1e-3, so the tests ask for every cell (a share of 1.0).
     """
     pairs = [(ci, t) for ci, t in zip(cis, truths, strict=True) if ci is not None]
     assert pairs, "every cell was suppressed"
-    return float(np.mean([covers(ci, t) for ci, t in pairs]))
+    alpha = 1e-3 / len(pairs)
+    inside = [widened(ci, alpha)[0] <= t <= widened(ci, alpha)[1] for ci, t in pairs]
+    return float(np.mean(inside))
 
 
 def filled(counts: list[float | None]) -> np.ndarray:
@@ -209,12 +219,10 @@ def test_mean_of_a_profile_attribute_from_the_opinion_survey(
         },
     )["result"]
     truth = float(pool.age[opinions["satisfaction"] >= 3].mean())
-    # The engine's interval covered the truth in 28 of 30 simulations of this setting
-    # (a condition on a 5-category negative survey); with this seed the truth lies just
-    # beyond it, so allow a quarter of the interval's width either side.
-    low, high = result["ci95"]
-    slack = 0.25 * (high - low)
-    assert low - slack <= truth <= high + slack, (truth, result)
+    # A condition on a 5-category negative survey: one survey, so the interval is
+    # widened to 99.99% by covers(); its coverage over many surveys is checked in
+    # tests/reconstruction/algorithms/test_coverage.py.
+    assert covers(result["ci95"], truth), (truth, result)
     assert result["group_size"] == pytest.approx(np.sum(opinions["satisfaction"] >= 3), rel=0.15)
 
 
@@ -245,7 +253,7 @@ def test_distribution_of_a_uniform_negative_question_with_every_method(
     assert counts.sum() == pytest.approx(N, rel=1e-6)
     assert sum(result["proportions"]) == pytest.approx(1.0, abs=1e-9)
     assert result["suppressed"] == [False] * 5
-    assert covered_share(result["ci95"], truth) >= 0.8, (truth.tolist(), result)
+    assert covered_share(result["ci95"], truth) == 1.0, (truth.tolist(), result)
     # A negative survey of 3000 is noisy, but far better than the distorted answers:
     # total variation distance under 0.08.
     assert 0.5 * np.abs(counts / N - truth / N).sum() < 0.08
@@ -268,7 +276,7 @@ def test_distribution_of_a_randomised_response_question(
     )["result"]
     assert result["categories"] == ["N", "S", "E", "W", "C"]
     assert result["method"] == method
-    assert covered_share(result["ci95"], truth) >= 0.8, (truth.tolist(), result)
+    assert covered_share(result["ci95"], truth) == 1.0, (truth.tolist(), result)
     counts = np.array(result["counts"], dtype=float)
     assert 0.5 * np.abs(counts - truth).sum() / N < 0.05
 
@@ -307,7 +315,7 @@ def test_distribution_of_a_continuous_question(
     assert 0.5 * np.abs(coarse - true_coarse).sum() < 0.1, (coarse, true_coarse)
     midpoints = intervals.mean(axis=1)
     assert float(midpoints @ counts / counts.sum()) == pytest.approx(float(age.mean()), abs=1.0)
-    assert covered_share(result["ci95"], true_counts) >= 0.6, (result, true_counts.tolist())
+    assert covered_share(result["ci95"], true_counts) == 1.0, (result, true_counts.tolist())
 
 
 def test_distribution_within_a_group_sums_to_the_group(
@@ -328,7 +336,7 @@ def test_distribution_within_a_group_sums_to_the_group(
     truth = np.bincount(opinions["satisfaction"][parents], minlength=5)
     assert result["method"] == "joint_em"
     assert result["n"] == pytest.approx(parents.sum(), rel=0.15)
-    assert covered_share(result["ci95"], truth) >= 0.8, (truth.tolist(), result)
+    assert covered_share(result["ci95"], truth) == 1.0, (truth.tolist(), result)
 
 
 # --------------------------------------------------------------------------- samples

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -27,6 +25,7 @@ from reconstruction.algorithms.queries import (
 )
 from reconstruction.algorithms.result import Reconstruction
 from reconstruction.algorithms.simulation import distort_pool, simulate_candidates
+from tests.coverage import assert_coverage
 
 N = 60_000
 POOL = simulate_candidates(N, rng=np.random.default_rng(2024))
@@ -270,16 +269,8 @@ def test_unbiased_mean_with_continuous_conditions_where_figure3_is_biased() -> N
     assert abs(np.mean(errors["age<=30"]["figure3"])) > 0.05
 
 
-# 100 simulations (bounds 0.88-0.99) take minutes on two shared cores; by default 40
-# simulations with bounds widened by their own binomial error.
-FULL_COVERAGE = os.environ.get("ENGINE_FULL_COVERAGE") == "1"
-
-
-def test_unbiased_mean_interval_covers_about_95_percent() -> None:
-    # The interval refits the joint distribution in every replicate, so it carries the
-    # posterior's uncertainty; the old delta-method interval covered 80-90%.
+def _mean_interval_hits(simulations: int) -> list[bool]:
     where = MEAN_CONDITIONS["age<=30"]
-    simulations, bounds = (100, (0.88, 0.99)) if FULL_COVERAGE else (40, (0.85, 1.0))
     hits = []
     for seed in range(simulations):
         rng = np.random.default_rng(5_000 + seed)
@@ -287,8 +278,24 @@ def test_unbiased_mean_interval_covers_about_95_percent() -> None:
         table = distort_pool(pool, rng=rng)
         truth = pool.income[satisfies(pool.as_mapping(), where)].mean()
         result = mean(table, "income", where, n_boot=100, rng=rng)
-        hits.append(result.ci95[0] <= truth <= result.ci95[1])
-    assert bounds[0] <= np.mean(hits) <= bounds[1], np.mean(hits)
+        hits.append(bool(result.ci95[0] <= truth <= result.ci95[1]))
+    return hits
+
+
+def test_unbiased_mean_interval_does_not_collapse() -> None:
+    # The interval refits the joint distribution in every replicate, so it carries the
+    # posterior's uncertainty. 40 simulations can only show intervals too narrow
+    # (one-sided binomial bound at alpha = 0.001, i.e. at least 33 of 40 cover); the
+    # two-sided check is test_unbiased_mean_interval_covers_95_percent (make test-slow).
+    assert_coverage(_mean_interval_hits(40), two_sided=False, label="mean | age<=30")
+
+
+@pytest.mark.slow
+def test_unbiased_mean_interval_covers_95_percent() -> None:
+    # 300 simulations: a binomial bound on both sides at alpha = 0.001 ([0.903, 0.987]).
+    # Issue 10 measured 91% for this case (a conditional mean under a continuous
+    # condition); it runs in `make test-slow`, not `make test`.
+    assert_coverage(_mean_interval_hits(300), label="mean | age<=30")
 
 
 def test_joint_count_with_a_gaussian_noised_condition() -> None:
