@@ -15,7 +15,10 @@
   the real-name surveys, how residents outside the calibration sample choose), so the
   errors are asked to lie within a factor of 1.5 of Table 5, and the ordering to agree.
   Measured here: question 1 NStoPS-I 0.090, NStoPS-MLE 0.285 (Table 5: 0.127, 0.164);
-  question 2 0.463, 0.251 (0.422, 0.262); question 3 0.387, 0.337 (0.407, 0.239).
+  question 2 0.463, 0.251 (0.422, 0.262); question 3 0.387, 0.336 (0.407, 0.239). On
+  question 3, 2 of the 100 simulated calibration samples (50-100 pairs per row) give a
+  channel the engine refuses as too ill-conditioned (condition number over 100); Table 2's
+  own Q3 has condition number 13.
 - ``em_as`` against multi-freq-ldpy's ``GRR_Aggregator_IBU`` (Arcolezi et al.; the
   Iterative Bayesian Update is EM/AS on the GRR channel, 001 Figure 2): the same
   maximum-likelihood estimate on symmetric channels.
@@ -78,12 +81,18 @@ def test_manual_negative_gives_table_2_from_the_calibration_sample(question: int
             np.testing.assert_allclose(channel[row], table[row], atol=1e-12)
 
 
-def _survey_errors(question: int) -> tuple[float, float]:
-    """Mean errors of NStoPS-I and NStoPS-MLE over RUNS simulated surveys of 000's setting."""
+def _survey_errors(question: int) -> tuple[float, float, int]:
+    """Mean errors of NStoPS-I and NStoPS-MLE over RUNS simulated surveys of 000's setting.
+
+    Also returns how many calibration samples gave a channel the engine refuses as too
+    ill-conditioned to invert (``channel_conditioning``); those runs are left out of both
+    means, as an analyst would collect more calibration pairs before reconstructing.
+    """
     rng = np.random.default_rng(1000 + question)
     behaviour = np.array(TABLE_2[question])  # how residents really choose (diagonal included)
     truth = np.array(TABLE_1[question]) / sum(TABLE_1[question])
     errors: dict[str, list[float]] = {"nstops_i": [], "nstops_mle": []}
+    refused = 0
     for _ in range(RUNS):
         codes = rng.choice(4, SURVEY_SIZE, p=truth)
         true_counts = np.bincount(codes, minlength=4)
@@ -95,20 +104,26 @@ def _survey_errors(question: int) -> tuple[float, float]:
                 if size
             ]
         )
+        try:
+            mle = nstops_mle(reported, manual_negative(4, pairs), ci=False).counts
+        except ValueError as error:
+            assert "singular" in str(error), error
+            refused += 1
+            continue
         estimates = {
             "nstops_i": nstops_i(reported, ci=False).counts,  # uniform Q, as 000 runs it
-            "nstops_mle": nstops_mle(reported, manual_negative(4, pairs), ci=False).counts,
+            "nstops_mle": mle,
         }
         for name, estimate in estimates.items():
-            errors[name].append(
-                math.sqrt(float(np.sum((estimate - true_counts) ** 2))) / SURVEY_SIZE
-            )
-    return float(np.mean(errors["nstops_i"])), float(np.mean(errors["nstops_mle"]))
+            error = math.sqrt(float(np.sum((estimate - true_counts) ** 2))) / SURVEY_SIZE
+            errors[name].append(error)
+    assert refused <= RUNS // 10, f"{refused} of {RUNS} calibration samples refused"
+    return float(np.mean(errors["nstops_i"])), float(np.mean(errors["nstops_mle"])), refused
 
 
 @pytest.mark.parametrize("question", [2, 3])
 def test_nstops_mle_beats_nstops_i_on_questions_2_and_3_as_table_5(question: int) -> None:
-    error_i, error_mle = _survey_errors(question)
+    error_i, error_mle, _ = _survey_errors(question)
     assert error_mle < error_i, (question, error_i, error_mle)
     paper_i, paper_mle = TABLE_5[question]
     assert 1 / 1.5 < error_i / paper_i < 1.5, (question, error_i, paper_i)
@@ -119,7 +134,7 @@ def test_nstops_mle_does_not_beat_nstops_i_on_question_1_as_table_5() -> None:
     # 000, Section 5: NStoPS-MLE is worse than NStoPS-I on question 1, where NStoPS-I is
     # already good (Table 5: 0.164 against 0.127). Here residents often name their own
     # category (Table 2's diagonal, 0.13 and 0.10), which the revised Q discards.
-    error_i, error_mle = _survey_errors(1)
+    error_i, error_mle, _ = _survey_errors(1)
     assert error_mle > error_i, (error_i, error_mle)
     assert 1 / 1.5 < error_i / TABLE_5[1][0] < 1.5, error_i
 
