@@ -46,6 +46,10 @@ class NoiseModel(Protocol):
         self, true_edges: ArrayLike, reported_edges: ArrayLike
     ) -> NDArray[np.float64]: ...
 
+    def point_channel(
+        self, points: ArrayLike, reported_edges: ArrayLike
+    ) -> NDArray[np.float64]: ...
+
 
 def _positive(name: str, value: float) -> float:
     try:
@@ -166,6 +170,24 @@ class _SymmetricAdditive:
             - self._tail(np.abs(inner - b))
         ) / width
         return _rows_from_cdf(np.asarray(cdf, dtype=np.float64))
+
+    def point_channel(self, points: ArrayLike, reported_edges: ArrayLike) -> NDArray[np.float64]:
+        """Channel between true point masses and reported bins.
+
+        ``C[i, j] = Pr(x_i + Y in reported bin j) = F_Y(e_{j+1} - x_i) - F_Y(e_j - x_i)``,
+        outer bins open: the exact channel of a true value on a lattice (a question that
+        declares ``step``), where the interval channel would spread it over an interval.
+
+        Parameters
+        ----------
+        points : array_like of shape (k_true,)
+            True values.
+        reported_edges : array_like of shape (k_reported + 1,)
+            Strictly increasing edges of the reported bins.
+        """
+        x = np.asarray(points, dtype=np.float64).reshape(-1, 1)
+        r_edges = _edges(reported_edges, "reported_edges")
+        return _rows_from_cdf(np.asarray(self.noise_cdf(r_edges[None, 1:-1] - x)))
 
 
 @dataclass(frozen=True)
@@ -352,6 +374,14 @@ class RetentionReplacement:
         replaced = _overlap_fraction(np.array([[self.low, self.high]]), r_edges)
         return np.asarray(self.retain * retained + (1.0 - self.retain) * replaced)
 
+    def point_channel(self, points: ArrayLike, reported_edges: ArrayLike) -> NDArray[np.float64]:
+        """``C[i, j] = retain * [x_i in bin j] + (1 - retain) * Pr(U(low, high) in bin j)``."""
+        x = np.asarray(points, dtype=np.float64).reshape(-1, 1)
+        r_edges = _edges(reported_edges, "reported_edges")
+        kept = _rows_from_cdf(np.asarray(x < r_edges[None, 1:-1], dtype=np.float64))
+        replaced = _overlap_fraction(np.array([[self.low, self.high]]), r_edges)
+        return np.asarray(self.retain * kept + (1.0 - self.retain) * replaced)
+
 
 @dataclass(frozen=True)
 class NoNoise:
@@ -386,6 +416,12 @@ class NoNoise:
         t_edges = _edges(true_edges, "true_edges")
         r_edges = _edges(reported_edges, "reported_edges")
         return _overlap_fraction(np.stack([t_edges[:-1], t_edges[1:]], axis=1), r_edges)
+
+    def point_channel(self, points: ArrayLike, reported_edges: ArrayLike) -> NDArray[np.float64]:
+        """The reported bin of each true point (outer bins open)."""
+        x = np.asarray(points, dtype=np.float64).reshape(-1, 1)
+        r_edges = _edges(reported_edges, "reported_edges")
+        return _rows_from_cdf(np.asarray(x < r_edges[None, 1:-1], dtype=np.float64))
 
 
 _MODELS: dict[str, tuple[type, tuple[str, ...]]] = {

@@ -40,11 +40,15 @@ from reconstruction.algorithms.result import Reconstruction
 
 __all__ = [
     "IntervalReconstruction",
+    "LatticeCells",
     "bin_values",
     "default_smoothing",
     "fixed_point",
     "interval_count",
     "interval_edges",
+    "lattice_cells",
+    "lattice_cut",
+    "lattice_points",
     "noise_scale",
     "reconstruct_continuous",
     "reported_edges",
@@ -59,6 +63,9 @@ _DEFAULT_TOL: dict[str, float] = {"em": 1e-6, "as": 0.01}
 _KRON_MAX_ENTRIES = 2_000_000
 _KRON_MAX_RATIO = 8
 DEFAULT_SMOOTHING = 0.05
+# Cells holding more lattice points than this use the interval channel of their span,
+# which the discrete uniform over so many points matches to within 1/_MAX_POINTS.
+_MAX_POINTS_PER_CELL = 1000
 
 
 @dataclass(frozen=True)
@@ -207,6 +214,153 @@ def interval_edges(
         distance = np.min(np.abs(inner[:, None] - cuts[None, :]), axis=1)
         regular = np.concatenate([[lo], inner[distance >= 0.5 * width], [hi]])
     return np.asarray(np.unique(np.concatenate([regular, cuts])), dtype=np.float64)
+
+
+def lattice_points(low: float, high: float, step: float) -> NDArray[np.float64]:
+    """The lattice ``low, low + step, ..., high`` of a question that declares ``step``.
+
+    Raises
+    ------
+    ValueError
+        ``step`` not positive, or ``high - low`` not a whole number of steps.
+    """
+    lo, hi = _check_range(low, high)
+    size = float(step)
+    if not (math.isfinite(size) and size > 0):
+        raise ValueError(f"step must be a positive number, got {step!r}")
+    count = (hi - lo) / size
+    whole = round(count)
+    if abs(count - whole) > 1e-6 * max(1.0, count):
+        raise ValueError(f"the range [{lo:g}, {hi:g}] is not a whole number of steps of {size:g}")
+    return np.asarray(lo + size * np.arange(whole + 1), dtype=np.float64)
+
+
+def lattice_cut(threshold: float, *, low: float, step: float, closed_below: bool) -> float:
+    """Where a threshold splits a lattice: the half-step between two lattice points.
+
+    ``closed_below`` for ``v <= t`` and ``v > t`` (a point equal to ``t`` goes below the
+    cut: ``age <= 30`` counts 30); otherwise for ``t <= v`` (a point equal to ``t`` goes
+    above it, as in ``between [t1, t2)``).
+    """
+    position = (float(threshold) - low) / step
+    if closed_below:
+        return float(low + (math.floor(position + 1e-9) + 0.5) * step)
+    return float(low + (math.ceil(position - 1e-9) - 0.5) * step)
+
+
+@dataclass(frozen=True)
+class LatticeCells:
+    """True cells of a continuous attribute whose values lie on a lattice.
+
+    Each cell holds consecutive lattice points; its edges are half-steps between points,
+    so a threshold cut (:func:`lattice_cut`) never splits a point.
+
+    Attributes
+    ----------
+    edges : ndarray of shape (m + 1,)
+        Cell boundaries, from ``low - step / 2`` to ``high + step / 2``.
+    representatives : ndarray of shape (m,)
+        One lattice point of each cell; every point of a cell meets a condition exactly
+        when this one does.
+    step : float
+    """
+
+    edges: NDArray[np.float64]
+    representatives: NDArray[np.float64]
+    step: float
+
+    def channel(self, noise: NoiseModel, reported: ArrayLike) -> NDArray[np.float64]:
+        """``C[c, j] = Pr(reported in bin j | true value uniform on the points of cell c)``.
+
+        The average of the exact point channels (``noise.point_channel``) of the cell's
+        points; a cell with more than 1000 points uses the interval channel of its span.
+        """
+        bins = np.asarray(reported, dtype=np.float64)
+        lo = float(self.edges[0] + 0.5 * self.step)
+        counts = np.rint(np.diff(self.edges) / self.step).astype(np.int64)
+        rows = np.empty((counts.size, bins.size - 1))
+        small = counts <= _MAX_POINTS_PER_CELL
+        if np.any(small):
+            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+            picked = [
+                lo + self.step * np.arange(start, start + count)
+                for start, count, keep in zip(starts, counts, small, strict=True)
+                if keep
+            ]
+            points = np.concatenate(picked)
+            per_point = noise.point_channel(points, bins)
+            sizes = counts[small]
+            offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            rows[small] = np.add.reduceat(per_point, offsets, axis=0) / sizes[:, None]
+        if not np.all(small):
+            big = np.flatnonzero(~small)
+            for index in big:
+                span = self.edges[index : index + 2]
+                rows[index] = noise.interval_channel(span, bins)[0]
+        return np.asarray(rows / rows.sum(axis=1, keepdims=True), dtype=np.float64)
+
+
+def lattice_cells(
+    low: float,
+    high: float,
+    step: float,
+    *,
+    cuts: Sequence[float] = (),
+    n_cells: int | None = None,
+    n: int | None = None,
+    noise_scale: float | None = None,
+) -> LatticeCells:
+    """Cells over the lattice of a question that declares ``step``.
+
+    A lattice of at most :func:`interval_count` points (or ``n_cells``) gets one cell
+    per point: the model is then exactly point masses. A larger lattice is grouped into
+    that many cells of consecutive points, each spread evenly over its points, with
+    edges snapped to half-steps; the ``cuts`` (from :func:`lattice_cut`) are always
+    edges, so thresholds apply on the lattice exactly.
+
+    Parameters
+    ----------
+    low, high, step : float
+        The declared range and the lattice step (``high - low`` a whole number of steps).
+    cuts : sequence of float
+        Half-step cut points the cells must respect.
+    n_cells : int, optional
+        Number of regular cells for a large lattice.
+    n, noise_scale : optional
+        Passed to :func:`interval_count`.
+    """
+    points = lattice_points(low, high, step)
+    size = float(step)
+    halves = points[:-1] + 0.5 * size
+    inner: NDArray[np.float64]
+    wanted_cells = (
+        interval_count(float(points[0]), float(points[-1]), n=n, noise_scale=noise_scale)
+        if n_cells is None
+        else n_cells
+    )
+    if points.size <= wanted_cells:
+        inner = halves
+    else:
+        regular = interval_edges(
+            float(points[0]), float(points[-1]), n_intervals=n_cells, n=n, noise_scale=noise_scale
+        )[1:-1]
+        index = np.clip(np.rint((regular - points[0]) / size - 0.5), 0, halves.size - 1)
+        inner = halves[np.unique(index.astype(np.int64))] if halves.size else halves
+    wanted = np.asarray([c for c in cuts if points[0] < c < points[-1]], dtype=np.float64)
+    edges = np.unique(
+        np.concatenate([[points[0] - 0.5 * size], inner, wanted, [points[-1] + 0.5 * size]])
+    )
+    # Snap to exact half-steps (cuts computed elsewhere may differ in the last bits).
+    snapped = points[0] + size * (np.rint((edges - points[0]) / size - 0.5) + 0.5)
+    edges = np.unique(snapped)
+    first = np.rint((edges[:-1] - points[0]) / size + 0.5).astype(np.int64)
+    last = np.rint((edges[1:] - points[0]) / size - 0.5).astype(np.int64)
+    representatives = points[(first + last) // 2]
+    return LatticeCells(
+        edges=np.asarray(edges, dtype=np.float64),
+        representatives=np.asarray(representatives, dtype=np.float64),
+        step=size,
+    )
 
 
 def reported_edges(

@@ -38,6 +38,9 @@ from reconstruction.algorithms.continuous import (
     default_smoothing,
     fixed_point,
     interval_edges,
+    lattice_cells,
+    lattice_cut,
+    lattice_points,
     noise_scale,
     reconstruct_continuous,
     reported_edges,
@@ -83,6 +86,8 @@ _BOOTSTRAP_TOL = 1e-5
 # incomes 0.05 (the default elsewhere) biased the mean by about 1%, 0.01 by little more than
 # plain EM does, while keeping EM's iterations few (bench/bench_queries.py).
 _TARGET_SMOOTHING = 0.01
+# EMS strength on a lattice axis (point masses, see _lattice_axis).
+_LATTICE_SMOOTHING = 0.05
 
 
 # --------------------------------------------------------------------------- the table
@@ -137,12 +142,17 @@ class ContinuousAttribute:
         The mechanism (``privacy.mechanisms.AdditiveUniform`` etc.).
     low, high : float
         The declared range of the true values.
+    step : float, optional
+        The true values lie on the lattice ``low, low + step, ..., high`` (1 for whole
+        years); the engine then models them there exactly (point masses) and applies
+        thresholds on the lattice (:func:`~.continuous.lattice_cells`).
     """
 
     values: NDArray[np.float64]
     noise: NoiseModel
     low: float
     high: float
+    step: float | None = None
 
     def __post_init__(self) -> None:
         values = np.asarray(self.values, dtype=np.float64)
@@ -158,6 +168,9 @@ class ContinuousAttribute:
         object.__setattr__(self, "values", values)
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
+        if self.step is not None:
+            lattice_points(low, high, self.step)  # validates the step against the range
+            object.__setattr__(self, "step", float(self.step))
 
     @property
     def n(self) -> int:
@@ -487,6 +500,8 @@ def _axis(
         return _Axis(name, attr.channel, codes, mask)
     values = attr.values if rows is None else attr.values[rows]
     cuts = [t for cond in conditions for t in cond.thresholds]
+    if attr.step is not None:
+        return _lattice_axis(name, attr, conditions, values, resolution, n_intervals)
     if resolution == "thresholds":
         inner = sorted({t for t in cuts if attr.low < t < attr.high})
         edges = np.array([attr.low, *inner, attr.high], dtype=np.float64)
@@ -512,6 +527,43 @@ def _axis(
     strength = default_smoothing(attr.noise)
     smoother = smoothing_matrix(edges, strength) if strength > 0 else None
     return _Axis(name, channel, cells - first, mask, edges, bins, smoother)
+
+
+def _lattice_axis(
+    name: str,
+    attr: ContinuousAttribute,
+    conditions: Sequence[Condition],
+    values: NDArray[np.float64],
+    resolution: Resolution,
+    n_intervals: int | None,
+) -> _Axis:
+    """An axis whose true values lie on the attribute's lattice (``step``)."""
+    assert attr.step is not None
+    cuts = [
+        lattice_cut(t, low=attr.low, step=attr.step, closed_below=cond.op != "between")
+        for cond in conditions
+        for t in cond.thresholds
+    ]
+    cells = lattice_cells(
+        attr.low,
+        attr.high,
+        attr.step,
+        cuts=cuts,
+        n_cells=1 if resolution == "thresholds" else n_intervals,
+        n=values.size,
+        noise_scale=noise_scale(attr.noise),
+    )
+    edges = cells.edges
+    bins = reported_edges(edges, attr.noise, attr.low, attr.high)
+    channel = cells.channel(attr.noise, bins)
+    found = bin_values(values, bins)
+    first, last = (int(found.min()), int(found.max())) if found.size else (0, bins.size - 2)
+    channel = np.ascontiguousarray(channel[:, first : last + 1])
+    bins = bins[first : last + 2]
+    mask = _continuous_mask(cells.representatives, conditions)
+    strength = _LATTICE_SMOOTHING if default_smoothing(attr.noise) > 0 else 0.0
+    smoother = smoothing_matrix(edges, strength) if strength > 0 else None
+    return _Axis(name, channel, found - first, mask, edges, bins, smoother)
 
 
 def _axes(

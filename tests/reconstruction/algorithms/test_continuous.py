@@ -219,3 +219,38 @@ def test_smoothed_fixed_point_does_not_depend_on_the_start() -> None:
     )
     assert ok and ok_other
     np.testing.assert_allclose(uniform, other, atol=1e-6)
+
+
+# ------------------------------------------------------------------ lattice (issue 10)
+
+
+def test_lattice_cuts_put_a_threshold_point_on_the_side_the_condition_says() -> None:
+    from reconstruction.algorithms.continuous import lattice_cut
+
+    assert lattice_cut(30, low=16, step=1, closed_below=True) == 30.5  # age <= 30 counts 30
+    assert lattice_cut(30, low=16, step=1, closed_below=False) == 29.5  # 30 <= age counts 30
+    assert lattice_cut(30.4, low=16, step=1, closed_below=True) == 30.5
+    assert lattice_cut(30.4, low=16, step=1, closed_below=False) == 30.5
+
+
+def test_lattice_cells_hold_whole_points_and_respect_the_cuts() -> None:
+    from reconstruction.algorithms.continuous import lattice_cells
+
+    small = lattice_cells(16, 30, 1, cuts=[20.5])
+    assert small.representatives.size == 15  # one cell per whole year: point masses
+    np.testing.assert_allclose(small.edges[[0, -1]], [15.5, 30.5])
+    large = lattice_cells(0, 20_000, 1, cuts=[2_999.5], n=10_000)
+    assert 20 <= large.representatives.size <= 42
+    assert 2_999.5 in large.edges
+    assert np.all(np.abs((large.edges - 0.5) % 1) < 1e-9)
+
+
+def test_lattice_channel_of_a_point_is_the_noise_shifted_to_it() -> None:
+    from privacy.mechanisms import AdditiveUniform
+    from reconstruction.algorithms.continuous import lattice_cells
+
+    cells = lattice_cells(0, 4, 1)
+    bins = np.array([-10.0, -0.5, 0.5, 1.5, 2.5, 3.5, 4.5, 10.0])
+    channel = cells.channel(AdditiveUniform(1.0), bins)
+    # A value 2 plus U(-1, 1) lands in its own bin [1.5, 2.5) half the time.
+    np.testing.assert_allclose(channel[2], [0, 0, 0.25, 0.5, 0.25, 0, 0], atol=1e-12)
