@@ -323,7 +323,10 @@ def question_spec(question: Question) -> tables.Spec:
     if question.is_discrete:
         return tables.DiscreteSpec(selectors.question_channel(question))
     return tables.ContinuousSpec(
-        selectors.question_noise(question), float(question.range_low), float(question.range_high)
+        selectors.question_noise(question),
+        float(question.range_low),
+        float(question.range_high),
+        step=question.step,
     )
 
 

@@ -62,7 +62,7 @@ class QuestionForm(forms.ModelForm):
         model = Question
         fields = [
             "key", "text", "type", "required", "categories", "range_low", "range_high",
-            "mechanism", "mechanism_params", "translations",
+            "step", "mechanism", "mechanism_params", "translations",
         ]  # fmt: skip
         widgets = {"text": forms.TextInput(attrs={"size": 24})}
 
@@ -86,6 +86,8 @@ class QuestionForm(forms.ModelForm):
         }
         if data.get("type") == "continuous":
             question["range"] = [data.get("range_low"), data.get("range_high")]
+            if data.get("step") is not None:
+                question["step"] = data["step"]
         else:
             question["categories"] = data.get("categories") or []
         if data.get("translations"):
@@ -145,7 +147,7 @@ class QuestionInline(admin.TabularInline):
         if self._frozen(obj):
             return [
                 "key", "text", "type", "required", "categories", "range_low", "range_high",
-                "mechanism", "mechanism_params", "translations",
+                "step", "mechanism", "mechanism_params", "translations",
             ]  # fmt: skip
         return []
 

@@ -112,6 +112,10 @@ class Question(models.Model):
     n_categories = models.PositiveSmallIntegerField(default=0, editable=False)
     range_low = models.FloatField(null=True, blank=True)
     range_high = models.FloatField(null=True, blank=True)
+    # Continuous questions only: the true values lie on low, low + step, ..., high
+    # (1 for whole years); the engine models them there (issue 10). Nullable without a
+    # default for the same reason as ``translations`` below.
+    step = models.FloatField(null=True, blank=True)
     mechanism = models.CharField(max_length=32)
     mechanism_params = models.JSONField(default=dict, blank=True)
     # {"de": {"text": "...", "labels": ["...", ...]}}: one label per category, in order;

@@ -83,11 +83,38 @@ class QuestionSpec:
     range: tuple[float, float] | None
     mechanism: str
     params: dict[str, Any] = field(default_factory=dict)
+    step: float | None = None
     translations: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_categories(self) -> int:
         return len(self.categories)
+
+
+def _step(
+    raw: Any,
+    qtype: str | None,
+    value_range: tuple[float, float] | None,
+    errors: dict[str, list[str]],
+) -> float | None:
+    """The lattice ``step`` of a continuous question (issue 10), or ``None``."""
+    if raw is None:
+        return None
+    if qtype != "continuous":
+        errors["step"] = ["Only a continuous question has a step."]
+        return None
+    if not is_number(raw) or not math.isfinite(raw) or not raw > 0:
+        errors["step"] = [f"Must be a positive number, got {raw!r}."]
+        return None
+    if value_range is not None:
+        count = (value_range[1] - value_range[0]) / raw
+        if abs(count - round(count)) > 1e-6 * max(1.0, count):
+            errors["step"] = [
+                f"The range [{value_range[0]:g}, {value_range[1]:g}] must be a whole number "
+                f"of steps of {raw:g}: the true values are low, low + step, ..., high."
+            ]
+            return None
+    return float(raw)
 
 
 def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> QuestionSpec:
@@ -102,7 +129,10 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
     if not isinstance(raw, Mapping):
         raise QuestionInvalid({"non_field_errors": ["A question must be a JSON object."]})
     errors: dict[str, list[str]] = {}
-    known = {"key", "text", "type", "required", "categories", "range", "mechanism", "translations"}
+    known = {
+        "key", "text", "type", "required", "categories", "range", "step", "mechanism",
+        "translations",
+    }  # fmt: skip
     for name in sorted(set(raw) - known):
         errors[str(name)] = [f"Unknown field; a question has {', '.join(sorted(known))}."]
 
@@ -153,6 +183,8 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
         else:
             value_range = (float(raw_range[0]), float(raw_range[1]))
 
+    step = _step(raw.get("step"), qtype, value_range, errors)
+
     mechanism, params = "", {}
     raw_mechanism = raw.get("mechanism")
     if not isinstance(raw_mechanism, Mapping) or not isinstance(raw_mechanism.get("name"), str):
@@ -184,6 +216,7 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
         range=value_range,
         mechanism=mechanism,
         params=dict(params),
+        step=step,
     )
 
 
@@ -422,6 +455,8 @@ def question_scheme(question: Any, channel: NDArray[np.float64] | None = None) -
         entry["categories"] = list(question.categories)
     else:
         entry["range"] = [question.range_low, question.range_high]
+        if getattr(question, "step", None) is not None:
+            entry["step"] = question.step
     entry["mechanism"] = mechanism_json(question.mechanism, question.mechanism_params)
     if question.type in DISCRETE_TYPES:
         if question.mechanism == "negative_manual":

@@ -75,6 +75,14 @@ class QuestionDocSerializer(serializers.Serializer):
         max_length=2,
         help_text="Continuous questions: [low, high] with low < high.",
     )
+    step = serializers.FloatField(
+        required=False,
+        help_text=(
+            "Continuous questions, optional: the true values lie on the lattice low, "
+            "low + step, ..., high (1 for whole years); the range must be a whole number of "
+            "steps. Thresholds then apply on the lattice: age <= 30 counts 30."
+        ),
+    )
     mechanism = MechanismField()
     translations = serializers.DictField(
         child=serializers.DictField(),
@@ -113,7 +121,8 @@ class QuestionSerializer(serializers.ModelSerializer):
     class Meta:
         model = Question
         fields = [
-            "key", "text", "type", "required", "categories", "range", "mechanism", "translations",
+            "key", "text", "type", "required", "categories", "range", "step", "mechanism",
+            "translations",
         ]  # fmt: skip
         read_only_fields = fields
 

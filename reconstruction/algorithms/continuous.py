@@ -39,8 +39,10 @@ from privacy.mechanisms import NoiseModel
 from reconstruction.algorithms.result import Reconstruction
 
 __all__ = [
+    "AxisModel",
     "IntervalReconstruction",
     "LatticeCells",
+    "axis_model",
     "bin_values",
     "default_smoothing",
     "fixed_point",
@@ -361,6 +363,86 @@ def lattice_cells(
         representatives=np.asarray(representatives, dtype=np.float64),
         step=size,
     )
+
+
+@dataclass(frozen=True)
+class AxisModel:
+    """The true cells of one continuous attribute and their channel to reported bins.
+
+    Attributes
+    ----------
+    edges : ndarray of shape (m + 1,)
+        Edges of the true cells (intervals; half-steps between lattice points when the
+        attribute declares ``step``).
+    representatives : ndarray of shape (m,)
+        A value per cell at which a condition is decided: the interval's midpoint, or a
+        lattice point of the cell (all of its points agree).
+    reported_edges : ndarray of shape (r + 1,)
+        Bins of the reported values (outer bins open).
+    channel : ndarray of shape (m, r)
+    """
+
+    edges: NDArray[np.float64]
+    representatives: NDArray[np.float64]
+    reported_edges: NDArray[np.float64]
+    channel: NDArray[np.float64]
+
+
+def axis_model(
+    noise: NoiseModel,
+    low: float,
+    high: float,
+    *,
+    cuts: Sequence[tuple[float, bool]] = (),
+    step: float | None = None,
+    thresholds_only: bool = False,
+    n_intervals: int | None = None,
+    n: int | None = None,
+) -> AxisModel:
+    """Cells, reported bins and channel of a continuous attribute for a query.
+
+    Without ``step``: intervals over ``[low, high]`` with the thresholds as edges
+    (:func:`interval_edges`; 001_28af1923c784b480.txt, Section IV-A1), each modelled as
+    uniform (``noise.interval_channel``). With ``step``: cells of whole lattice points
+    (:func:`lattice_cells`), each threshold cut at the half-step :func:`lattice_cut`
+    gives, and the exact point channels (``noise.point_channel``).
+
+    Parameters
+    ----------
+    cuts : sequence of (threshold, closed_below)
+        The query's thresholds; ``closed_below`` for ``<=`` and ``>`` (a value equal to
+        the threshold is below it), false for ``between``'s ``[t1, t2)``.
+    thresholds_only : bool
+        Only the cells the thresholds cut (``resolution="thresholds"``).
+    n_intervals, n
+        Regular cell count, or ``n`` reports for :func:`interval_count`.
+    """
+    scale = noise_scale(noise)
+    if step is not None:
+        lattice_cuts = [lattice_cut(t, low=low, step=step, closed_below=below) for t, below in cuts]
+        cells = lattice_cells(
+            low,
+            high,
+            step,
+            cuts=lattice_cuts,
+            n_cells=1 if thresholds_only else n_intervals,
+            n=n,
+            noise_scale=scale,
+        )
+        bins = reported_edges(cells.edges, noise, low, high)
+        return AxisModel(cells.edges, cells.representatives, bins, cells.channel(noise, bins))
+    thresholds = [t for t, _ in cuts]
+    if thresholds_only:
+        inner = sorted({t for t in thresholds if low < t < high})
+        edges = np.array([low, *inner, high], dtype=np.float64)
+    else:
+        edges = interval_edges(
+            low, high, thresholds=thresholds, n_intervals=n_intervals, n=n, noise_scale=scale
+        )
+    bins = reported_edges(edges, noise, low, high)
+    channel = np.asarray(noise.interval_channel(edges, bins), dtype=np.float64)
+    midpoints = np.asarray(0.5 * (edges[:-1] + edges[1:]), dtype=np.float64)
+    return AxisModel(edges, midpoints, bins, channel)
 
 
 def reported_edges(

@@ -34,16 +34,12 @@ from reconstruction.algorithms.assignment import arvesna, sorted_assignment
 from reconstruction.algorithms.continuous import (
     IntervalReconstruction,
     _forward,
+    axis_model,
     bin_values,
     default_smoothing,
     fixed_point,
-    interval_edges,
-    lattice_cells,
-    lattice_cut,
     lattice_points,
-    noise_scale,
     reconstruct_continuous,
-    reported_edges,
     smoothing_matrix,
 )
 from reconstruction.algorithms.counts import reported_counts
@@ -86,8 +82,6 @@ _BOOTSTRAP_TOL = 1e-5
 # incomes 0.05 (the default elsewhere) biased the mean by about 1%, 0.01 by little more than
 # plain EM does, while keeping EM's iterations few (bench/bench_queries.py).
 _TARGET_SMOOTHING = 0.01
-# EMS strength on a lattice axis (point masses, see _lattice_axis).
-_LATTICE_SMOOTHING = 0.05
 
 
 # --------------------------------------------------------------------------- the table
@@ -499,71 +493,37 @@ def _axis(
             mask[list(_discrete_set(conditions))] = True
         return _Axis(name, attr.channel, codes, mask)
     values = attr.values if rows is None else attr.values[rows]
-    cuts = [t for cond in conditions for t in cond.thresholds]
-    if attr.step is not None:
-        return _lattice_axis(name, attr, conditions, values, resolution, n_intervals)
-    if resolution == "thresholds":
-        inner = sorted({t for t in cuts if attr.low < t < attr.high})
-        edges = np.array([attr.low, *inner, attr.high], dtype=np.float64)
-    else:
-        edges = interval_edges(
-            attr.low,
-            attr.high,
-            thresholds=cuts,
-            n_intervals=n_intervals,
-            n=values.size,
-            noise_scale=noise_scale(attr.noise),
-        )
-    bins = reported_edges(edges, attr.noise, attr.low, attr.high)
-    channel = np.asarray(attr.noise.interval_channel(edges, bins), dtype=np.float64)
+    model = axis_model(
+        attr.noise,
+        attr.low,
+        attr.high,
+        cuts=condition_cuts(conditions),
+        step=attr.step,
+        thresholds_only=resolution == "thresholds",
+        n_intervals=n_intervals,
+        n=values.size,
+    )
+    edges, bins = model.edges, model.reported_edges
     cells = bin_values(values, bins)
     # Reported bins beyond the observed values are empty; an empty reported cell adds
     # nothing to the EM update or to a posterior, so those columns are dropped (exact).
     first, last = (int(cells.min()), int(cells.max())) if cells.size else (0, bins.size - 2)
-    channel = np.ascontiguousarray(channel[:, first : last + 1])
+    channel = np.ascontiguousarray(model.channel[:, first : last + 1])
     bins = bins[first : last + 2]
-    midpoints = 0.5 * (edges[:-1] + edges[1:])
-    mask = _continuous_mask(midpoints, conditions)
+    mask = _continuous_mask(model.representatives, conditions)
     strength = default_smoothing(attr.noise)
     smoother = smoothing_matrix(edges, strength) if strength > 0 else None
     return _Axis(name, channel, cells - first, mask, edges, bins, smoother)
 
 
-def _lattice_axis(
-    name: str,
-    attr: ContinuousAttribute,
-    conditions: Sequence[Condition],
-    values: NDArray[np.float64],
-    resolution: Resolution,
-    n_intervals: int | None,
-) -> _Axis:
-    """An axis whose true values lie on the attribute's lattice (``step``)."""
-    assert attr.step is not None
-    cuts = [
-        lattice_cut(t, low=attr.low, step=attr.step, closed_below=cond.op != "between")
-        for cond in conditions
-        for t in cond.thresholds
-    ]
-    cells = lattice_cells(
-        attr.low,
-        attr.high,
-        attr.step,
-        cuts=cuts,
-        n_cells=1 if resolution == "thresholds" else n_intervals,
-        n=values.size,
-        noise_scale=noise_scale(attr.noise),
-    )
-    edges = cells.edges
-    bins = reported_edges(edges, attr.noise, attr.low, attr.high)
-    channel = cells.channel(attr.noise, bins)
-    found = bin_values(values, bins)
-    first, last = (int(found.min()), int(found.max())) if found.size else (0, bins.size - 2)
-    channel = np.ascontiguousarray(channel[:, first : last + 1])
-    bins = bins[first : last + 2]
-    mask = _continuous_mask(cells.representatives, conditions)
-    strength = _LATTICE_SMOOTHING if default_smoothing(attr.noise) > 0 else 0.0
-    smoother = smoothing_matrix(edges, strength) if strength > 0 else None
-    return _Axis(name, channel, found - first, mask, edges, bins, smoother)
+def condition_cuts(conditions: Sequence[Condition]) -> list[tuple[float, bool]]:
+    """The thresholds of a continuous attribute's conditions, each with its side.
+
+    ``True`` (closed below) for ``lte`` and ``gt``: a value equal to the threshold is
+    below the cut; ``False`` for ``between``'s ``[t1, t2)``. It matters only on a lattice
+    (:func:`~.continuous.axis_model`).
+    """
+    return [(t, cond.op != "between") for cond in conditions for t in cond.thresholds]
 
 
 def _axes(

@@ -41,11 +41,9 @@ from numpy.typing import ArrayLike, NDArray
 from privacy.mechanisms import NoiseModel, RetentionReplacement, validate_stochastic
 from reconstruction.algorithms.continuous import (
     IntervalReconstruction,
+    axis_model,
     default_smoothing,
     fixed_point,
-    interval_edges,
-    noise_scale,
-    reported_edges,
     smoothing_matrix,
 )
 from reconstruction.algorithms.queries import (
@@ -66,6 +64,7 @@ from reconstruction.algorithms.queries import (
     _joint_mask,
     _JointFit,
     _percentiles,
+    condition_cuts,
 )
 from reconstruction.algorithms.result import Reconstruction
 from reconstruction.algorithms.uncertainty import default_rng
@@ -106,6 +105,7 @@ class ContinuousSpec:
     noise: NoiseModel
     low: float
     high: float
+    step: float | None = None
 
     def __post_init__(self) -> None:
         low, high = float(self.low), float(self.high)
@@ -124,7 +124,7 @@ def spec_of(attribute: Attribute) -> Spec:
     """The specification of an array attribute (its data left out)."""
     if isinstance(attribute, DiscreteAttribute):
         return DiscreteSpec(attribute.channel)
-    return ContinuousSpec(attribute.noise, attribute.low, attribute.high)
+    return ContinuousSpec(attribute.noise, attribute.low, attribute.high, attribute.step)
 
 
 def _as_attributes(specs: Mapping[str, Spec]) -> dict[str, Attribute]:
@@ -133,7 +133,9 @@ def _as_attributes(specs: Mapping[str, Spec]) -> dict[str, Attribute]:
         if isinstance(spec, DiscreteSpec):
             table[name] = DiscreteAttribute(np.zeros(0, dtype=np.intp), spec.channel)
         else:
-            table[name] = ContinuousAttribute(np.zeros(0), spec.noise, spec.low, spec.high)
+            table[name] = ContinuousAttribute(
+                np.zeros(0), spec.noise, spec.low, spec.high, step=spec.step
+            )
     return table
 
 
@@ -215,19 +217,17 @@ def _plan_axis(
             mask[:] = False
             mask[list(_discrete_set(conditions))] = True
         return _Axis(name, spec.channel, empty, mask)
-    cuts = [t for cond in conditions for t in cond.thresholds]
-    edges = interval_edges(
+    model = axis_model(
+        spec.noise,
         spec.low,
         spec.high,
-        thresholds=cuts,
+        cuts=condition_cuts(conditions),
+        step=spec.step,
         n_intervals=n_intervals,
         n=n,
-        noise_scale=noise_scale(spec.noise),
     )
-    bins = reported_edges(edges, spec.noise, spec.low, spec.high)
-    channel = np.asarray(spec.noise.interval_channel(edges, bins), dtype=np.float64)
-    midpoints = 0.5 * (edges[:-1] + edges[1:])
-    mask = _continuous_mask(midpoints, conditions)
+    edges, bins, channel = model.edges, model.reported_edges, model.channel
+    mask = _continuous_mask(model.representatives, conditions)
     strength = default_smoothing(spec.noise)
     smoother = smoothing_matrix(edges, strength) if strength > 0 else None
     return _Axis(name, channel, empty, mask, edges, bins, smoother)

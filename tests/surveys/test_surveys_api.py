@@ -78,6 +78,9 @@ BAD_QUESTIONS = {
         SEX,
         "mechanism",
     ),
+    "step on a discrete question": (_with(SEX, step=1), SEX, "step"),
+    "step not dividing the range": (_with(AGE, step=5), AGE, "step"),
+    "step negative": (_with(AGE, step=-1), AGE, "step"),
     "retain above one": (
         _with(SEX, mechanism={"name": "randomised_response", "retain": 1.5}),
         SEX,
@@ -371,3 +374,15 @@ def test_unknown_survey_answers_404(tenant):
     response = tenant.analyst.get(f"{URL}999999/scheme/")
     assert response.status_code == 404
     assert response.json()["detail"] == "Survey not found."
+
+
+def test_a_continuous_question_may_declare_its_lattice_step(tenant, consultation):
+    response = _create(tenant.analyst, consultation, _with(AGE, step=1))
+    assert response.status_code == 201, response.content
+    age = next(q for q in response.json()["questions"] if q["key"] == "age")
+    assert age["step"] == 1
+    stored = Question.objects.get(survey_id=response.json()["id"], key="age")
+    assert stored.step == 1.0
+    from surveys.schemes import question_scheme
+
+    assert question_scheme(stored)["step"] == 1.0
