@@ -289,6 +289,7 @@ def _attribute(question: Question, column: np.ndarray[Any, Any]) -> Attribute:
         selectors.question_noise(question),
         float(question.range_low),
         float(question.range_high),
+        step=question.step,
     )
 
 
