@@ -1,0 +1,954 @@
+"""Fair panel selection (sortition) with quotas on privacy-preserved attributes.
+
+Pure module: numpy and scipy only (HiGHS through :mod:`scipy.optimize`).
+
+001_28af1923c784b480.txt, Section IV-B draws the participants of a deliberative
+consultation from the candidates that meet a condition. Citizens' assemblies add quotas
+("14-16 women, 5-9 aged 16-29") and ask for a lottery whose selection probabilities are
+known and as equal as the quotas allow. The reference method is Flanigan, Gölz, Gupta,
+Hennig and Procaccia, "Fair algorithms for selecting citizens' assemblies", Nature 596,
+548-552 (2021): find a probability distribution over quota-satisfying panels that
+maximises the smallest selection probability (maximin), the product of the probabilities
+(Nash welfare) or the whole sorted vector of probabilities (LEXIMIN), by column generation
+over panels, then draw one panel from it. Flanigan, Kehne and Procaccia, "Fair sortition
+made transparent" (NeurIPS 2021), round that distribution to a uniform lottery over ``m``
+panels so that the draw can be shown in public.
+
+Where and why this module differs from Flanigan et al.
+------------------------------------------------------
+* **Attributes are distorted.** Flanigan et al. see every candidate's true features. Here
+  a candidate has only a *posterior* probability of each quota category: ``p[i, j] =
+  Pr(candidate i truly meets quota j's condition | i's reported values)``, computed from
+  the joint reconstruction of the quota's attributes exactly as ``posterior`` sampling in
+  :mod:`reconstruction.algorithms.queries` computes it (EM over the product channel,
+  continuous attributes cut into intervals, so age bands come from noisy ages). A quota
+  ``min <= count <= max`` is imposed on the panel's **expected true count** ``sum_{i in
+  panel} p[i, j]``. The realised true count is random (a Poisson-binomial variable), so
+  the quotas hold in expectation only; :class:`QuotaOutcome` gives the 95% interval.
+* **Types instead of people.** Candidates whose posterior vectors are equal (the same
+  reported cells) are interchangeable, so the panels are vectors of seats per *type* and
+  the linear programmes have one row per type, not per person. Within a type the seats go
+  to candidates drawn uniformly at random with the request's seed, which keeps every
+  candidate of a type at the same probability (any optimal distribution can be
+  symmetrised this way, so nothing is lost). This is what makes pools of 10,000 solvable
+  in minutes with HiGHS where the per-person formulation takes hours.
+* **LEXIMIN without Gurobi.** The LEXIMIN of Flanigan et al. solves a sequence of
+  maximin programmes, fixing the probabilities whose dual values are positive; it runs
+  here with HiGHS' LP solver (the reference implementation requires Gurobi). Nash welfare
+  is maximised by fully corrective Frank-Wolfe steps over the panels found so far (the
+  master problem is a mixture-weight likelihood, solved by its EM fixed point), instead
+  of a conic solver.
+* **Eligibility** (``where``) is also uncertain: candidates whose posterior probability
+  of meeting it is at least ``eligibility_threshold`` (0.5) enter the pool; the result
+  states how many panel members are expected to meet it truly.
+
+Entry point: :func:`select_panel`; infeasible quotas raise :class:`InfeasibleQuotas` with
+the conflicting quotas and the smallest feasible relaxation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+
+from reconstruction.algorithms.queries import (
+    Attribute,
+    Condition,
+    _axes,
+    _group,
+    _joint_fit,
+    _joint_mask,
+    _table_size,
+)
+from reconstruction.algorithms.uncertainty import default_rng
+
+__all__ = [
+    "OBJECTIVES",
+    "InfeasibleQuotas",
+    "PanelResult",
+    "Quota",
+    "QuotaOutcome",
+    "guarantee_statement",
+    "select_panel",
+]
+
+Objective = Literal["maximin", "nash", "leximin"]
+OBJECTIVES: tuple[str, ...] = ("maximin", "nash", "leximin")
+
+_Z95 = 1.959963984540054
+# A probability within this of the level counts as tight (LEXIMIN), and fixed levels are
+# imposed with this slack so that LP round-off cannot make a later round infeasible.
+_FIX_TOL = 1e-7
+# Relative optimality gap of the column generation (maximin, leximin rounds) and of Nash.
+_MAXIMIN_GAP = 1e-4
+_NASH_GAP = 1e-4
+# One-seat moves added as extra columns after each pricing MILP.
+_NEIGHBOURS = 40
+# Posterior vectors that agree to this many decimals form one type.
+_TYPE_DECIMALS = 10
+
+
+@dataclass(frozen=True)
+class Quota:
+    """A band for the expected true count of panel members meeting a condition.
+
+    Attributes
+    ----------
+    where : tuple of Condition
+        The category (a conjunction over the table's attributes).
+    min, max : int
+        Inclusive bounds, ``0 <= min <= max``.
+    label : str
+        A name for messages (``"sex in [F]"``); empty for "quota <index>".
+    """
+
+    where: tuple[Condition, ...]
+    min: int
+    max: int
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "where", tuple(self.where))
+        for name in ("min", "max"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise ValueError(f"quota {self.name}: {name} must be an integer, got {value!r}")
+            if value < 0:
+                raise ValueError(f"quota {self.name}: {name} must be >= 0, got {value}")
+        if self.min > self.max:
+            raise ValueError(f"quota {self.name}: min {self.min} is larger than max {self.max}")
+        if not self.where:
+            raise ValueError(f"quota {self.name}: the condition is empty")
+
+    @property
+    def name(self) -> str:
+        return self.label or "quota"
+
+
+@dataclass(frozen=True)
+class QuotaOutcome:
+    """What the drawn panel and the pool hold for one quota.
+
+    Attributes
+    ----------
+    label : str
+    min, max : int
+    expected : float
+        Expected true count of the drawn panel's members in the category (sum of their
+        posterior probabilities).
+    ci95 : (float, float)
+        95% interval for the realised true count: normal approximation with the variance
+        of the Poisson-binomial count plus the variance of the posteriors over a
+        participant bootstrap of the reconstruction (law of total variance), clipped to
+        ``[0, size]``.
+    pool_expected : float
+        Expected number of eligible candidates truly in the category.
+    pool_ci95 : (float, float)
+    """
+
+    label: str
+    min: int
+    max: int
+    expected: float
+    ci95: tuple[float, float]
+    pool_expected: float
+    pool_ci95: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class PanelResult:
+    """A panel drawn from a fair lottery over quota-satisfying panels.
+
+    Attributes
+    ----------
+    rows : ndarray of intp
+        Table rows of the panel members, ascending.
+    reserves : ndarray of intp
+        Table rows of the reserves, in the order they replace drop-outs.
+    probabilities : ndarray of float, shape (n,)
+        Every table row's probability of being selected by the lottery that was drawn
+        (0 for ineligible rows and for candidates no quota-satisfying panel can hold).
+    candidates : ndarray of intp
+        Table rows of the eligible pool.
+    quotas : tuple of QuotaOutcome
+    objective : str
+    optimum : float
+        The smallest selection probability among selectable candidates in the optimal
+        distribution (before rounding to the lottery).
+    lottery_size : int
+        ``m``: the lottery is uniform over ``m`` panels (with repetitions).
+    lottery_draw : int
+        Which of the ``m`` panels was drawn (0-based), from the seed.
+    pool_estimate : float
+        Estimated number of table rows that truly meet ``where`` (``n`` without it).
+    pool_ci95 : (float, float)
+    expected_eligible : float
+        Expected number of panel members who truly meet ``where``.
+    unselectable : int
+        Eligible candidates that no quota-satisfying panel can include (probability 0).
+    iterations : int
+        Pricing problems solved (MILPs).
+    type_of : ndarray of intp
+        The type of each candidate (index into ``support``'s columns), in ``candidates``
+        order.
+    type_posteriors : ndarray, shape (n_types, n_quotas)
+    support : ndarray of int, shape (n_panels, n_types)
+        Seats per type of every distinct panel in the lottery.
+    weights : ndarray of float, shape (n_panels,)
+        The lottery's probability of each panel (multiples of ``1 / lottery_size``).
+    guarantee : str
+        Plain statement of what the quotas guarantee.
+    """
+
+    rows: NDArray[np.intp]
+    reserves: NDArray[np.intp]
+    probabilities: NDArray[np.float64]
+    candidates: NDArray[np.intp]
+    quotas: tuple[QuotaOutcome, ...]
+    objective: str
+    optimum: float
+    lottery_size: int
+    lottery_draw: int
+    pool_estimate: float
+    pool_ci95: tuple[float, float]
+    expected_eligible: float
+    unselectable: int
+    iterations: int
+    type_of: NDArray[np.intp]
+    type_posteriors: NDArray[np.float64]
+    support: NDArray[np.int64]
+    weights: NDArray[np.float64]
+    guarantee: str
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def selection_summary(self) -> dict[str, float]:
+        """Min, median and max selection probability over the eligible candidates."""
+        values = self.probabilities[self.candidates]
+        return {
+            "min": float(values.min()),
+            "median": float(np.median(values)),
+            "max": float(values.max()),
+        }
+
+
+class InfeasibleQuotas(ValueError):
+    """No panel's expected true counts meet every quota.
+
+    Attributes
+    ----------
+    conflicting : tuple of int
+        Indices of a minimal set of quotas that cannot hold together (removing any one of
+        them makes the rest feasible).
+    relaxation : tuple of (int, int)
+        For every quota, the ``(min, max)`` of the smallest relaxation that is feasible
+        (fewest seats added to the bands in total); unchanged quotas keep their bounds.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        conflicting: tuple[int, ...],
+        relaxation: tuple[tuple[int, int], ...],
+    ) -> None:
+        super().__init__(message)
+        self.conflicting = conflicting
+        self.relaxation = relaxation
+
+
+class PanelCancelled(Exception):
+    """Raised by a ``progress`` callback to stop a long run (re-raised unchanged)."""
+
+
+# --------------------------------------------------------------------------- posteriors
+
+
+@dataclass(frozen=True)
+class _Posterior:
+    """Per-row posterior of one condition, its bootstrap replicates and the count."""
+
+    values: NDArray[np.float64]  # (n,)
+    replicates: NDArray[np.float64]  # (B, n) as float32-sized, rows on demand
+    estimate: float
+    ci95: tuple[float, float]
+
+
+def _posterior(
+    table: Mapping[str, Attribute],
+    where: Sequence[Condition],
+    *,
+    n_boot: int,
+    tol: float | None,
+    max_iter: int,
+    rng: np.random.Generator,
+) -> _Posterior:
+    """``Pr(true values meet where | reported values)`` for every row.
+
+    The same joint reconstruction as ``sample(method="posterior")`` and ``count_joint``
+    (001_28af1923c784b480.txt, Figure 2's EM over the product channel); the replicates
+    refit it on multinomial resamples of the reported cells (participant bootstrap).
+    """
+    groups = _group(table, where)
+    fit = _joint_fit(_axes(table, groups), tol, max_iter)
+    flat = np.ravel_multi_index(tuple(ax.cells for ax in fit.axes), fit.counts.shape)
+    values = fit.posterior().ravel()[flat]
+    thetas = fit.bootstrap(n_boot, rng, tol, max_iter)
+    cell_replicates = fit.posterior(thetas).reshape(n_boot, -1)
+    mask = _joint_mask(fit.axes)
+    n = fit.n
+    estimate = float(n * fit.theta[mask].sum())
+    counts = n * thetas[:, mask].sum(axis=1)
+    low, high = np.percentile(counts, [2.5, 97.5])
+    return _Posterior(
+        np.asarray(values, dtype=np.float64),
+        np.asarray(cell_replicates[:, flat], dtype=np.float64),
+        estimate,
+        (float(low), float(high)),
+    )
+
+
+def _count_interval(
+    values: NDArray[np.float64], replicates: NDArray[np.float64], upper: float
+) -> tuple[float, float, float]:
+    """Expected true count of a set of rows and a 95% interval for the realised count.
+
+    ``Var = sum p (1 - p)`` (the count given the posteriors is Poisson-binomial) ``+
+    Var_boot(sum p)`` (the posteriors' own uncertainty): the law of total variance.
+    """
+    expected = float(values.sum())
+    variance = float((values * (1.0 - values)).sum())
+    if replicates.shape[0] > 1:
+        variance += float(replicates.sum(axis=1).var(ddof=1))
+    half = _Z95 * math.sqrt(max(variance, 0.0))
+    return expected, max(0.0, expected - half), min(upper, expected + half)
+
+
+# --------------------------------------------------------------------------- optimisation
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """Panels as seat vectors over types: ``x[t]`` in ``0..sizes[t]``, ``sum x = k``."""
+
+    sizes: NDArray[np.float64]  # (T,)
+    posteriors: NDArray[np.float64]  # (T, q)
+    size: int
+    lower: NDArray[np.float64]  # (q,)
+    upper: NDArray[np.float64]  # (q,)
+
+    def constraints(self, active: NDArray[np.bool_] | None = None) -> list[LinearConstraint]:
+        t = self.sizes.size
+        result = [LinearConstraint(np.ones((1, t)), self.size, self.size)]
+        keep = np.ones(self.lower.size, dtype=bool) if active is None else active
+        if keep.any():
+            result.append(
+                LinearConstraint(self.posteriors[:, keep].T, self.lower[keep], self.upper[keep])
+            )
+        return result
+
+    def best_panel(
+        self, weights: NDArray[np.float64], active: NDArray[np.bool_] | None = None
+    ) -> NDArray[np.int64] | None:
+        """The quota-satisfying panel maximising ``sum_t weights[t] x[t]`` (a MILP)."""
+        result = milp(
+            -weights,
+            constraints=self.constraints(active),
+            integrality=np.ones(self.sizes.size),
+            bounds=Bounds(np.zeros(self.sizes.size), self.sizes),
+        )
+        if result.status == 2:  # infeasible
+            return None
+        if result.x is None:
+            raise RuntimeError(f"the panel MILP failed: {result.message}")
+        return np.asarray(np.rint(result.x), dtype=np.int64)
+
+    def feasible(self, active: NDArray[np.bool_] | None = None) -> bool:
+        return self.best_panel(np.zeros(self.sizes.size), active) is not None
+
+
+def _relaxation(problem: _Problem, minimums: Sequence[int], maximums: Sequence[int]) -> list[int]:
+    """Integer relaxations ``(down_j, up_j)`` of the bands with the fewest seats in total.
+
+    Variables: seats per type, then ``down`` and ``up`` per quota; minimise their sum
+    subject to ``min_j - down_j <= sum_t p[t, j] x[t] <= max_j + up_j``.
+    """
+    t, q = problem.sizes.size, problem.lower.size
+    cost = np.concatenate([np.zeros(t), np.ones(2 * q)])
+    rows = np.zeros((2 * q + 1, t + 2 * q))
+    rows[0, :t] = 1.0
+    rows[1 : q + 1, :t] = problem.posteriors.T
+    rows[1 : q + 1, t : t + q] = np.eye(q)  # + down_j >= min_j
+    rows[q + 1 :, :t] = problem.posteriors.T
+    rows[q + 1 :, t + q :] = -np.eye(q)  # - up_j <= max_j
+    lower = np.concatenate([[problem.size], minimums, np.full(q, -np.inf)])
+    upper = np.concatenate([[problem.size], np.full(q, np.inf), maximums])
+    result = milp(
+        cost,
+        constraints=[LinearConstraint(rows, lower, upper)],
+        integrality=np.ones(t + 2 * q),
+        bounds=Bounds(
+            np.zeros(t + 2 * q),
+            np.concatenate([problem.sizes, np.asarray(minimums, float), np.full(q, problem.size)]),
+        ),
+    )
+    if result.x is None:
+        raise RuntimeError(f"the relaxation MILP failed: {result.message}")
+    return [round(float(v)) for v in result.x[t:]]
+
+
+def _infeasible(problem: _Problem, quotas: Sequence[Quota]) -> InfeasibleQuotas:
+    q = len(quotas)
+    active = np.ones(q, dtype=bool)
+    # Deletion filter: drop every quota whose removal leaves the rest infeasible.
+    for j in range(q):
+        active[j] = False
+        if problem.feasible(active):
+            active[j] = True
+    conflicting = tuple(int(j) for j in np.flatnonzero(active))
+    slack = _relaxation(problem, [qt.min for qt in quotas], [qt.max for qt in quotas])
+    relaxation = tuple((quotas[j].min - slack[j], quotas[j].max + slack[q + j]) for j in range(q))
+    names = ", ".join(_quota_name(quotas, j) for j in conflicting) or "the panel size"
+    changes = [
+        f"{_quota_name(quotas, j)}: {quotas[j].min}-{quotas[j].max} -> {lo}-{hi}"
+        for j, (lo, hi) in enumerate(relaxation)
+        if (lo, hi) != (quotas[j].min, quotas[j].max)
+    ]
+    message = (
+        f"no panel of {problem.size} meets the quotas on expected true counts; "
+        f"these quotas conflict: {names}. Smallest feasible relaxation: "
+        + ("; ".join(changes) if changes else "none found within the panel size")
+    )
+    return InfeasibleQuotas(message, conflicting, relaxation)
+
+
+def _quota_name(quotas: Sequence[Quota], j: int) -> str:
+    return quotas[j].label or f"quota {j}"
+
+
+Progress = Callable[[float], None]
+
+
+@dataclass
+class _ColumnGeneration:
+    """Panels found so far (columns) and the pricing loop shared by the objectives."""
+
+    problem: _Problem
+    progress: Progress | None
+    columns: list[NDArray[np.int64]] = field(default_factory=list)
+    seen: set[bytes] = field(default_factory=set)
+    iterations: int = 0
+    max_iterations: int = 100_000
+
+    def add(self, panel: NDArray[np.int64]) -> bool:
+        key = panel.tobytes()
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        self.columns.append(panel)
+        return True
+
+    def price(self, weights: NDArray[np.float64]) -> NDArray[np.int64]:
+        self.iterations += 1
+        if self.iterations > self.max_iterations:
+            raise RuntimeError(f"column generation did not converge in {self.max_iterations}")
+        panel = self.problem.best_panel(weights)
+        assert panel is not None  # the problem was checked feasible
+        return panel
+
+    def neighbours(
+        self, panel: NDArray[np.int64], weights: NDArray[np.float64], floor: float, limit: int
+    ) -> int:
+        """Add the best quota-satisfying panels one seat away from ``panel``.
+
+        Moving one seat from type ``s`` to type ``t`` keeps the size; the move is kept
+        when every expected count stays in its band and the panel's value under
+        ``weights`` stays above ``floor`` (an improving column). One MILP thus yields up
+        to ``limit`` columns, which cuts the number of pricing problems several-fold.
+        """
+        problem = self.problem
+        occupied = np.flatnonzero(panel > 0)
+        room = np.flatnonzero(panel < problem.sizes)
+        if occupied.size == 0 or room.size == 0:
+            return 0
+        counts = panel @ problem.posteriors
+        # change[s, t, j] = P[t, j] - P[s, j]
+        moved = (
+            counts[None, None, :]
+            - problem.posteriors[occupied][:, None, :]
+            + problem.posteriors[room][None, :, :]
+        )
+        ok = np.all((moved >= problem.lower - 1e-9) & (moved <= problem.upper + 1e-9), axis=2) & (
+            occupied[:, None] != room[None, :]
+        )
+        value = float(weights @ panel) - weights[occupied][:, None] + weights[room][None, :]
+        value = np.where(ok & (value > floor), value, -np.inf)
+        order = np.argsort(-value, axis=None)[:limit]
+        added = 0
+        for flat in order:
+            s, t = np.unravel_index(flat, value.shape)
+            if not np.isfinite(value[s, t]):
+                break
+            candidate = panel.copy()
+            candidate[occupied[s]] -= 1
+            candidate[room[t]] += 1
+            added += self.add(candidate)
+        return added
+
+    def report(self, fraction: float) -> None:
+        if self.progress is not None:
+            self.progress(min(max(fraction, 0.0), 1.0))
+
+    def matrix(self) -> NDArray[np.float64]:
+        """``a[p, t] = x_p[t] / n_t``: panel p's selection probability of a type-t member."""
+        return np.asarray(self.columns, dtype=np.float64) / self.problem.sizes
+
+    def cover(self, covered: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        """Panels until every type some panel can hold is in one (Flanigan et al., Methods).
+
+        Each round finds the panel with the most not-yet-covered types (weighted by the
+        inverse type size); when the best such panel covers none, the rest are types no
+        quota-satisfying panel can include.
+        """
+        while not covered.all():
+            weights = np.where(covered, 0.0, 1.0 / self.problem.sizes)
+            panel = self.price(weights)
+            gained = (panel > 0) & ~covered
+            if not gained.any():
+                break
+            self.add(panel)
+            covered = covered | (panel > 0)
+            self.report(0.1 * covered.mean())
+        return covered
+
+
+def _maximin_master(
+    a: NDArray[np.float64],
+    free: NDArray[np.bool_],
+    fixed: NDArray[np.float64],
+    fixed_mask: NDArray[np.bool_],
+) -> tuple[float, NDArray[np.float64], NDArray[np.float64], float]:
+    """max z s.t. pi_t >= z (free), pi_t >= fixed_t (fixed), over mixtures of columns.
+
+    Returns ``z``, the column weights, the dual prices per type and the dual of the
+    convexity row (HiGHS via :func:`scipy.optimize.linprog`).
+    """
+    s = a.shape[0]
+    rows_free = a[:, free].T
+    rows_fixed = a[:, fixed_mask].T
+    a_ub = np.vstack(
+        [
+            np.hstack([-rows_free, np.ones((rows_free.shape[0], 1))]),
+            np.hstack([-rows_fixed, np.zeros((rows_fixed.shape[0], 1))]),
+        ]
+    )
+    b_ub = np.concatenate([np.zeros(rows_free.shape[0]), -(fixed[fixed_mask] - _FIX_TOL)])
+    a_eq = np.hstack([np.ones((1, s)), np.zeros((1, 1))])
+    cost = np.zeros(s + 1)
+    cost[-1] = -1.0
+    result = linprog(
+        cost,
+        A_ub=a_ub,
+        b_ub=b_ub,
+        A_eq=a_eq,
+        b_eq=[1.0],
+        bounds=[(0, None)] * s + [(None, None)],
+        method="highs",
+    )
+    if result.status != 0:
+        raise RuntimeError(f"the maximin LP failed: {result.message}")
+    duals = np.zeros(a.shape[1])
+    marginals = -np.asarray(result.ineqlin.marginals)
+    duals[free] = marginals[: rows_free.shape[0]]
+    duals[fixed_mask] = marginals[rows_free.shape[0] :]
+    return (
+        float(result.x[-1]),
+        np.asarray(result.x[:-1]),
+        np.maximum(duals, 0.0),
+        float(-result.eqlin.marginals[0]),
+    )
+
+
+def _maximin_round(
+    cg: _ColumnGeneration,
+    free: NDArray[np.bool_],
+    fixed: NDArray[np.float64],
+    fixed_mask: NDArray[np.bool_],
+    tol: float,
+    base: float,
+    share: float,
+) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
+    """Column generation for one maximin programme (Flanigan et al., Methods, dual LP).
+
+    Stops when the best new panel cannot raise the level by more than the relative
+    ``tol`` (its dual value bounds the optimum) or the level reaches ``size / N``, the
+    equal share of the free candidates, which no distribution can exceed.
+    """
+    sizes = cg.problem.sizes
+    remaining = cg.problem.size - float((fixed[fixed_mask] * sizes[fixed_mask]).sum())
+    ceiling = remaining / max(float(sizes[free].sum()), 1.0)
+    while True:
+        level, weights, duals, bound = _maximin_master(cg.matrix(), free, fixed, fixed_mask)
+        if level >= ceiling * (1.0 - tol):  # nobody can do better than an equal share
+            return level, weights, duals
+        prices = duals / sizes
+        panel = cg.price(prices)
+        value = float(prices @ panel)
+        # value is an upper bound on the level over all panels (LP duality).
+        cg.report(base + share * (level / value if value > 0 else 1.0))
+        if value <= bound + tol * max(bound, 1e-12) or not cg.add(panel):
+            return level, weights, duals
+        cg.neighbours(panel, prices, bound + tol * max(bound, 1e-12), _NEIGHBOURS)
+
+
+def _maximin(
+    cg: _ColumnGeneration, selectable: NDArray[np.bool_], tol: float
+) -> NDArray[np.float64]:
+    t = selectable.size
+    _, weights, _ = _maximin_round(
+        cg, selectable, np.zeros(t), np.zeros(t, dtype=bool), tol, 0.1, 0.9
+    )
+    return weights
+
+
+def _leximin(
+    cg: _ColumnGeneration, selectable: NDArray[np.bool_], tol: float
+) -> NDArray[np.float64]:
+    """LEXIMIN by successive maximin programmes (Flanigan et al., Methods).
+
+    After each programme, the types with a positive dual price cannot all be raised above
+    the level together, so they are fixed at it; the next programme raises the rest.
+    """
+    t = selectable.size
+    fixed = np.zeros(t)
+    fixed_mask = np.zeros(t, dtype=bool)
+    free = selectable.copy()
+    weights = np.zeros(len(cg.columns))
+    total = max(int(selectable.sum()), 1)
+    while free.any():
+        done = 1.0 - free.sum() / total
+        level, weights, duals = _maximin_round(
+            cg, free, fixed, fixed_mask, tol, 0.1 + 0.9 * done, 0.9 / total
+        )
+        tight = free & (duals > _FIX_TOL)
+        if not tight.any():  # degenerate duals: fix the lowest instead
+            pi = weights @ cg.matrix()
+            tight = free & (pi <= level + _FIX_TOL)
+        fixed[tight] = level
+        fixed_mask |= tight
+        free &= ~tight
+    return weights
+
+
+def _nash(cg: _ColumnGeneration, selectable: NDArray[np.bool_], tol: float) -> NDArray[np.float64]:
+    """Maximise ``sum_t n_t log pi_t`` (Nash welfare) by fully corrective Frank-Wolfe.
+
+    The master problem over the current panels is a mixture-weight likelihood, whose EM
+    fixed point ``w_p <- w_p sum_t (n_t / N) a[p, t] / pi_t`` increases it monotonically;
+    pricing finds the panel maximising the gradient ``sum_t x_t / pi_t``; the duality gap
+    ``max_p sum_t x_t / pi_t - N`` bounds the distance to the optimum.
+    """
+    sizes = cg.problem.sizes
+    n_total = float(sizes[selectable].sum())
+    weights = np.full(len(cg.columns), 1.0 / len(cg.columns))
+    for _ in range(cg.max_iterations):
+        a = cg.matrix()[:, selectable]
+        share = sizes[selectable] / n_total
+        if weights.size < a.shape[0]:
+            weights = np.concatenate(
+                [
+                    weights * 0.9,
+                    np.full(a.shape[0] - weights.size, 0.1 / (a.shape[0] - weights.size)),
+                ]
+            )
+        for _ in range(2000):
+            pi = weights @ a
+            update = weights * (a @ (share / pi))
+            change = float(np.abs(update - weights).max())
+            weights = update / update.sum()
+            if change < 1e-10:
+                break
+        pi = weights @ a
+        gradient = np.zeros(sizes.size)
+        gradient[selectable] = 1.0 / pi
+        panel = cg.price(gradient)
+        gap = float(gradient @ panel) - n_total
+        cg.report(0.1 + 0.9 * min(1.0, tol / max(gap / n_total, tol)))
+        if gap <= tol * n_total or not cg.add(panel):
+            break
+    return weights
+
+
+def _lottery(weights: NDArray[np.float64], m: int) -> NDArray[np.int64]:
+    """Round panel weights to multiples of ``1/m`` (largest remainders; sum exactly m)."""
+    scaled = np.maximum(weights, 0.0) * m / max(float(weights.sum()), 1e-300)
+    counts = np.floor(scaled).astype(np.int64)
+    short = m - int(counts.sum())
+    if short > 0:
+        order = np.argsort(-(scaled - counts), kind="stable")
+        counts[order[:short]] += 1
+    return counts
+
+
+# --------------------------------------------------------------------------- guarantee
+
+
+def guarantee_statement(size: int, n_quotas: int, *, eligibility: bool) -> str:
+    """The plain statement returned with every panel."""
+    text = (
+        f"The panel of {size} was drawn by a published lottery over panels that all meet the "
+        f"{n_quotas} quota(s) in expectation: answers were distorted on residents' devices, "
+        "so nobody's true category is known. For every quota, the expected number of "
+        "members truly in the category (the sum of their posterior probabilities) lies "
+        "within its band; the realised number may fall outside it, and the 95% interval "
+        "shows by how much it plausibly varies. Every candidate's selection probability is "
+        "published; candidates with the same reported answers have the same probability."
+    )
+    if eligibility:
+        text += (
+            " Eligibility is also only known in probability: the expected number of members "
+            "who truly meet it is reported beside the panel."
+        )
+    return text
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def select_panel(
+    table: Mapping[str, Attribute],
+    size: int,
+    quotas: Sequence[Quota],
+    where: Sequence[Condition] = (),
+    *,
+    reserves: int = 0,
+    objective: Objective = "maximin",
+    lottery_size: int = 1000,
+    eligibility_threshold: float = 0.5,
+    n_boot: int = 100,
+    tol: float | None = None,
+    max_iter: int = 10_000,
+    rng: np.random.Generator | None = None,
+    progress: Progress | None = None,
+) -> PanelResult:
+    """Draw a panel from a fair lottery whose panels meet quotas on expected true counts.
+
+    Flanigan et al., "Fair algorithms for selecting citizens' assemblies", Nature 2021,
+    adapted to distorted attributes as the module docstring explains: posteriors from the
+    joint reconstruction of 001_28af1923c784b480.txt (Figure 2's EM over the product
+    channel, Section IV-B's participant sampling), quotas on the sums of posteriors,
+    candidates grouped into types, maximin/Nash/LEXIMIN by column generation with HiGHS,
+    then a uniform lottery over ``lottery_size`` panels (Flanigan, Kehne and Procaccia
+    2021) from which ``rng`` draws one; within a type the seats go to candidates drawn
+    uniformly with the same ``rng``.
+
+    Parameters
+    ----------
+    table : mapping of name -> DiscreteAttribute | ContinuousAttribute
+    size : int
+        Panel size.
+    quotas : sequence of Quota
+    where : sequence of Condition
+        Eligibility (a conjunction); candidates with ``Pr(where | reported) >=
+        eligibility_threshold`` form the pool.
+    reserves : int
+        Replacements drawn in order after the panel, each among the remaining candidates
+        with probability proportional to their selection probability.
+    objective : {"maximin", "nash", "leximin"}
+    lottery_size : int
+        ``m`` of the uniform lottery.
+    eligibility_threshold : float in (0, 1]
+    n_boot : int
+        Bootstrap replicates of the reconstruction behind the intervals.
+    tol, max_iter
+        EM tolerance and iteration cap of the reconstructions.
+    rng : numpy.random.Generator
+        The lottery's randomness (seeded from the request's seed) and the bootstrap's.
+    progress : callable(float), optional
+        Called with the fraction done; it may raise (for example :class:`PanelCancelled`)
+        to stop the run, and the exception propagates unchanged.
+
+    Returns
+    -------
+    PanelResult
+
+    Raises
+    ------
+    InfeasibleQuotas
+        No panel's expected true counts meet the quotas.
+    ValueError
+        Bad sizes or options, quotas whose bounds cannot hold for any panel size, unknown
+        attributes or bad conditions, a panel larger than the eligible pool.
+    """
+    n = _table_size(table)
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+        raise ValueError(f"size must be a positive integer, got {size!r}")
+    if isinstance(reserves, bool) or not isinstance(reserves, (int, np.integer)) or reserves < 0:
+        raise ValueError(f"reserves must be a non-negative integer, got {reserves!r}")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r}; use one of {', '.join(OBJECTIVES)}")
+    if not isinstance(lottery_size, (int, np.integer)) or lottery_size < 1:
+        raise ValueError(f"lottery_size must be a positive integer, got {lottery_size!r}")
+    if not 0.0 < eligibility_threshold <= 1.0:
+        raise ValueError(f"eligibility_threshold must be in (0, 1], got {eligibility_threshold}")
+    if n_boot < 2:
+        raise ValueError(f"n_boot must be >= 2, got {n_boot}")
+    quotas = [
+        q if q.label else Quota(q.where, q.min, q.max, f"quota {j}") for j, q in enumerate(quotas)
+    ]
+    for quota in quotas:
+        if quota.min > size:
+            raise ValueError(f"{quota.label}: min {quota.min} is larger than the panel size {size}")
+    generator = default_rng(rng)
+
+    # Pool and posteriors.
+    if where:
+        eligibility = _posterior(
+            table, where, n_boot=n_boot, tol=tol, max_iter=max_iter, rng=generator
+        )
+        candidates = np.flatnonzero(eligibility.values >= eligibility_threshold).astype(np.intp)
+        pool_estimate, pool_ci = eligibility.estimate, eligibility.ci95
+    else:
+        eligibility = None
+        candidates = np.arange(n, dtype=np.intp)
+        pool_estimate, pool_ci = float(n), (float(n), float(n))
+    if candidates.size < size + reserves:
+        raise ValueError(
+            f"a panel of {size} with {reserves} reserves is larger than the eligible pool "
+            f"of {candidates.size} candidates"
+        )
+    posteriors = [
+        _posterior(table, q.where, n_boot=n_boot, tol=tol, max_iter=max_iter, rng=generator)
+        for q in quotas
+    ]
+    if progress is not None:
+        progress(0.05)
+    q = len(quotas)
+    matrix = (
+        np.column_stack([p.values[candidates] for p in posteriors])
+        if q
+        else np.zeros((candidates.size, 0))
+    )
+    keys = np.round(matrix, _TYPE_DECIMALS)
+    if q:
+        type_posteriors, type_of = np.unique(keys, axis=0, return_inverse=True)
+    else:
+        type_posteriors, type_of = np.zeros((1, 0)), np.zeros(candidates.size, dtype=np.intp)
+    type_of = np.asarray(type_of, dtype=np.intp).ravel()
+    sizes = np.bincount(type_of, minlength=type_posteriors.shape[0]).astype(np.float64)
+    # The type's posterior is the mean of its members' (equal up to the rounding).
+    type_posteriors = (
+        np.stack(
+            [
+                np.bincount(type_of, weights=matrix[:, j], minlength=sizes.size) / sizes
+                for j in range(q)
+            ],
+            axis=1,
+        )
+        if q
+        else type_posteriors
+    )
+    problem = _Problem(
+        sizes,
+        type_posteriors,
+        int(size),
+        np.array([qt.min for qt in quotas], dtype=np.float64),
+        np.array([qt.max for qt in quotas], dtype=np.float64),
+    )
+    if not problem.feasible():
+        raise _infeasible(problem, quotas)
+
+    cg = _ColumnGeneration(problem, progress)
+    selectable = cg.cover(np.zeros(sizes.size, dtype=bool))
+    solve = {"maximin": _maximin, "leximin": _leximin, "nash": _nash}[objective]
+    weights = solve(cg, selectable, _NASH_GAP if objective == "nash" else _MAXIMIN_GAP)
+    a = cg.matrix()
+    optimum_pi = weights @ a
+    optimum = float(optimum_pi[selectable].min())
+
+    counts = _lottery(weights, int(lottery_size))
+    used = np.flatnonzero(counts)
+    support = np.asarray(cg.columns, dtype=np.int64)[used]
+    lottery_weights = counts[used] / float(lottery_size)
+    type_probability = lottery_weights @ (support / sizes)
+
+    # The draw: one of the m panels, then the seats of each type among its members.
+    draw = int(generator.integers(lottery_size))
+    chosen = support[int(np.searchsorted(np.cumsum(counts[used]), draw, side="right"))]
+    order = np.argsort(type_of, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(sizes.astype(np.int64))])
+    picked: list[NDArray[np.intp]] = []
+    for t in np.flatnonzero(chosen):
+        members = order[starts[t] : starts[t + 1]]
+        picked.append(generator.choice(members, size=int(chosen[t]), replace=False))
+    panel_local = np.sort(np.concatenate(picked)).astype(np.intp)
+
+    probabilities = np.zeros(n)
+    probabilities[candidates] = type_probability[type_of]
+    remaining = np.ones(candidates.size, dtype=bool)
+    remaining[panel_local] = False
+    reserve_local: list[int] = []
+    for _ in range(int(reserves)):
+        weight = np.where(remaining, type_probability[type_of], 0.0)
+        if weight.sum() <= 0:
+            weight = remaining.astype(np.float64)
+        pick = int(generator.choice(candidates.size, p=weight / weight.sum()))
+        reserve_local.append(pick)
+        remaining[pick] = False
+
+    rows = candidates[panel_local]
+    outcomes: list[QuotaOutcome] = []
+    for quota, post in zip(quotas, posteriors, strict=True):
+        expected, low, high = _count_interval(
+            post.values[rows], post.replicates[:, rows], float(size)
+        )
+        pool_expected, pool_low, pool_high = _count_interval(
+            post.values[candidates], post.replicates[:, candidates], float(candidates.size)
+        )
+        outcomes.append(
+            QuotaOutcome(
+                quota.label,
+                quota.min,
+                quota.max,
+                expected,
+                (low, high),
+                pool_expected,
+                (pool_low, pool_high),
+            )
+        )
+    expected_eligible = (
+        float(size) if eligibility is None else float(eligibility.values[rows].sum())
+    )
+    if progress is not None:
+        progress(1.0)
+    notes: list[str] = []
+    unselectable = int(sizes[~selectable].sum())
+    if unselectable:
+        notes.append(f"{unselectable} eligible candidate(s) fit in no quota-satisfying panel")
+    return PanelResult(
+        rows=np.sort(rows).astype(np.intp),
+        reserves=candidates[np.asarray(reserve_local, dtype=np.intp)],
+        probabilities=probabilities,
+        candidates=candidates,
+        quotas=tuple(outcomes),
+        objective=objective,
+        optimum=optimum,
+        lottery_size=int(lottery_size),
+        lottery_draw=draw,
+        pool_estimate=pool_estimate,
+        pool_ci95=pool_ci,
+        expected_eligible=expected_eligible,
+        unselectable=unselectable,
+        iterations=cg.iterations,
+        type_of=type_of,
+        type_posteriors=type_posteriors,
+        support=support,
+        weights=lottery_weights,
+        guarantee=guarantee_statement(int(size), q, eligibility=eligibility is not None),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,233 @@
+"""Fair panel selection (panel.py) against brute-force enumeration of panels on tiny pools.
+
+Reference optima: every panel of the pool is enumerated, the quota-satisfying ones (on the
+expected true counts computed from the same posteriors) become the columns of the
+per-person maximin LP of Flanigan et al. (Nature 2021), solved directly with HiGHS.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy.optimize import linprog
+
+from privacy.mechanisms import AdditiveLaplace, randomised_response
+from reconstruction.algorithms.panel import (
+    InfeasibleQuotas,
+    PanelCancelled,
+    Quota,
+    select_panel,
+)
+from reconstruction.algorithms.queries import Condition, ContinuousAttribute, DiscreteAttribute
+
+SEX = [1, 0, 0, 1, 0, 1, 1, 0, 1, 1]
+DISTRICT = [0, 1, 2, 2, 0, 1, 0, 0, 1, 0]
+
+
+def _true_table() -> dict[str, DiscreteAttribute | ContinuousAttribute]:
+    return {
+        "sex": DiscreteAttribute(np.array(SEX), np.eye(2)),
+        "district": DiscreteAttribute(np.array(DISTRICT), np.eye(3)),
+    }
+
+
+def _noisy_table() -> dict[str, DiscreteAttribute | ContinuousAttribute]:
+    return {
+        "sex": DiscreteAttribute(np.array(SEX), randomised_response(2, 0.85)),
+        "district": DiscreteAttribute(np.array(DISTRICT), randomised_response(3, 0.9)),
+    }
+
+
+def _quotas() -> list[Quota]:
+    # Bands, not exact numbers: expected counts are sums of fractional posteriors.
+    return [
+        Quota((Condition("sex", "in", {0}),), 1, 3, "women"),
+        Quota((Condition("district", "in", {0}),), 1, 3, "district 0"),
+        Quota((Condition("district", "in", {2}),), 1, 2, "district 2"),
+    ]
+
+
+def _person_posteriors(result, n: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+    matrix = np.zeros((n, result.type_posteriors.shape[1]))
+    matrix[result.candidates] = result.type_posteriors[result.type_of]
+    return matrix
+
+
+def _brute_force_maximin(posteriors: np.ndarray, size: int, quotas: list[Quota]) -> float:
+    n = posteriors.shape[0]
+    lower = np.array([q.min for q in quotas]) - 1e-9
+    upper = np.array([q.max for q in quotas]) + 1e-9
+    panels = []
+    for members in itertools.combinations(range(n), size):
+        sums = posteriors[list(members)].sum(axis=0)
+        if np.all(sums >= lower) and np.all(sums <= upper):
+            row = np.zeros(n)
+            row[list(members)] = 1.0
+            panels.append(row)
+    a = np.array(panels)
+    selectable = a.max(axis=0) > 0
+    s = a.shape[0]
+    # max z s.t. sum_p lambda_p a[p, i] >= z for every selectable i, sum lambda = 1.
+    a_ub = np.hstack([-a[:, selectable].T, np.ones((int(selectable.sum()), 1))])
+    cost = np.zeros(s + 1)
+    cost[-1] = -1.0
+    res = linprog(
+        cost,
+        A_ub=a_ub,
+        b_ub=np.zeros(a_ub.shape[0]),
+        A_eq=np.hstack([np.ones((1, s)), [[0.0]]]),
+        b_eq=[1.0],
+        bounds=[(0, None)] * s + [(None, None)],
+        method="highs",
+    )
+    assert res.status == 0
+    return float(res.x[-1])
+
+
+@pytest.mark.parametrize("make_table", [_true_table, _noisy_table])
+def test_maximin_matches_brute_force_optimum(make_table) -> None:  # type: ignore[no-untyped-def]
+    table = make_table()
+    result = select_panel(table, 4, _quotas(), rng=np.random.default_rng(3), lottery_size=10_000)
+    expected = _brute_force_maximin(_person_posteriors(result, len(SEX)), 4, _quotas())
+    assert_allclose(result.optimum, expected, rtol=1e-3)
+    # The lottery (multiples of 1/10,000) stays within 1e-3 of the optimum.
+    assert result.selection_summary["min"] >= expected - 1e-3
+    # Probabilities are a panel's worth in total, and equal within a type.
+    assert_allclose(result.probabilities.sum(), 4.0, atol=1e-9)
+    for t in np.unique(result.type_of):
+        values = result.probabilities[result.candidates[result.type_of == t]]
+        assert np.ptp(values) < 1e-12
+
+
+def test_true_data_optimum_is_known() -> None:
+    # Exactly 2 women among 4 (women are rows 1, 2, 4, 7): each woman 2/4, each man 2/6.
+    quotas = [Quota((Condition("sex", "in", {0}),), 2, 2, "women")]
+    result = select_panel(_true_table(), 4, quotas, rng=np.random.default_rng(0))
+    assert_allclose(result.optimum, 2 / 6, rtol=1e-6)
+    women = np.array(SEX) == 0
+    assert_allclose(result.probabilities[women], 0.5, atol=1e-3)
+    assert_allclose(result.probabilities[~women], 2 / 6, atol=1e-3)
+    assert int(women[result.rows].sum()) == 2
+
+
+def test_every_panel_in_the_support_meets_the_quotas_in_expectation() -> None:
+    result = select_panel(_noisy_table(), 4, _quotas(), rng=np.random.default_rng(1))
+    sums = result.support @ result.type_posteriors
+    lower = np.array([q.min for q in _quotas()])
+    upper = np.array([q.max for q in _quotas()])
+    assert np.all(sums >= lower - 1e-6) and np.all(sums <= upper + 1e-6)
+    assert np.all(result.support.sum(axis=1) == 4)
+    assert_allclose(result.weights.sum(), 1.0)
+    drawn = _person_posteriors(result, len(SEX))[result.rows].sum(axis=0)
+    assert np.all(drawn >= lower - 1e-6) and np.all(drawn <= upper + 1e-6)
+    for outcome, value in zip(result.quotas, drawn, strict=True):
+        assert_allclose(outcome.expected, value)
+        assert outcome.ci95[0] <= outcome.expected <= outcome.ci95[1]
+
+
+def test_leximin_and_nash_are_at_least_as_fair_as_their_definitions_require() -> None:
+    table = _noisy_table()
+    maximin = select_panel(table, 4, _quotas(), rng=np.random.default_rng(2), lottery_size=10_000)
+    leximin = select_panel(
+        table, 4, _quotas(), objective="leximin", rng=np.random.default_rng(2), lottery_size=10_000
+    )
+    nash = select_panel(
+        table, 4, _quotas(), objective="nash", rng=np.random.default_rng(2), lottery_size=10_000
+    )
+    # LEXIMIN's first level is the maximin optimum, and its sorted vector dominates.
+    assert_allclose(leximin.optimum, maximin.optimum, rtol=1e-3)
+    lex = np.sort(leximin.probabilities[leximin.candidates])
+    mm = np.sort(maximin.probabilities[maximin.candidates])
+    first = np.flatnonzero(np.abs(lex - mm) > 2e-3)
+    assert first.size == 0 or lex[first[0]] > mm[first[0]]
+
+    # Nash welfare: no other distribution found here has a larger sum of log-probabilities.
+    def welfare(result) -> float:  # type: ignore[no-untyped-def]
+        values = result.probabilities[result.candidates]
+        return float(np.log(np.maximum(values, 1e-12)).sum())
+
+    assert welfare(nash) >= max(welfare(maximin), welfare(leximin)) - 1e-2
+
+
+def test_same_seed_same_panel_and_reserves_are_distinct() -> None:
+    args = (_noisy_table(), 4, _quotas())
+    first = select_panel(*args, reserves=3, rng=np.random.default_rng(11))
+    second = select_panel(*args, reserves=3, rng=np.random.default_rng(11))
+    assert first.rows.tolist() == second.rows.tolist()
+    assert first.reserves.tolist() == second.reserves.tolist()
+    assert len(set(first.reserves.tolist()) | set(first.rows.tolist())) == 7
+
+
+def test_infeasible_quotas_name_the_conflict_and_the_smallest_relaxation() -> None:
+    quotas = [
+        Quota((Condition("sex", "in", {0}),), 3, 4, "women"),
+        Quota((Condition("sex", "in", {1}),), 3, 4, "men"),
+        Quota((Condition("district", "in", {1}),), 0, 3, "district 1"),
+    ]
+    with pytest.raises(InfeasibleQuotas) as caught:
+        select_panel(_true_table(), 4, quotas, rng=np.random.default_rng(0))
+    error = caught.value
+    assert error.conflicting == (0, 1)
+    assert "women" in str(error) and "men" in str(error)
+    # Two seats must go: the relaxation lowers the minimums by 2 in total, nothing else.
+    relaxed = error.relaxation
+    assert relaxed[2] == (0, 3)
+    assert (3 - relaxed[0][0]) + (3 - relaxed[1][0]) == 2
+    assert relaxed[0][1] == 4 and relaxed[1][1] == 4
+    fixed = [Quota(q.where, lo, hi, q.label) for q, (lo, hi) in zip(quotas, relaxed, strict=True)]
+    assert select_panel(_true_table(), 4, fixed, rng=np.random.default_rng(0)).rows.size == 4
+
+
+def test_continuous_quotas_use_the_posteriors_of_noisy_ages() -> None:
+    rng = np.random.default_rng(5)
+    ages = rng.integers(16, 86, size=400).astype(float)
+    noise = AdditiveLaplace(70 / 4)
+    table = {"age": ContinuousAttribute(noise.distort(ages, rng), noise, 16, 86)}
+    young = Quota((Condition("age", "between", (16, 35)),), 4, 6, "16-34")
+    result = select_panel(table, 15, [young], rng=np.random.default_rng(5))
+    posterior = result.type_posteriors[result.type_of, 0]
+    # Posteriors fall with the reported age: a noisy age is informative but not exact.
+    reported = table["age"].values[result.candidates]
+    assert np.corrcoef(reported, posterior)[0, 1] < -0.5
+    assert 0.0 < posterior.min() < posterior.max() < 1.0
+    assert 4 - 1e-6 <= result.quotas[0].expected <= 6 + 1e-6
+
+
+def test_progress_is_reported_and_a_raising_callback_cancels() -> None:
+    seen: list[float] = []
+    select_panel(_noisy_table(), 4, _quotas(), rng=np.random.default_rng(0), progress=seen.append)
+    assert seen[-1] == 1.0 and all(0.0 <= v <= 1.0 for v in seen)
+
+    def cancel(fraction: float) -> None:
+        raise PanelCancelled
+
+    with pytest.raises(PanelCancelled):
+        select_panel(_noisy_table(), 4, _quotas(), rng=np.random.default_rng(0), progress=cancel)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"size": 0}, "size must be a positive integer"),
+        ({"size": 11}, "larger than the eligible pool"),
+        ({"objective": "greedy"}, "unknown objective"),
+        ({"reserves": -1}, "reserves must be a non-negative integer"),
+    ],
+)
+def test_bad_options_are_refused(kwargs, message) -> None:  # type: ignore[no-untyped-def]
+    options = {"size": 4, **kwargs}
+    size = options.pop("size")
+    with pytest.raises(ValueError, match=message):
+        select_panel(_true_table(), size, _quotas(), **options)
+
+
+def test_bad_quota_bounds_are_refused() -> None:
+    with pytest.raises(ValueError, match="min 3 is larger than max 2"):
+        Quota((Condition("sex", "in", {0}),), 3, 2, "women")
+    with pytest.raises(ValueError, match="must be an integer"):
+        Quota((Condition("sex", "in", {0}),), 1.5, 2, "women")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="must be >= 0"):
+        Quota((Condition("sex", "in", {0}),), -1, 2, "women")
