@@ -55,6 +55,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from reconstruction.algorithms.queries import (
@@ -86,10 +87,12 @@ _Z95 = 1.959963984540054
 # imposed with this slack so that LP round-off cannot make a later round infeasible.
 _FIX_TOL = 1e-7
 # Relative optimality gap of the column generation (maximin, leximin rounds) and of Nash.
-_MAXIMIN_GAP = 1e-4
+_MAXIMIN_GAP = 1e-3
 _NASH_GAP = 1e-4
 # One-seat moves added as extra columns after each pricing MILP.
-_NEIGHBOURS = 40
+_NEIGHBOURS = 15
+# Seconds an exact pricing MILP may run; its dual bound then still bounds the optimum.
+_MILP_TIME_LIMIT = 60.0
 # Posterior vectors that agree to this many decimals form one type.
 _TYPE_DECIMALS = 10
 
@@ -353,20 +356,86 @@ class _Problem:
         return result
 
     def best_panel(
-        self, weights: NDArray[np.float64], active: NDArray[np.bool_] | None = None
+        self,
+        weights: NDArray[np.float64],
+        active: NDArray[np.bool_] | None = None,
+        *,
+        time_limit: float | None = None,
     ) -> NDArray[np.int64] | None:
         """The quota-satisfying panel maximising ``sum_t weights[t] x[t]`` (a MILP)."""
+        return self.solve(weights, active, time_limit=time_limit)[0]
+
+    def solve(
+        self,
+        weights: NDArray[np.float64],
+        active: NDArray[np.bool_] | None = None,
+        *,
+        time_limit: float | None = None,
+    ) -> tuple[NDArray[np.int64] | None, float]:
+        """The MILP's best panel and its dual bound (an upper bound on every panel)."""
+        options: dict[str, float] = {} if time_limit is None else {"time_limit": time_limit}
         result = milp(
             -weights,
             constraints=self.constraints(active),
             integrality=np.ones(self.sizes.size),
             bounds=Bounds(np.zeros(self.sizes.size), self.sizes),
+            options=options,
         )
         if result.status == 2:  # infeasible
-            return None
+            return None, -math.inf
         if result.x is None:
             raise RuntimeError(f"the panel MILP failed: {result.message}")
-        return np.asarray(np.rint(result.x), dtype=np.int64)
+        dual = getattr(result, "mip_dual_bound", None)
+        bound = float(-dual) if dual is not None and math.isfinite(dual) else float(-result.fun)
+        return np.asarray(np.rint(result.x), dtype=np.int64), max(bound, float(-result.fun))
+
+    def quick_panel(self, weights: NDArray[np.float64]) -> tuple[NDArray[np.int64] | None, float]:
+        """A good quota-satisfying panel for ``weights``, not always the best ("LP and fix").
+
+        The LP relaxation has a basic optimum with at most ``q + 1`` fractional seats
+        (one per constraint); the integral seats are kept and a MILP over the fractional
+        types alone places the rest. That MILP has a handful of variables, so this is
+        one to two orders of magnitude faster than the full MILP. Returns the panel
+        (``None`` when the fixed part leaves no feasible completion) and the relaxation's
+        value, an upper bound on every panel's value.
+        """
+        t = self.sizes.size
+        relaxed = linprog(
+            -weights,
+            A_ub=np.vstack([self.posteriors.T, -self.posteriors.T]),
+            b_ub=np.concatenate([self.upper, -self.lower]),
+            A_eq=np.ones((1, t)),
+            b_eq=[float(self.size)],
+            bounds=np.column_stack([np.zeros(t), self.sizes]),
+            method="highs",
+        )
+        if relaxed.status != 0:
+            return None, math.inf
+        bound = float(-relaxed.fun)
+        x = np.asarray(relaxed.x, dtype=np.float64)
+        fractional = np.abs(x - np.rint(x)) > 1e-7
+        panel = np.asarray(np.rint(np.where(fractional, 0.0, x)), dtype=np.int64)
+        if not fractional.any():
+            return panel, bound
+        fixed_counts = panel @ self.posteriors
+        sub = self.posteriors[fractional]
+        result = milp(
+            -weights[fractional],
+            constraints=[
+                LinearConstraint(
+                    np.ones((1, int(fractional.sum()))),
+                    self.size - panel.sum(),
+                    self.size - panel.sum(),
+                ),
+                LinearConstraint(sub.T, self.lower - fixed_counts, self.upper - fixed_counts),
+            ],
+            integrality=np.ones(int(fractional.sum())),
+            bounds=Bounds(np.zeros(int(fractional.sum())), self.sizes[fractional]),
+        )
+        if result.x is None:
+            return None, bound
+        panel[fractional] = np.asarray(np.rint(result.x), dtype=np.int64)
+        return panel, bound
 
     def feasible(self, active: NDArray[np.bool_] | None = None) -> bool:
         return self.best_panel(np.zeros(self.sizes.size), active) is not None
@@ -453,13 +522,33 @@ class _ColumnGeneration:
         self.columns.append(panel)
         return True
 
-    def price(self, weights: NDArray[np.float64]) -> NDArray[np.int64]:
+    def price(
+        self, weights: NDArray[np.float64], floor: float = math.inf
+    ) -> tuple[NDArray[np.int64], float]:
+        """A panel whose value under ``weights`` exceeds ``floor`` if one is found fast.
+
+        The "LP and fix" panel is returned when it beats ``floor`` (any improving column
+        serves column generation), with the LP relaxation's value as the upper bound on
+        every panel's value. Otherwise the exact MILP runs (a minute at most) and its
+        dual bound is returned, so the stopping test rests on a proven bound.
+        """
         self.iterations += 1
         if self.iterations > self.max_iterations:
             raise RuntimeError(f"column generation did not converge in {self.max_iterations}")
-        panel = self.problem.best_panel(weights)
+        upper = math.inf
+        if math.isfinite(floor):
+            quick, upper = self.problem.quick_panel(weights)
+            if (
+                quick is not None
+                and float(weights @ quick) > floor
+                and quick.tobytes() not in self.seen
+            ):
+                return quick, upper
+            if quick is not None and upper <= floor:  # no panel can beat floor
+                return quick, upper
+        panel, bound = self.problem.solve(weights, time_limit=_MILP_TIME_LIMIT)
         assert panel is not None  # the problem was checked feasible
-        return panel
+        return panel, min(bound, upper)
 
     def neighbours(
         self, panel: NDArray[np.int64], weights: NDArray[np.float64], floor: float, limit: int
@@ -504,6 +593,10 @@ class _ColumnGeneration:
         if self.progress is not None:
             self.progress(min(max(fraction, 0.0), 1.0))
 
+    def prune(self, keep: NDArray[np.bool_]) -> None:
+        self.columns = [c for c, k in zip(self.columns, keep, strict=True) if k]
+        self.seen = {c.tobytes() for c in self.columns}
+
     def matrix(self) -> NDArray[np.float64]:
         """``a[p, t] = x_p[t] / n_t``: panel p's selection probability of a type-t member."""
         return np.asarray(self.columns, dtype=np.float64) / self.problem.sizes
@@ -517,7 +610,7 @@ class _ColumnGeneration:
         """
         while not covered.all():
             weights = np.where(covered, 0.0, 1.0 / self.problem.sizes)
-            panel = self.price(weights)
+            panel, _ = self.price(weights, floor=0.0)
             gained = (panel > 0) & ~covered
             if not gained.any():
                 break
@@ -539,15 +632,16 @@ def _maximin_master(
     convexity row (HiGHS via :func:`scipy.optimize.linprog`).
     """
     s = a.shape[0]
-    rows_free = a[:, free].T
-    rows_fixed = a[:, fixed_mask].T
-    a_ub = np.vstack(
+    n_free, n_fixed = int(free.sum()), int(fixed_mask.sum())
+    # Each panel holds at most `size` types, so the matrix is sparse.
+    a_ub = sparse.vstack(
         [
-            np.hstack([-rows_free, np.ones((rows_free.shape[0], 1))]),
-            np.hstack([-rows_fixed, np.zeros((rows_fixed.shape[0], 1))]),
-        ]
+            sparse.hstack([sparse.csr_matrix(-a[:, free].T), np.ones((n_free, 1))]),
+            sparse.hstack([sparse.csr_matrix(-a[:, fixed_mask].T), np.zeros((n_fixed, 1))]),
+        ],
+        format="csr",
     )
-    b_ub = np.concatenate([np.zeros(rows_free.shape[0]), -(fixed[fixed_mask] - _FIX_TOL)])
+    b_ub = np.concatenate([np.zeros(n_free), -(fixed[fixed_mask] - _FIX_TOL)])
     a_eq = np.hstack([np.ones((1, s)), np.zeros((1, 1))])
     cost = np.zeros(s + 1)
     cost[-1] = -1.0
@@ -564,8 +658,8 @@ def _maximin_master(
         raise RuntimeError(f"the maximin LP failed: {result.message}")
     duals = np.zeros(a.shape[1])
     marginals = -np.asarray(result.ineqlin.marginals)
-    duals[free] = marginals[: rows_free.shape[0]]
-    duals[fixed_mask] = marginals[rows_free.shape[0] :]
+    duals[free] = marginals[:n_free]
+    duals[fixed_mask] = marginals[n_free:]
     return (
         float(result.x[-1]),
         np.asarray(result.x[:-1]),
@@ -594,16 +688,24 @@ def _maximin_round(
     ceiling = remaining / max(float(sizes[free].sum()), 1.0)
     while True:
         level, weights, duals, bound = _maximin_master(cg.matrix(), free, fixed, fixed_mask)
+        if len(cg.columns) > 2 * sizes.size + 200:
+            # Columns outside the LP's basis may go (pricing finds them again if needed).
+            keep = weights > 0
+            keep[-200:] = True
+            cg.prune(keep)
+            weights = weights[keep]
         if level >= ceiling * (1.0 - tol):  # nobody can do better than an equal share
             return level, weights, duals
         prices = duals / sizes
-        panel = cg.price(prices)
+        floor = bound + 1e-12
+        panel, upper = cg.price(prices, floor)
         value = float(prices @ panel)
-        # value is an upper bound on the level over all panels (LP duality).
-        cg.report(base + share * (level / value if value > 0 else 1.0))
-        if value <= bound + tol * max(bound, 1e-12) or not cg.add(panel):
+        # No distribution beats level + (upper - bound) (Lagrangian bound of the dual LP).
+        gap = max(upper - bound, 0.0)
+        cg.report(base + share * (level / (level + gap) if level + gap > 0 else 1.0))
+        if gap <= tol * max(level, 1e-12) or value <= floor or not cg.add(panel):
             return level, weights, duals
-        cg.neighbours(panel, prices, bound + tol * max(bound, 1e-12), _NEIGHBOURS)
+        cg.neighbours(panel, prices, floor, _NEIGHBOURS)
 
 
 def _maximin(
@@ -676,8 +778,8 @@ def _nash(cg: _ColumnGeneration, selectable: NDArray[np.bool_], tol: float) -> N
         pi = weights @ a
         gradient = np.zeros(sizes.size)
         gradient[selectable] = 1.0 / pi
-        panel = cg.price(gradient)
-        gap = float(gradient @ panel) - n_total
+        panel, upper = cg.price(gradient, floor=n_total * (1.0 + tol))
+        gap = upper - n_total  # upper bounds every panel's gradient value
         cg.report(0.1 + 0.9 * min(1.0, tol / max(gap / n_total, tol)))
         if gap <= tol * n_total or not cg.add(panel):
             break
