@@ -373,7 +373,7 @@ def _sample(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
             size,
             prepared.where,
             strata=prepared.strata,
-            method=request.method or "figure3",  # type: ignore[arg-type]
+            method=request.method or "posterior",  # type: ignore[arg-type]
             rng=np.random.default_rng(seed),
         )
     except ValueError as exc:
@@ -394,6 +394,7 @@ def _sample(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
         else [],
         "pool_estimate": float(drawn.pool_estimate),
         "expected_precision": float(drawn.expected_precision),
+        "subcondition_precision": {label: value for label, value in drawn.subcondition_precision},
         "seed": seed,
         "method": drawn.method,
     }
@@ -403,8 +404,8 @@ register(
     AnalysisKind(
         name="sample",
         summary="participants drawn for a deliberative panel (001, Section IV-B)",
-        methods=("figure3", "posterior"),
-        default_method="figure3",
+        methods=("posterior", "figure3"),
+        default_method="posterior",
         sampling=True,
         group_threshold="min_cell",
         validate=_validate_sample,

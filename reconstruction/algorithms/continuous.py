@@ -488,8 +488,9 @@ def smoothing_matrix(edges: ArrayLike, strength: float = DEFAULT_SMOOTHING) -> N
     ----------
     edges : array_like of shape (m + 1,)
         Strictly increasing interval edges.
-    strength : float, default 0.5
-        In ``[0, 1]``; 0 gives the identity (plain EM).
+    strength : float, default 0.05 (:data:`DEFAULT_SMOOTHING`)
+        In ``[0, 1]``; 0 gives the identity (plain EM); 0.5 is Silverman et al.'s
+        binomial weights.
 
     Returns
     -------
@@ -768,7 +769,7 @@ def _squarem(
 
 
 def default_smoothing(noise: NoiseModel, stopping: Stopping = "em") -> float:
-    """Default EMS smoothing strength: 0.5 for EM under additive noise, else 0.
+    """Default EMS smoothing strength: 0.05 for EM under additive noise, else 0.
 
     Additive noise with a positive standard deviation blurs the density, and the plain
     EM fixed point (the NPMLE) is then spiky. Without noise the histogram is exact, and
@@ -844,7 +845,8 @@ def reconstruct_continuous(
         Randomness for the bootstrap; required when ``ci`` is true.
     smoothing : float, optional
         Strength of the EMS smoothing step in ``[0, 1]`` (0: plain EM, the NPMLE).
-        Default: 0.5 (Silverman et al.'s binomial weights) for ``"em"`` under additive
+        Default: 0.05 (:data:`DEFAULT_SMOOTHING`, a tenth of Silverman et al.'s binomial
+        weights) for ``"em"`` under additive
         noise with a positive standard deviation, 0 otherwise (no noise, retention
         replacement, and AS, which 001 stops early instead).
 

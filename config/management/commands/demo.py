@@ -472,11 +472,17 @@ class Command(BaseCommand):
                 ],
             }
         )
-        drawn = np.array([int(ref.split("-")[1]) for ref in result["participants"]])
-        meets = (pool.age[drawn] >= 18) & (pool.age[drawn] < 40)
+        # expected_precision is the share meeting the stratum's whole condition (age and
+        # sex), so compare it with that share, not with the age condition alone.
+        meets_parts = []
+        for sex_code, refs in enumerate(result["strata"]):
+            drawn = np.array([int(ref.split("-")[1]) for ref in refs])
+            age_ok = (pool.age[drawn] >= 18) & (pool.age[drawn] < 40)
+            meets_parts.append(age_ok & (pool.sex[drawn] == sex_code))
+        meets = np.concatenate(meets_parts)
         rows.append(
             (
-                "panel: share truly aged 18-40",
+                "panel: share truly meeting age 18-40 and its stratum's sex",
                 float(meets.mean()),
                 float("nan"),
                 result["expected_precision"],

@@ -344,3 +344,18 @@ def test_a_step_that_does_not_divide_the_range_is_refused() -> None:
 
     with pytest.raises(ValueError, match="whole number of steps"):
         ContinuousAttribute(np.array([1.0]), NoNoise(), 0.0, 10.0, step=3.0)
+
+
+def test_sampling_defaults_to_posterior_and_reports_each_subcondition() -> None:
+    # Issue 10, finding 7: figure3 was the default though posterior panels are more
+    # precise; expected_precision is for the whole condition, so each subcondition's
+    # precision is reported beside it.
+    table, _ = _whole_number_table(20_000, 3, step=1.0)
+    where = [Condition("age", "between", (18.0, 40.0))]
+    strata = [([Condition("sex", "in", {0})], 10), ([Condition("sex", "in", {1})], 10)]
+    drawn = sample(table, 20, where, strata=strata, rng=np.random.default_rng(1))
+    assert drawn.method == "posterior"
+    labels = dict(drawn.subcondition_precision)
+    assert set(labels) == {"age between [18, 40)", "sex in [0]", "sex in [1]"}
+    assert all(0.0 <= value <= 1.0 for value in labels.values())
+    assert min(labels.values()) >= 0.5 and drawn.expected_precision >= 0.5
