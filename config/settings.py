@@ -99,6 +99,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # writers queue on the timeout instead of failing with "database is locked" when a
     # reader upgrades to a writer mid-transaction.
     DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+if env_str("DATABASE_REPLICA_URL"):
+    # A read replica (streaming replication, or a second alias on the same cluster in the
+    # tests): the analysis statistics read from it, everything else from default.
+    DATABASES["replica"] = {
+        **database_from_url(env_str("DATABASE_REPLICA_URL")),
+        "TEST": {"MIRROR": "default"},
+    }
+DATABASE_ROUTERS = ["config.routers.PrimaryReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

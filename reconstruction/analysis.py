@@ -294,15 +294,27 @@ def _attribute(question: Question, column: np.ndarray[Any, Any]) -> Attribute:
 
 
 def load(request: AnalysisRequest) -> PreparedAnalysis:
-    """Load the answers a request names, aligned by participant."""
-    loaded = selectors.attribute_table(request.survey, request.keys)
-    table = {key: _attribute(request.questions[key], loaded.columns[key]) for key in loaded.columns}
-    return PreparedAnalysis(request=request, participants=loaded.participants, table=table)
+    """Load the answers a request names, aligned by participant (ids, not references).
+
+    Only the methods that assign values to participants need this (Figure 3, sampling);
+    it streams from the database into one array per question.
+    """
+    questions = [request.questions[key] for key in request.keys]
+    ids, columns = statistics.attribute_columns(
+        request.survey, questions, using=statistics.analysis_alias()
+    )
+    table = {
+        key: _attribute(request.questions[key], columns[request.questions[key].pk])
+        for key in request.keys
+    }
+    return PreparedAnalysis(request=request, participants=ids, table=table)
 
 
 def references(prepared: PreparedAnalysis, rows: np.ndarray[Any, Any]) -> list[str]:
-    """The participants' references of the given rows of a loaded table."""
-    return [str(ref) for ref in prepared.participants[rows]]
+    """The participants' references of the given rows of a loaded table, in row order."""
+    return statistics.participant_references(
+        prepared.participants[rows].tolist(), using=statistics.analysis_alias()
+    )
 
 
 def check_method_fits(question: Question, method: str) -> None:

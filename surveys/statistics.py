@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from django.db import connections
+from django.db import connections, transaction
 from numpy.typing import NDArray
 
 from surveys.models import Answer, Question, Response, Survey
@@ -221,6 +221,70 @@ def condition_count(
     return int(count)
 
 
+CHUNK = 50_000
+
+
+def attribute_columns(
+    survey: Survey, questions: Sequence[Question], *, using: str = "default"
+) -> tuple[NDArray[np.int64], dict[int, NDArray[Any]]]:
+    """Participants' answers side by side, for the analyses that need participants.
+
+    Only sampling and Figure 3 assign values to participants; they read the participant
+    ids (sorted) and one column per question (codes as int64, values as float64), and
+    nothing else: no references, no Python object per row. Rows stream from a
+    server-side cursor (PostgreSQL) or SQLite's cursor in chunks of :data:`CHUNK`
+    straight into preallocated arrays, so memory is the arrays themselves.
+    """
+    n = participant_count(survey, questions, using=using)
+    joins, params = _joins(survey, questions)
+    aliases = _aliases(questions)
+    distinct = list({q.pk: q for q in questions}.values())
+    select = ", ".join(
+        f"{aliases[q.pk]}.code" if q.is_discrete else f"{aliases[q.pk]}.value" for q in distinct
+    )
+    sql = f"SELECT r.participant_id{', ' + select if select else ''} {joins} ORDER BY 1"
+    ids = np.empty(n, dtype=np.int64)
+    columns = {q.pk: np.empty(n, dtype=np.int64 if q.is_discrete else np.float64) for q in distinct}
+    connection = connections[using]
+    filled = 0
+
+    def take(rows: list[tuple[Any, ...]]) -> None:
+        nonlocal filled
+        if filled + len(rows) > n:
+            raise RuntimeError("the answers changed while they were read; try again")
+        block = np.array(rows, dtype=np.float64).reshape(len(rows), 1 + len(distinct))
+        ids[filled : filled + len(rows)] = block[:, 0]
+        for position, question in enumerate(distinct):
+            columns[question.pk][filled : filled + len(rows)] = block[:, position + 1]
+        filled += len(rows)
+
+    with transaction.atomic(using=using):
+        if connection.vendor == "postgresql":
+            connection.ensure_connection()
+            with connection.connection.cursor(name="attribute_columns") as cursor:
+                cursor.itersize = CHUNK
+                cursor.execute(sql, params)
+                while rows := cursor.fetchmany(CHUNK):
+                    take(rows)
+        else:
+            with connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                while rows := cursor.fetchmany(CHUNK):
+                    take(rows)
+    return ids[:filled], {pk: column[:filled] for pk, column in columns.items()}
+
+
+def participant_references(ids: Sequence[int], *, using: str = "default") -> list[str]:
+    """The references of the given participant ids, in the same order."""
+    from surveys.models import Participant
+
+    wanted = [int(i) for i in ids]
+    found = dict(
+        Participant.objects.using(using).filter(pk__in=wanted).values_list("pk", "reference")
+    )
+    return [found[i] for i in wanted]
+
+
 def finite_edges(edges: NDArray[np.float64]) -> NDArray[np.float64]:
     """Inner edges as plain floats (the outer bins are open, so their ends are unused)."""
     inner = np.asarray(edges, dtype=np.float64)[1:-1]
@@ -232,8 +296,10 @@ def finite_edges(edges: NDArray[np.float64]) -> NDArray[np.float64]:
 __all__ = [
     "Axis",
     "CellStatistics",
+    "attribute_columns",
     "cell_statistics",
     "condition_count",
     "finite_edges",
     "participant_count",
+    "participant_references",
 ]
