@@ -40,9 +40,11 @@ class Export:
 
 
 def _disclosure_notes(thresholds: dict[str, Any] | None) -> list[str]:
-    # xgettext:no-python-format
-    distorted = _(
-        "Every answer was distorted on the resident's device before it was sent; the server never held a true answer. Estimates are reconstructed from the distorted answers and carry 95% intervals."  # noqa: E501
+    distorted = (
+        _(
+            "Every answer was distorted on the resident's device before it was sent; the server never held a true answer. Estimates are reconstructed from the distorted answers and carry 95%% intervals."  # noqa: E501
+        )
+        % {}
     )
     notes = [
         distorted,
@@ -70,10 +72,8 @@ def _columns() -> dict[str, str]:
         "naive_count": _("distorted answers in the cell, counted as if they were true"),
         "estimate": _("reconstructed estimate of the true value"),
         "proportion": _("reconstructed share of the participants"),
-        # xgettext:no-python-format
-        "ci95_low": _("lower end of the 95% interval"),
-        # xgettext:no-python-format
-        "ci95_high": _("upper end of the 95% interval"),
+        "ci95_low": _("lower end of the 95%% interval") % {},
+        "ci95_high": _("upper end of the 95%% interval") % {},
         "suppressed": _("true when the number is withheld by disclosure control"),
         "method": _("reconstruction method"),
         "epsilon": _("local differential privacy level ε of the question (empty: unbounded)"),

@@ -163,8 +163,7 @@ def draw_chart(section: dict[str, Any], labels: list[str]) -> Any:
     position = np.arange(len(labels))
     width = 0.4
     naive_label = _("distorted answers, counted as if true")
-    # xgettext:no-python-format
-    estimate_label = _("reconstructed estimate (95% interval)")
+    estimate_label = _("reconstructed estimate (95%% interval)") % {}
     if horizontal:
         axes.barh(position - width / 2, naive, width, color=NAIVE_COLOUR, label=naive_label)
         axes.barh(
@@ -295,8 +294,7 @@ def result_summary(result: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append((_("estimate"), "—" if estimate is None else f"{float(estimate):,.2f}"))
         ci = result.get("ci95")
         if isinstance(ci, list) and len(ci) == 2 and None not in ci:
-            # xgettext:no-python-format
-            rows.append((_("95% interval"), f"{float(ci[0]):,.2f} to {float(ci[1]):,.2f}"))
+            rows.append((_("95%% interval") % {}, f"{float(ci[0]):,.2f} to {float(ci[1]):,.2f}"))
     for name in ("population", "group_size", "method", "iterations", "converged", "suppressed"):
         if name in result and not isinstance(result[name], list | dict):
             rows.append((name, str(result[name])))
@@ -337,7 +335,7 @@ def result_chart_svg(result: dict[str, Any]) -> str:
         )  # fmt: skip
         axes.set_yticks([])
         axes.spines[["top", "right", "left"]].set_visible(False)
-        axes.set_xlabel(_("estimate with its 95% interval"), fontsize=9)
+        axes.set_xlabel(_("estimate with its 95%% interval") % {}, fontsize=9)
         figure.tight_layout()
     else:
         return ""

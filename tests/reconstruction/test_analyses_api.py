@@ -677,8 +677,7 @@ def test_a_sample_larger_than_its_estimated_pool_is_refused_by_the_worker(
     job = refused_job(
         world.analyst,
         django_capture_on_commit_callbacks,
-        {"survey": world.profile, "kind": "sample", "size": 2000,
-         "where": where((AGE, "lte", 25))},
+        {"survey": world.profile, "kind": "sample", "size": 2000, "where": where((AGE, "lte", 25))},
     )
     assert "larger than the estimated pool" in job["error"], job
 

@@ -89,7 +89,10 @@ def test_distribution_from_table_equals_the_array_distribution(
 ) -> None:
     plan = tables.plan_cells(SPECS, where, n=N, target="age")
     from_table = tables.distribution_from_table(
-        plan, table_for(plan), method=method, rng=np.random.default_rng(9)  # type: ignore[arg-type]
+        plan,
+        table_for(plan),
+        method=method,
+        rng=np.random.default_rng(9),  # type: ignore[arg-type]
     )
     from_arrays = distribution(TABLE, "age", where, method=method, rng=np.random.default_rng(9))
     np.testing.assert_allclose(from_table.counts, from_arrays.counts, rtol=1e-9, atol=1e-9)
