@@ -88,6 +88,10 @@ class QuestionForm(forms.ModelForm):
             question["range"] = [data.get("range_low"), data.get("range_high")]
             if data.get("step") is not None:
                 question["step"] = data["step"]
+        elif data.get("step") is not None:
+            question["step"] = data["step"]  # refused by the services, with the API's message
+            if data.get("step") is not None:
+                question["step"] = data["step"]
         else:
             question["categories"] = data.get("categories") or []
         if data.get("translations"):

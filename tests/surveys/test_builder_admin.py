@@ -49,8 +49,8 @@ def management(total, initial=0):
 def question_row(index, **fields):
     row = {
         "key": "", "text": "", "type": "binary", "required": "on", "categories": "",
-        "range_low": "", "range_high": "", "mechanism": "none", "mechanism_params": "{}",
-        "translations": "{}",
+        "range_low": "", "range_high": "", "step": "", "mechanism": "none",
+        "mechanism_params": "{}", "translations": "{}",
     }  # fmt: skip
     row.update(fields)
     return {f"{PREFIX}-{index}-{name}": value for name, value in row.items()}
@@ -63,7 +63,7 @@ def test_a_draft_survey_is_built_with_its_questions_in_the_admin(staff, consulta
         **question_row(0, key="sex", text="Sex", type="binary", categories="F\nM",
                        mechanism="randomised_response", mechanism_params='{"retain": 0.75}',
                        translations='{"de": {"text": "Geschlecht", "labels": ["w", "m"]}}'),
-        **question_row(1, key="age", type="continuous", range_low="16", range_high="100",
+        **question_row(1, key="age", type="continuous", range_low="16", range_high="100", step="1",
                        mechanism="additive_uniform", mechanism_params='{"half_width": 10}'),
         "_continue": "1",
     }  # fmt: skip
@@ -76,7 +76,7 @@ def test_a_draft_survey_is_built_with_its_questions_in_the_admin(staff, consulta
         "retain": 0.75
     }
     assert questions[0].translations["de"]["labels"] == ["w", "m"]
-    assert (questions[1].range_low, questions[1].range_high) == (16, 100)
+    assert (questions[1].range_low, questions[1].range_high, questions[1].step) == (16, 100, 1)
     assert AuditEvent.objects.filter(action="survey.update", actor="staff:organiser").exists()
 
     page = staff.get(f"/admin/surveys/survey/{survey.pk}/change/?respondents=400").content.decode()
