@@ -9,7 +9,7 @@ DEV := DJANGO_DEBUG=1
 # Unit tests always use the embedded default, whatever the caller's environment says.
 EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u CACHE_URL -u INTEGRATION_SERVICES $(DEV)
 
-.PHONY: help demo test test-unit test-clients test-js test-integration test-slow lint bench serve worker clean
+.PHONY: help demo test test-unit test-clients test-js test-integration test-slow lint lock bench serve worker clean
 
 help:
 	@echo "make demo    create .venv, migrate the SQLite default, run the demo consultation"
@@ -18,17 +18,30 @@ help:
 	@echo "make test-slow  strict statistical checks (two-sided coverage over hundreds of simulated surveys; minutes)"
 	@echo "make bench   the benchmarks (bench/run): a summary table, exit status 1 on a missed target"
 	@echo "make serve   runserver on the embedded default"
+	@echo "make lock    re-pin requirements*.lock (with hashes) after changing requirements*.txt"
 
-$(VENV)/.runtime: requirements.txt
+# requirements*.txt name the direct dependencies; requirements*.lock pin every package with
+# its hashes (uv pip compile --generate-hashes) and are what gets installed. After changing
+# a requirements*.txt, run `make lock` and commit both files.
+# The portal client package of this repository (-e ./clients/python) is installed from its
+# folder, not from the lock (a folder has no hash).
+LOCK := $(VENV)/bin/uv pip compile --quiet --generate-hashes --no-header --python-version 3.11 --python-platform x86_64-unknown-linux-gnu --no-emit-package consultation-client
+
+$(VENV)/.runtime: requirements.lock
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version' 
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --require-hashes -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps -e ./clients/python
 	@touch $@
 
-$(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+$(VENV)/.dev: $(VENV)/.runtime requirements-dev.lock
+	$(PY) -m pip install --quiet --require-hashes -r requirements-dev.lock
 	@touch $@
+
+lock: $(VENV)/.dev
+	$(LOCK) requirements.txt -o requirements.lock
+	$(LOCK) requirements-dev.txt -o requirements-dev.lock
 
 demo: $(VENV)/.runtime
 	$(EMBEDDED) $(PY) manage.py migrate --verbosity 0

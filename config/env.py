@@ -8,7 +8,9 @@ fails at start-up with a message naming the variable.
 from __future__ import annotations
 
 import os
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
+
+import dj_database_url
 
 
 class ConfigurationError(RuntimeError):
@@ -53,32 +55,28 @@ def env_list(name: str, default: list[str] | None = None) -> list[str]:
 
 
 def database_from_url(url: str) -> dict[str, object]:
-    """Translate ``DATABASE_URL`` into a Django ``DATABASES['default']`` entry.
+    """Translate ``DATABASE_URL`` into a Django ``DATABASES['default']`` entry (dj-database-url).
 
-    Supports ``sqlite:///relative/or/absolute/path`` and
-    ``postgres://user:password@host:port/name`` (also ``postgresql://``).
+    ``sqlite:///relative/path`` or ``sqlite:////absolute/path``, and
+    ``postgres://user:password@host:port/name?sslmode=require`` (also ``postgresql://``);
+    query options such as ``sslmode`` become the connection's ``OPTIONS``.
     """
-    parts = urlsplit(url)
-    if parts.scheme == "sqlite":
-        path = unquote(parts.path)
-        # sqlite:///var/db.sqlite3 is relative to the working directory's root,
-        # sqlite:////abs/path is absolute (the usual DATABASE_URL convention).
-        name = path[1:] if path.startswith("/") else path
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": name or ":memory:"}
-    if parts.scheme in {"postgres", "postgresql"}:
-        name = unquote(parts.path.lstrip("/"))
-        if not name:
-            raise ConfigurationError("DATABASE_URL names no database (postgres://.../NAME)")
-        return {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": name,
-            "USER": unquote(parts.username or ""),
-            "PASSWORD": unquote(parts.password or ""),
-            "HOST": parts.hostname or "",
-            "PORT": str(parts.port or ""),
-            "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60),
-            "CONN_HEALTH_CHECKS": env_bool("DATABASE_CONN_HEALTH_CHECKS", True),
-        }
-    raise ConfigurationError(
-        f"DATABASE_URL has an unsupported scheme {parts.scheme!r}; use sqlite:/// or postgres://"
+    scheme = urlsplit(url).scheme
+    if scheme not in {"sqlite", "postgres", "postgresql"}:
+        raise ConfigurationError(
+            f"DATABASE_URL has an unsupported scheme {scheme!r}; use sqlite:/// or postgres://"
+        )
+    if scheme == "sqlite":
+        config = dict(dj_database_url.parse(url))
+        config["NAME"] = config.get("NAME") or ":memory:"
+        return config
+    config = dict(
+        dj_database_url.parse(
+            url,
+            conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60),
+            conn_health_checks=env_bool("DATABASE_CONN_HEALTH_CHECKS", True),
+        )
     )
+    if not config.get("NAME"):
+        raise ConfigurationError("DATABASE_URL names no database (postgres://.../NAME)")
+    return config

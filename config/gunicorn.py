@@ -14,6 +14,16 @@ errorlog = "-"
 forwarded_allow_ips = os.environ.get("GUNICORN_FORWARDED_ALLOW_IPS", "127.0.0.1")
 worker_class = "gthread"
 
+# prometheus-client's multiprocess mode (METRICS_ENABLED with several workers): every
+# process writes its metrics to files in this directory, which must exist and be empty
+# before the application (and so the metrics) is loaded.
+_metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+if _metrics_dir:
+    os.makedirs(_metrics_dir, exist_ok=True)
+    for _name in os.listdir(_metrics_dir):
+        if _name.endswith(".db"):
+            os.remove(os.path.join(_metrics_dir, _name))
+
 # Load the application once in the master and share it with the workers: less memory, and
 # the garbage collector of each worker no longer scans the whole of Django on every
 # collection (gc.freeze, as the Python documentation recommends for pre-fork servers).
@@ -26,3 +36,11 @@ def pre_fork(server: object, worker: object) -> None:
 
 def post_fork(server: object, worker: object) -> None:
     gc.enable()
+
+
+def child_exit(server: object, worker: object) -> None:
+    # prometheus-client's multiprocess mode: forget the metrics files of a worker that exited.
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)  # type: ignore[attr-defined]

@@ -51,3 +51,27 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse(
         {"status": "ok" if healthy else "unavailable", **checks}, status=200 if healthy else 503
     )
+
+
+class HealthzMiddleware:
+    """Answer ``/healthz`` (and ``/metrics``) before host validation and the HTTPS redirect.
+
+    Container health checks, load balancers and Prometheus call the app by its internal
+    address (``localhost:8000``, ``web:8000``), which is not one of ``DJANGO_ALLOWED_HOSTS``;
+    Django would answer 400 DisallowedHost (or redirect to HTTPS) and the container would
+    never be healthy. The health check reveals only up/down and the metrics need their own
+    token, so both are safe to answer whatever the Host header says. Placed first in
+    ``MIDDLEWARE``.
+    """
+
+    def __init__(self, get_response: Any) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if request.path_info == "/healthz":
+            return healthz(request)
+        if request.path_info == "/metrics":
+            from config.metrics import metrics
+
+            return metrics(request)
+        return self.get_response(request)

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "corsheaders",
     "consultations",
     "surveys",
     "privacy",
@@ -56,8 +57,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.health.HealthzMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "corsheaders.middleware.CorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # The language of admin pages, API error messages, the example page and reports:
     # Accept-Language (or the admin's language cookie); ?lang= on report downloads.
@@ -68,6 +71,22 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+# --- Observability (README, "Operating"): Prometheus metrics at /metrics (config/metrics.py),
+# off by default and then only with the bearer token; optional JSON logs and Sentry.
+METRICS_ENABLED = env_bool("METRICS_ENABLED", False)
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+if METRICS_ENABLED:
+    if len(METRICS_TOKEN) < 16:
+        raise ConfigurationError(
+            "METRICS_ENABLED needs METRICS_TOKEN (at least 16 characters): Prometheus sends it "
+            "as Authorization: Bearer <token>; /metrics is never public."
+        )
+    MIDDLEWARE = [
+        "django_prometheus.middleware.PrometheusBeforeMiddleware",
+        *MIDDLEWARE,
+        "django_prometheus.middleware.PrometheusAfterMiddleware",
+    ]
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -98,7 +117,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # IMMEDIATE: a writing transaction takes the write lock when it begins, so concurrent
     # writers queue on the timeout instead of failing with "database is locked" when a
     # reader upgrades to a writer mid-transaction.
-    DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        **DATABASES["default"].get("OPTIONS", {}),
+    }
 if env_str("DATABASE_REPLICA_URL"):
     # A read replica (streaming replication, or a second alias on the same cluster in the
     # tests): the analysis statistics read from it, everything else from default.
@@ -216,6 +239,16 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# --- CORS: portals call the API from their own origin. Each organisation lists its origins
+# (admin, /api/v1/portal-origins/); consultations.origins allows exactly those, and a
+# preflight is answered before authentication. Keys go in a header, never cookies.
+CORS_URLS_REGEX = r"^/api/v1/"
+CORS_ALLOWED_ORIGINS: list[str] = []
+CORS_ALLOW_CREDENTIALS = False
+CORS_EXPOSE_HEADERS = ["Retry-After"]
+CORS_PREFLIGHT_MAX_AGE = 3600
+CORS_ORIGINS_CACHE_SECONDS = env_int("CORS_ORIGINS_CACHE_SECONDS", 5)
+
 # --- Celery. Without a broker, tasks run in-process (the embedded default).
 CELERY_TASK_ALWAYS_EAGER = not env_str("CELERY_BROKER_URL")
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "memory://"
@@ -263,11 +296,22 @@ HEALTHZ_WORKER_TIMEOUT = float(env_str("HEALTHZ_WORKER_TIMEOUT", "1.0"))
 
 # --- Logging: to stdout, never an IP address or a user agent.
 LOG_LEVEL = env_str("DJANGO_LOG_LEVEL", "INFO")
+LOG_FORMAT = env_str("DJANGO_LOG_FORMAT", "plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ConfigurationError(f"DJANGO_LOG_FORMAT must be plain or json, got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        # One JSON object a line, for log collectors (python-json-logger).
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         # runserver's request log prints the client address: keep it quiet.
@@ -289,5 +333,23 @@ CACHES = {
 # a revocation reaches the other processes within this delay.
 API_KEY_CACHE_SECONDS = env_int("API_KEY_CACHE_SECONDS", 5)
 
-# The example portal page posts with this portal key (empty: the page says so).
+# The example portal page (/portal-example/<open survey id>/) is off unless enabled; it
+# posts with this portal key (empty or not a usable portal key: the page says so).
+PORTAL_EXAMPLE_ENABLED = env_bool("PORTAL_EXAMPLE_ENABLED", False)
 PORTAL_EXAMPLE_KEY = env_str("PORTAL_EXAMPLE_KEY")
+
+# Error reports to Sentry when SENTRY_DSN is set: no personal data, no request bodies
+# (they hold participant references), no local variables.
+SENTRY_DSN = env_str("SENTRY_DSN")
+if SENTRY_DSN:
+    import sentry_sdk
+
+    sentry_sdk.init(
+        dsn=SENTRY_DSN,
+        environment=env_str("SENTRY_ENVIRONMENT", "production"),
+        release=env_str("SENTRY_RELEASE") or None,
+        send_default_pii=False,
+        max_request_body_size="never",
+        include_local_variables=False,
+        traces_sample_rate=float(env_str("SENTRY_TRACES_SAMPLE_RATE", "0")),
+    )

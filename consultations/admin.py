@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from consultations.actors import audit_actor
-from consultations.models import ApiKey, AuditEvent, Consultation, Organisation
+from consultations.models import (
+    ApiKey,
+    AuditEvent,
+    Consultation,
+    Organisation,
+    PortalOrigin,
+    StaffMembership,
+)
+from consultations.origins import BadOrigin, forget_allowed_origins, normalise_origin
 from consultations.services import (
     api_key_create,
     api_key_revoke,
@@ -22,11 +31,58 @@ def staff_actor(request: HttpRequest) -> str:
     return audit_actor(request.user)
 
 
+class PortalOriginForm(forms.ModelForm):
+    class Meta:
+        model = PortalOrigin
+        fields = ["origin"]
+
+    def clean_origin(self) -> str:
+        try:
+            return normalise_origin(self.cleaned_data["origin"])
+        except BadOrigin as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
+class PortalOriginInline(admin.TabularInline):
+    """Web origins whose pages may call the API from a browser (CORS)."""
+
+    model = PortalOrigin
+    form = PortalOriginForm
+    extra = 1
+    readonly_fields = ["created_at"]
+
+
+class StaffMembershipInline(admin.TabularInline):
+    """Staff users who work for this organisation (superusers only manage this)."""
+
+    model = StaffMembership
+    extra = 1
+    autocomplete_fields = ["user"]
+
+    # Only superusers decide who works for which organisation.
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+
 @admin.register(Organisation)
 class OrganisationAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "created_at"]
     search_fields = ["slug", "name"]
     readonly_fields = ["created_at"]
+    inlines = [PortalOriginInline, StaffMembershipInline]
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        forget_allowed_origins()
 
 
 @admin.register(ApiKey)

@@ -18,17 +18,25 @@ from consultations.permissions import HasApiKey, IsAnalyst
 
 
 class ApiView(GenericAPIView):
-    """Base view: read with any key of the organisation, write with an analyst key."""
+    """Base view: analyst keys only, unless the view lists methods a portal key may use.
 
-    write_methods = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+    A portal key sits in a public web page, so it may do only what a resident needs:
+    read an open survey's scheme, submit, withdraw (``portal_methods``).
+    """
+
     metadata_class = None  # OPTIONS answers 405: the OpenAPI schema describes the API
-    analyst_writes = True
+    portal_methods: frozenset[str] = frozenset()
     pagination_class = None
 
     def get_permissions(self) -> list[Any]:
-        if self.analyst_writes and self.request.method in self.write_methods:
-            return [IsAnalyst()]
-        return [HasApiKey()]
+        if self.request.method in self.portal_methods:
+            return [HasApiKey()]
+        return [IsAnalyst()]
+
+    @property
+    def is_portal(self) -> bool:
+        key: ApiKey = self.request.user  # type: ignore[assignment]
+        return not key.is_analyst
 
     @property
     def organisation(self) -> Organisation:

@@ -13,14 +13,27 @@ from rest_framework.settings import api_settings
 
 from consultations.apibase import ApiView, not_found
 from consultations.models import Consultation
-from consultations.selectors import consultation_get, consultation_list
+from consultations.selectors import (
+    consultation_get,
+    consultation_list,
+    portal_origin_get,
+    portal_origin_list,
+)
 from consultations.serializers import (
     ConsultationFilterSerializer,
     ConsultationInputSerializer,
     ConsultationSerializer,
     ErrorSerializer,
+    PortalOriginInputSerializer,
+    PortalOriginSerializer,
 )
-from consultations.services import consultation_create, consultation_delete, consultation_update
+from consultations.services import (
+    consultation_create,
+    consultation_delete,
+    consultation_update,
+    portal_origin_add,
+    portal_origin_remove,
+)
 
 ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="Invalid input; `errors` names the field."),
@@ -149,4 +162,60 @@ class ConsultationDetailApi(ApiView):
     )
     def delete(self, request: Request, pk: str) -> Response:
         consultation_delete(consultation=self.consultation(pk), actor=self.actor)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PortalOriginListApi(ApiView):
+    """The web origins whose pages may call the API from a browser (CORS)."""
+
+    serializer_class = PortalOriginSerializer
+
+    @extend_schema(
+        operation_id="portal_origins_list",
+        summary="List the organisation's allowed portal origins (analyst key)",
+        responses={200: PortalOriginSerializer(many=True), **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        origins = portal_origin_list(organisation=self.organisation)
+        return Response(PortalOriginSerializer(origins, many=True).data)
+
+    @extend_schema(
+        operation_id="portal_origins_create",
+        summary="Allow a portal origin to call the API from browsers (analyst key)",
+        description="A badly formed origin (a path, no scheme, a wildcard) is refused with a "
+        "400 naming it.",
+        request=PortalOriginInputSerializer,
+        responses={
+            201: PortalOriginSerializer,
+            **ERRORS,
+            409: OpenApiResponse(ErrorSerializer, description="Already listed."),
+        },
+        examples=[
+            OpenApiExample(
+                "Origin", value={"origin": "https://www.leeds.gov.uk"}, request_only=True
+            )
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        data = self.validated(PortalOriginInputSerializer, request.data)
+        origin = portal_origin_add(
+            organisation=self.organisation, origin=data["origin"], actor=self.actor
+        )
+        return Response(PortalOriginSerializer(origin).data, status=status.HTTP_201_CREATED)
+
+
+class PortalOriginDetailApi(ApiView):
+    serializer_class = PortalOriginSerializer
+
+    @extend_schema(
+        operation_id="portal_origins_destroy",
+        parameters=[ID_PARAMETER],
+        summary="Stop allowing a portal origin (analyst key)",
+        responses={204: None, **ERRORS, **NOT_FOUND},
+    )
+    def delete(self, request: Request, pk: str) -> Response:
+        origin = portal_origin_get(organisation=self.organisation, pk=pk)
+        if origin is None:
+            raise not_found("Portal origin")
+        portal_origin_remove(portal_origin=origin, actor=self.actor)
         return Response(status=status.HTTP_204_NO_CONTENT)

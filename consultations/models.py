@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -141,3 +142,53 @@ class Consultation(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+
+class PortalOrigin(models.Model):
+    """A web origin (``https://www.leeds.gov.uk``) whose pages may call the API (CORS).
+
+    Portals live on the council's own site; browsers send their requests with that
+    origin, and only listed origins get CORS headers back.
+    """
+
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="portal_origins"
+    )
+    origin = models.CharField(
+        max_length=255, help_text="scheme://host[:port], e.g. https://www.leeds.gov.uk"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["organisation", "origin"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organisation", "origin"], name="portal_origin_unique_per_organisation"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.origin
+
+
+class StaffMembership(models.Model):
+    """A staff user works for an organisation: in the admin they see its objects only.
+
+    A staff user may belong to several organisations; superusers see everything.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="memberships"
+    )
+
+    class Meta:
+        ordering = ["organisation", "user"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "organisation"], name="staff_membership_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.organisation}"

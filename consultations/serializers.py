@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from consultations.models import Consultation
+from consultations.models import Consultation, PortalOrigin
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -53,4 +53,20 @@ class ConsultationInputSerializer(serializers.Serializer):
 class ConsultationFilterSerializer(serializers.Serializer):
     search = serializers.CharField(
         required=False, max_length=200, help_text="Case-insensitive match on the title."
+    )
+
+
+class PortalOriginSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = PortalOrigin
+        fields = ["id", "origin", "created_at"]
+        read_only_fields = fields
+
+
+class PortalOriginInputSerializer(serializers.Serializer):
+    # Checked by the service, which names a badly formed origin in its 400.
+    origin = serializers.CharField(
+        max_length=255,
+        trim_whitespace=False,
+        help_text="scheme://host[:port] of a portal page, e.g. https://www.leeds.gov.uk",
     )

@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from consultations.models import ApiKey, AuditEvent, Consultation, Organisation
+from consultations.models import ApiKey, AuditEvent, Consultation, Organisation, PortalOrigin
 
 
 def hash_key(key: str) -> str:
@@ -180,3 +180,47 @@ def consultation_delete(*, consultation: Consultation, actor: str = "system") ->
     audit_record(
         organisation=organisation, actor=actor, action="consultation.delete", target=str(pk)
     )
+
+
+# --------------------------------------------------------------------------- portal origins
+
+
+@transaction.atomic
+def portal_origin_add(
+    *, organisation: Organisation, origin: Any, actor: str = "system"
+) -> PortalOrigin:
+    """List a web origin whose pages may call the API (CORS).
+
+    Raises :class:`surveys.errors.InvalidInput` naming a badly formed origin, and
+    :class:`~surveys.errors.Conflict` if it is already listed.
+    """
+    from consultations.origins import BadOrigin, forget_allowed_origins, normalise_origin
+    from surveys.errors import Conflict, InvalidInput
+
+    try:
+        normalised = normalise_origin(origin)
+    except BadOrigin as exc:
+        raise InvalidInput(str(exc), {"origin": [str(exc)]}) from None
+    if PortalOrigin.objects.filter(organisation=organisation, origin=normalised).exists():
+        message = f"{normalised} is already listed."
+        raise Conflict(message, {"origin": [message]})
+    portal_origin = PortalOrigin.objects.create(organisation=organisation, origin=normalised)
+    audit_record(
+        organisation=organisation, actor=actor, action="portal_origin.add", target=normalised
+    )
+    forget_allowed_origins()  # this process at once; the others within the cache delay
+    return portal_origin
+
+
+@transaction.atomic
+def portal_origin_remove(*, portal_origin: PortalOrigin, actor: str = "system") -> None:
+    from consultations.origins import forget_allowed_origins
+
+    audit_record(
+        organisation=portal_origin.organisation,
+        actor=actor,
+        action="portal_origin.remove",
+        target=portal_origin.origin,
+    )
+    portal_origin.delete()
+    forget_allowed_origins()  # this process at once; the others within the cache delay

@@ -16,8 +16,9 @@ import threading
 import time
 from typing import Any
 
+import redis
+from django.conf import settings
 from django.core.cache import caches
-from django.core.cache.backends.redis import RedisCache
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle
@@ -40,16 +41,29 @@ _local: dict[str, list[float]] = {}
 _local_lock = threading.Lock()
 
 
+_redis_clients: dict[str, redis.Redis] = {}
+
+
+def _redis(url: str) -> redis.Redis:
+    """A redis-py client of ``CACHE_URL`` (one connection pool per process and URL)."""
+    client = _redis_clients.get(url)
+    if client is None:
+        client = _redis_clients[url] = redis.Redis.from_url(url)
+    return client
+
+
 def _add(key: str, amount: int, timeout: int) -> int:
     """Add to the window's shared counter and return it (one round trip)."""
+    url = getattr(settings, "CACHE_URL", "")
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        # INCRBY and EXPIRE NX in one pipelined round trip: Django's cache API has no
+        # atomic add-and-read that creates the key, and its Redis client is private.
+        pipeline = _redis(url).pipeline(transaction=False)
+        pipeline.incrby(f"consultations:{key}", amount)
+        pipeline.expire(f"consultations:{key}", timeout, nx=True)
+        count, _ = pipeline.execute()
+        return int(count)
     cache = caches["default"]
-    if isinstance(cache, RedisCache):
-        full_key = cache.make_and_validate_key(key)
-        client = cache._cache.get_client(full_key, write=True)
-        count = int(client.incrby(full_key, amount))
-        if count == amount:  # the window's first requests start its expiry
-            client.expire(full_key, timeout)
-        return count
     cache.add(key, 0, timeout=timeout)
     try:
         return int(cache.incr(key, amount))

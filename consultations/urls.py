@@ -7,4 +7,10 @@ urlpatterns = [
     path(
         "consultations/<str:pk>/", apis.ConsultationDetailApi.as_view(), name="consultation-detail"
     ),
+    path("portal-origins/", apis.PortalOriginListApi.as_view(), name="portal-origin-list"),
+    path(
+        "portal-origins/<str:pk>/",
+        apis.PortalOriginDetailApi.as_view(),
+        name="portal-origin-detail",
+    ),
 ]

@@ -1,24 +1,32 @@
 """The example portal page: a template that any portal can copy (issue 6).
 
-A plain Django view with no database access: the page's JavaScript fetches the survey's
+The page's JavaScript fetches the survey's
 published scheme from the API, distorts the answers in the browser with
 the packaged ``clients/js/src/distort.js`` (served at
 ``/static/privacy/distort.js``) and posts only the distorted answers, using the
 portal key configured in ``settings.PORTAL_EXAMPLE_KEY``. The page speaks the resident's
 language (``?lang=``, else Accept-Language through LocaleMiddleware) and shows the
 questions' translations, while the answers sent stay the category values.
+
+The page hands that key to anyone who opens it, so it is off unless
+``PORTAL_EXAMPLE_ENABLED`` is set, and it serves only the open surveys of the key's own
+organisation: any other id (a draft, a closed survey, another council's) answers 404.
 """
 
 from __future__ import annotations
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import translation
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 
 from config.i18n import request_language
+from consultations.models import ApiKey
+from consultations.selectors import api_key_by_secret
+from surveys.models import Survey
+from surveys.selectors import survey_get
 
 
 def page_messages() -> dict[str, str]:
@@ -67,7 +75,17 @@ def page_messages() -> dict[str, str]:
 
 @require_safe  # type: ignore[untyped-decorator]  # no django-stubs
 def portal_example(request: HttpRequest, survey_id: int) -> HttpResponse:
+    if not getattr(settings, "PORTAL_EXAMPLE_ENABLED", False):
+        raise Http404("The example portal page is not enabled (PORTAL_EXAMPLE_ENABLED).")
     key = getattr(settings, "PORTAL_EXAMPLE_KEY", "") or ""
+    api_key = api_key_by_secret(key) if key else None
+    if api_key is not None and api_key.role != ApiKey.Role.PORTAL:
+        api_key = None
+    if api_key is not None:
+        survey = survey_get(organisation=api_key.organisation, pk=survey_id)
+        if survey is None or survey.status != Survey.Status.OPEN:
+            raise Http404("No open survey with this id.")
+    key = key if api_key is not None else ""
     language = request_language(request)
     with translation.override(language):
         config = {

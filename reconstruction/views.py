@@ -7,6 +7,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from rest_framework.exceptions import ValidationError
 
 from config.i18n import request_language
+from consultations.admin_scoping import scope_queryset
 from reconstruction import selectors
 from reconstruction.apis import report_file
 
@@ -14,7 +15,8 @@ from reconstruction.apis import report_file
 @staff_member_required
 def admin_report_download(request: HttpRequest, report_id: int) -> HttpResponse:
     report = selectors.report_get_for_staff(pk=report_id)
-    if report is None:
+    # Only reports of the staff user's organisations (all for superusers); others are 404.
+    if report is None or not scope_queryset(request, type(report).objects.filter(pk=report.pk)):
         raise Http404("No such report.")
     try:
         return report_file(report, request.GET.get("format", "html"), request_language(request))

@@ -35,6 +35,7 @@ from surveys.serializers import (
     SurveyInputSerializer,
     SurveySerializer,
     SurveyUpdateSerializer,
+    WithdrawalInputSerializer,
 )
 
 CONFLICT = {409: OpenApiResponse(ErrorSerializer, description="Conflicts with what is stored.")}
@@ -163,6 +164,13 @@ class SurveyScopedApi(ApiView):
     def survey(self, pk: Any) -> Survey:
         survey = selectors.survey_get(organisation=self.organisation, pk=pk)
         if survey is None:
+            raise not_found("Survey")
+        return survey
+
+    def open_survey_for_portal(self, pk: Any) -> Survey:
+        """The survey; a portal key sees only open ones (drafts and closed ones are 404)."""
+        survey = self.survey(pk)
+        if self.is_portal and survey.status != Survey.Status.OPEN:
             raise not_found("Survey")
         return survey
 
@@ -302,22 +310,24 @@ class SurveyCloseApi(SurveyScopedApi):
 
 class SurveySchemeApi(SurveyScopedApi):
     serializer_class = SchemeSerializer
+    portal_methods = frozenset({"GET"})
 
     @extend_schema(
         operation_id="surveys_scheme",
         parameters=[ID_PARAMETER],
         summary="The published scheme: what a client needs to distort answers",
+        description="Portal keys read the schemes of open surveys only (others answer 404).",
         responses={200: SchemeSerializer, **ERRORS, **NOT_FOUND},
         examples=[SCHEME_EXAMPLE],
     )
     def get(self, request: Request, pk: str) -> Response:
-        return Response(selectors.survey_scheme(self.survey(pk)))
+        return Response(selectors.survey_scheme(self.open_survey_for_portal(pk)))
 
 
 class SubmissionApi(SurveyScopedApi):
     """Portal and analyst keys may submit; each key is rate-limited (scope submissions)."""
 
-    analyst_writes = False
+    portal_methods = frozenset({"POST"})
     throttle_classes = [SubmissionRateThrottle]
 
     def open_survey(self, pk: Any) -> Survey:
@@ -349,7 +359,10 @@ class ResponseSubmitApi(SubmissionApi):
         summary="Submit one participant's distorted answers",
         request=ResponseInputSerializer,
         responses={
-            201: OpenApiResponse(SubmittedSerializer, description="Stored."),
+            201: OpenApiResponse(
+                SubmittedSerializer,
+                description="Stored; `withdrawal_token` is shown this once.",
+            ),
             **ERRORS,
             **NOT_FOUND,
             **THROTTLED,
@@ -361,10 +374,13 @@ class ResponseSubmitApi(SubmissionApi):
     )
     def post(self, request: Request, pk: str) -> Response:
         data = self.validated(ResponseInputSerializer, request.data)
-        self.submit(
+        token = self.submit(
             pk, services.response_submit, participant=data["participant"], answers=data["answers"]
         )
-        return Response({"participant": data["participant"]}, status=status.HTTP_201_CREATED)
+        return Response(
+            {"participant": data["participant"], "withdrawal_token": token},
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class ResponseBulkApi(SubmissionApi):
@@ -399,7 +415,16 @@ class ResponseBulkApi(SubmissionApi):
                 },
             ),
             OpenApiExample(
-                "Created", response_only=True, status_codes=["201"], value={"created": 2}
+                "Created",
+                response_only=True,
+                status_codes=["201"],
+                value={
+                    "created": 2,
+                    "withdrawal_tokens": [
+                        "q3NnUHl0b1Bk0x4b2yVd7rT9sXkWmAcE",
+                        "Zt8fWc2LrHy6QpNa0vBdKs3mUe5jXoGi",
+                    ],
+                },
             ),
             OpenApiExample(
                 "A bad item",
@@ -423,35 +448,61 @@ class ResponseBulkApi(SubmissionApi):
     def post(self, request: Request, pk: str) -> Response:
         self.open_survey(pk)  # 404 before reading a large body
         data = self.validated(BulkInputSerializer, request.data)
-        created = self.submit(pk, services.responses_submit_bulk, responses=data["responses"])
-        return Response({"created": created}, status=status.HTTP_201_CREATED)
+        tokens = self.submit(pk, services.responses_submit_bulk, responses=data["responses"])
+        return Response(
+            {"created": len(tokens), "withdrawal_tokens": tokens}, status=status.HTTP_201_CREATED
+        )
 
 
 class ResponseWithdrawApi(SubmissionApi):
-    serializer_class = None
+    """Withdrawal by POST: the reference travels in the body, never in a logged URL."""
+
+    serializer_class = WithdrawalInputSerializer
 
     @extend_schema(
         operation_id="responses_withdraw",
         parameters=[ID_PARAMETER],
-        summary="Withdraw a participant's response (its answers are deleted)",
+        summary="Withdraw a participant's response with their withdrawal token",
+        description=(
+            "The answers are deleted and later analyses no longer see them; the participant "
+            "cannot answer again. A wrong token and a reference that never answered get the "
+            "same 404. Withdrawing twice is harmless. Possible after the survey closed."
+        ),
+        request=WithdrawalInputSerializer,
         responses={204: None, **ERRORS, **NOT_FOUND, **THROTTLED},
+        examples=[
+            OpenApiExample(
+                "Withdrawal",
+                request_only=True,
+                value={
+                    "participant": "p-000123",
+                    "withdrawal_token": "q3NnUHl0b1Bk0x4b2yVd7rT9sXkWmAcE",
+                },
+            )
+        ],
     )
-    def delete(self, request: Request, pk: str, participant: str) -> Response:
-        services.response_withdraw(
-            survey=self.survey(pk), participant=participant, actor=self.actor
+    def post(self, request: Request, pk: str) -> Response:
+        data = self.validated(WithdrawalInputSerializer, request.data)
+        services.response_withdraw_with_token(
+            survey=self.survey(pk),
+            participant=data["participant"],
+            withdrawal_token=data["withdrawal_token"],
+            actor=self.actor,
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class CalibrationApi(SubmissionApi):
+class CalibrationApi(SurveyScopedApi):
+    """Analyst keys only: pairs estimate a manual negative question's channel."""
+
     serializer_class = CalibrationInputSerializer
 
     @extend_schema(
         operation_id="calibration_create",
         parameters=[ID_PARAMETER],
-        summary="Upload (true, negative) pairs for a negative_manual question",
+        summary="Upload (true, negative) pairs for a negative_manual question (analyst key)",
         request=CalibrationInputSerializer,
-        responses={201: CalibrationResultSerializer, **ERRORS, **NOT_FOUND, **THROTTLED},
+        responses={201: CalibrationResultSerializer, **ERRORS, **NOT_FOUND},
         examples=[
             OpenApiExample(
                 "Pairs",

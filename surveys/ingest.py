@@ -10,8 +10,10 @@ domain's :class:`~surveys.errors.InvalidInput` / :class:`~surveys.errors.Conflic
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -46,6 +48,22 @@ class Batch:
     answer_code: list[int | None]
     answer_value: list[float | None]
     answer_n: list[int]
+    # One fresh token per participant, handed out once; only the hashes are stored.
+    withdrawal_tokens: list[str] = field(default_factory=list)
+
+    @property
+    def withdrawal_token_hashes(self) -> list[str]:
+        return [withdrawal_token_hash(token) for token in self.withdrawal_tokens]
+
+
+def new_withdrawal_token() -> str:
+    """A 192-bit random token: proof that the caller is the participant who submitted."""
+    return secrets.token_urlsafe(24)
+
+
+def withdrawal_token_hash(token: str) -> str:
+    # A random token has nothing to brute-force, so a fast hash suffices (as for API keys).
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _already_answered(survey: Survey, references: Sequence[str]) -> dict[str, bool]:
@@ -127,12 +145,19 @@ def _insert_postgresql(survey: Survey, batch: Batch, submitted_at: datetime) -> 
         ordered_ids = [participant_ids[ref] for ref in batch.participants]
         cursor.execute(
             f"WITH open_survey AS (SELECT id FROM {survey_table} WHERE {_SAME_OPEN_SURVEY}) "
-            f"INSERT INTO {response_table} (survey_id, participant_id, submitted_at) "
-            "SELECT open_survey.id, participant.id, %s "
-            "FROM open_survey, unnest(%s::bigint[]) AS participant(id) "
+            f"INSERT INTO {response_table} "
+            "(survey_id, participant_id, submitted_at, withdrawal_token_hash) "
+            "SELECT open_survey.id, participant.id, %s, participant.token_hash "
+            "FROM open_survey, unnest(%s::bigint[], %s::varchar[]) "
+            "AS participant(id, token_hash) "
             "ON CONFLICT (survey_id, participant_id) DO NOTHING "
             "RETURNING participant_id, id",
-            [*_same_open_survey(survey), submitted_at, ordered_ids],
+            [
+                *_same_open_survey(survey),
+                submitted_at,
+                ordered_ids,
+                batch.withdrawal_token_hashes,
+            ],
         )
         response_ids = dict(cursor.fetchall())
         if len(response_ids) != len(ordered_ids):
@@ -169,8 +194,8 @@ def _insert_one_postgresql(survey: Survey, batch: Batch, submitted_at: datetime)
         " ON CONFLICT (consultation_id, reference) DO UPDATE SET reference = EXCLUDED.reference"
         " RETURNING id),"
         f" response AS (INSERT INTO {Response._meta.db_table}"
-        " (survey_id, participant_id, submitted_at)"
-        " SELECT open_survey.id, participant.id, %s FROM open_survey, participant"
+        " (survey_id, participant_id, submitted_at, withdrawal_token_hash)"
+        " SELECT open_survey.id, participant.id, %s, %s FROM open_survey, participant"
         " ON CONFLICT (survey_id, participant_id) DO NOTHING RETURNING id),"
         f" answer AS (INSERT INTO {Answer._meta.db_table}"
         " (response_id, question_id, code, value, n_categories)"
@@ -190,6 +215,7 @@ def _insert_one_postgresql(survey: Survey, batch: Batch, submitted_at: datetime)
                 survey.consultation_id,
                 batch.participants[0],
                 submitted_at,
+                batch.withdrawal_token_hashes[0],
                 batch.answer_question,
                 batch.answer_code,
                 batch.answer_value,
@@ -265,8 +291,15 @@ def _insert_orm(survey: Survey, batch: Batch, submitted_at: datetime) -> None:
         )
     responses = Response.objects.bulk_create(
         [
-            Response(survey=survey, participant_id=participant_ids[ref], submitted_at=submitted_at)
-            for ref in batch.participants
+            Response(
+                survey=survey,
+                participant_id=participant_ids[ref],
+                submitted_at=submitted_at,
+                withdrawal_token_hash=token_hash,
+            )
+            for ref, token_hash in zip(
+                batch.participants, batch.withdrawal_token_hashes, strict=True
+            )
         ],
         batch_size=500,
     )

@@ -217,6 +217,9 @@ class Response(models.Model):
     )
     submitted_at = models.DateTimeField()
     withdrawn_at = models.DateTimeField(null=True, blank=True)
+    # SHA-256 of the withdrawal token handed to the participant once, at submission: only
+    # the participant can withdraw (a guessed reference withdraws nothing).
+    withdrawal_token_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     class Meta:
         ordering = ["id"]

@@ -308,10 +308,34 @@ class BulkInputSerializer(serializers.Serializer):
 
 class SubmittedSerializer(serializers.Serializer):
     participant = serializers.CharField(help_text="The reference whose response was stored.")
+    withdrawal_token = serializers.CharField(
+        help_text=(
+            "Shown once: the participant's proof for withdrawing this response. Only its "
+            "hash is stored; keep it beside the memoised answers."
+        )
+    )
 
 
 class BulkResultSerializer(serializers.Serializer):
     created = serializers.IntegerField()
+    withdrawal_tokens = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="One withdrawal token per response, in the order of `responses`; shown once.",
+    )
+
+
+@extend_schema_field(
+    {"type": "string", "pattern": schemes.PARTICIPANT_PATTERN.pattern, "maxLength": 64}
+)
+class WithdrawalParticipantField(ParticipantField):
+    pass
+
+
+class WithdrawalInputSerializer(serializers.Serializer):
+    participant = WithdrawalParticipantField(help_text="The participant's reference.")
+    withdrawal_token = serializers.CharField(
+        max_length=128, help_text="The token returned when the response was submitted."
+    )
 
 
 # --------------------------------------------------------------------------- calibration

@@ -10,6 +10,7 @@ residents' timestamps are coarsened to the hour (:func:`this_hour`).
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,12 +23,14 @@ from consultations.models import Consultation, Organisation
 from consultations.services import audit_record, consultation_create  # noqa: F401  (re-export)
 from surveys import schemes
 from surveys.errors import Conflict, InvalidInput, NotFound
-from surveys.ingest import (  # noqa: F401  (StaleSurvey, this_hour: re-exported)
+from surveys.ingest import (  # noqa: F401  (StaleSurvey, this_hour, token hash: re-exported)
     Batch,
     StaleSurvey,
+    new_withdrawal_token,
     require_open,
     store,
     this_hour,
+    withdrawal_token_hash,
 )
 from surveys.models import CalibrationPair, Question, Response, Survey
 from surveys.selectors import survey_answer_form
@@ -314,13 +317,24 @@ def _validate(survey: Survey, items: Sequence[Any]) -> Batch:
             "nothing was stored.",
             {"responses": duplicates},
         )
-    return Batch(participants, index_col, question_col, code_col, value_col, n_col)
+    return Batch(
+        participants,
+        index_col,
+        question_col,
+        code_col,
+        value_col,
+        n_col,
+        [new_withdrawal_token() for _ in participants],
+    )
 
 
 def response_submit(
     *, survey: Survey, participant: str, answers: dict[str, Any], actor: str = "system"
-) -> None:
-    """Store one participant's distorted answers.
+) -> str:
+    """Store one participant's distorted answers; returns their withdrawal token.
+
+    The token is returned here once and stored only as a hash: the participant (their
+    client library keeps it beside the memoised answers) needs it to withdraw.
 
     Raises
     ------
@@ -338,6 +352,7 @@ def response_submit(
         item = exc.errors["responses"]["0"]
         raise InvalidInput(_first_problem(item), item) from None
     store(survey, batch, single=True)
+    return batch.withdrawal_tokens[0]
 
 
 def _first_problem(item: dict[str, Any]) -> str:
@@ -347,8 +362,10 @@ def _first_problem(item: dict[str, Any]) -> str:
     return f"{field}: {problem[0]}" if field != "non_field_errors" else problem[0]
 
 
-def responses_submit_bulk(*, survey: Survey, responses: list[Any], actor: str = "system") -> int:
-    """Store up to 10,000 responses atomically; returns how many were stored.
+def responses_submit_bulk(
+    *, survey: Survey, responses: list[Any], actor: str = "system"
+) -> list[str]:
+    """Store up to 10,000 responses atomically; returns their withdrawal tokens, in order.
 
     One bad item rejects the batch: :class:`InvalidInput` names every bad item by index;
     repeated participants in the batch and participants who already answered give a
@@ -369,12 +386,15 @@ def responses_submit_bulk(*, survey: Survey, responses: list[Any], actor: str = 
         target=str(survey.pk),
         details={"created": len(batch.participants)},
     )
-    return len(batch.participants)
+    return batch.withdrawal_tokens
 
 
 @transaction.atomic
 def response_withdraw(*, survey: Survey, participant: str, actor: str = "system") -> Response:
     """Withdraw a participant's response: delete its answers, keep a tombstone.
+
+    For organisers (the admin's action); participants go through
+    :func:`response_withdraw_with_token`.
 
     Later analyses no longer see it, and the participant cannot answer again. Withdrawing
     twice is harmless.
@@ -409,6 +429,36 @@ def response_withdraw(*, survey: Survey, participant: str, actor: str = "system"
             target=str(survey.pk),
         )
     return response
+
+
+NO_SUCH_WITHDRAWAL = "No response to withdraw for this participant and withdrawal token."
+
+
+@transaction.atomic
+def response_withdraw_with_token(
+    *, survey: Survey, participant: Any, withdrawal_token: str, actor: str = "system"
+) -> Response:
+    """A participant withdraws their response, proving it with their withdrawal token.
+
+    A wrong token and a reference that never answered get the same :class:`NotFound`, so
+    the answer does not tell whether a reference exists. Withdrawing twice is harmless.
+    """
+    response = None
+    if isinstance(participant, str) and schemes.PARTICIPANT_PATTERN.fullmatch(participant):
+        response = (
+            Response.objects.select_for_update()
+            .filter(
+                survey=survey,
+                participant__consultation_id=survey.consultation_id,
+                participant__reference=participant,
+            )
+            .first()
+        )
+    expected = response.withdrawal_token_hash if response is not None else ""
+    given = withdrawal_token_hash(withdrawal_token)
+    if response is None or not expected or not hmac.compare_digest(expected, given):
+        raise NotFound(NO_SUCH_WITHDRAWAL, {"withdrawal_token": [NO_SUCH_WITHDRAWAL]})
+    return response_withdraw(survey=survey, participant=response.participant.reference, actor=actor)
 
 
 # --------------------------------------------------------------------------- calibration

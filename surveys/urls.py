@@ -14,8 +14,9 @@ urlpatterns = [
         apis.ResponseBulkApi.as_view(),
         name="survey-responses-bulk",
     ),
+    # No participant reference in any URL: it would land in access and error logs.
     path(
-        "surveys/<str:pk>/responses/<str:participant>/",
+        "surveys/<str:pk>/responses/withdraw/",
         apis.ResponseWithdrawApi.as_view(),
         name="survey-response-withdraw",
     ),

@@ -99,8 +99,24 @@ def test_env_helpers_name_the_bad_variable(monkeypatch) -> None:
     assert env_list("X_LIST") == ["a", "b", "c"]
     assert database_from_url("postgres://u:p%40ss@db:5433/name")["PASSWORD"] == "p@ss"
     assert database_from_url("sqlite:////tmp/x.sqlite3")["NAME"] == "/tmp/x.sqlite3"
+    assert database_from_url("sqlite:///var/db.sqlite3")["NAME"] == "var/db.sqlite3"
     with pytest.raises(ConfigurationError, match="scheme"):
         database_from_url("mysql://db/x")
+
+
+def test_database_url_query_options_are_kept() -> None:
+    """``?sslmode=require`` reaches the driver: a managed PostgreSQL refuses plain text."""
+    config = database_from_url(
+        "postgres://user:p%40ss@db.example.org:5432/consultations?sslmode=require&connect_timeout=5"
+    )
+    assert config["ENGINE"] == "django.db.backends.postgresql"
+    assert (config["NAME"], config["USER"], config["PASSWORD"]) == ("consultations", "user", "p@ss")
+    assert (config["HOST"], str(config["PORT"])) == ("db.example.org", "5432")
+    assert config["OPTIONS"] == {"sslmode": "require", "connect_timeout": 5}
+    assert config["CONN_MAX_AGE"] == 60
+    assert config["CONN_HEALTH_CHECKS"] is True
+    with pytest.raises(ConfigurationError, match="names no database"):
+        database_from_url("postgres://user@db/")
 
 
 def _manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

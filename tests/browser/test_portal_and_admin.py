@@ -50,6 +50,7 @@ def survey_with_portal_key(settings):  # type: ignore[no-untyped-def]
         questions=QUESTIONS,
     )
     survey = survey_open(survey=survey)
+    settings.PORTAL_EXAMPLE_ENABLED = True
     settings.PORTAL_EXAMPLE_KEY = api_key_create(organisation=organisation, role="portal").key
     return survey
 
@@ -102,6 +103,7 @@ def test_resident_submits_distorted_answers_once(browser, live_server, survey_wi
 
 
 def test_page_says_when_no_key_is_configured(browser, live_server, settings):
+    settings.PORTAL_EXAMPLE_ENABLED = True
     settings.PORTAL_EXAMPLE_KEY = ""
     page = browser.new_page()
     page.goto(f"{live_server.url}/portal-example/1/")

@@ -287,3 +287,34 @@ test("the seeded generator replaces crypto.getRandomValues and is restored", () 
   assert.notDeepEqual(withSeed(8, draw), first);
   assert.equal(globalThis.crypto.getRandomValues, Object.getPrototypeOf(globalThis.crypto).getRandomValues);
 });
+
+test("submitResponse keeps the withdrawal token beside the memo; withdrawResponse posts it in the body", async () => {
+  const { submitResponse, withdrawResponse, withdrawalToken } = await import("../../clients/js/src/distort.js");
+  const items = new Map();
+  const storage = { getItem: (k) => (items.has(k) ? items.get(k) : null), setItem: (k, v) => items.set(k, v), removeItem: (k) => items.delete(k) };
+  const calls = [];
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = async (url, init) => {
+    calls.push({ url, method: init.method, body: init.body ? JSON.parse(init.body) : undefined });
+    if (url.endsWith("/responses/")) {
+      return new Response(JSON.stringify({ participant: "p-1", withdrawal_token: "tok-9" }), { status: 201 });
+    }
+    return new Response(null, { status: 204 });
+  };
+  try {
+    const body = await submitResponse("https://api.example.org/", 3, "KEY", "p-1", { sex: "F" }, { storage });
+    assert.equal(body.withdrawal_token, "tok-9");
+    assert.equal(withdrawalToken(3, "p-1", { storage }), "tok-9");
+    await withdrawResponse("https://api.example.org", 3, "KEY", "p-1", { storage });
+    assert.deepEqual(calls[1], {
+      url: "https://api.example.org/api/v1/surveys/3/responses/withdraw/",
+      method: "POST",
+      body: { participant: "p-1", withdrawal_token: "tok-9" },
+    });
+    assert.ok(!calls[1].url.includes("p-1"), "no reference in the URL");
+    assert.equal(withdrawalToken(3, "p-1", { storage }), null);
+    await assert.rejects(withdrawResponse("https://api.example.org", 3, "KEY", "p-1", { storage }), /no withdrawal token/);
+  } finally {
+    globalThis.fetch = realFetch;
+  }
+});

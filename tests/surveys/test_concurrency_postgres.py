@@ -125,7 +125,8 @@ def test_a_batch_of_ten_thousand_is_stored_in_full(setup):
         f"/api/v1/surveys/{survey.pk}/responses/bulk/", {"responses": items}, format="json"
     )
     assert response.status_code == 201, response.content[:500]
-    assert response.json() == {"created": 10_000}
+    assert response.json()["created"] == 10_000
+    assert len(response.json()["withdrawal_tokens"]) == 10_000
     assert Answer.objects.filter(response__survey=survey).count() == 80_000
     income = survey.questions.get(key="income")
     from surveys.selectors import question_values

@@ -202,7 +202,8 @@ def _batch(n, start=0):
 def test_bulk_stores_every_response(tenant, survey):
     response = _bulk(tenant.portal, survey, _batch(250))
     assert response.status_code == 201, response.content
-    assert response.json() == {"created": 250}
+    assert response.json()["created"] == 250
+    assert len(set(response.json()["withdrawal_tokens"])) == 250
     assert Response.objects.filter(survey=survey).count() == 250
     assert Answer.objects.count() == 250 * 8
     sex = survey.questions.get(key="sex")
@@ -257,11 +258,21 @@ def test_bulk_envelope_is_checked(tenant, survey, payload):
 # --------------------------------------------------------------------------- withdrawal
 
 
+def _withdraw(client, survey, participant, token):
+    return client.post(
+        f"{URL}{survey.pk}/responses/withdraw/",
+        {"participant": participant, "withdrawal_token": token},
+        format="json",
+    )
+
+
 def test_withdrawal_deletes_answers_and_blocks_answering_again(tenant, survey):
-    assert _bulk(tenant.portal, survey, _batch(3)).status_code == 201
+    created = _bulk(tenant.portal, survey, _batch(3))
+    assert created.status_code == 201
+    tokens = dict(zip(["p-0", "p-1", "p-2"], created.json()["withdrawal_tokens"], strict=True))
     sex = survey.questions.get(key="sex")
     assert len(question_codes(sex)) == 3
-    response = tenant.portal.delete(f"{URL}{survey.pk}/responses/p-1/")
+    response = _withdraw(tenant.portal, survey, "p-1", tokens["p-1"])
     assert response.status_code == 204
     tombstone = Response.objects.get(participant__reference="p-1")
     assert tombstone.withdrawn_at is not None and tombstone.withdrawn_at.minute == 0
@@ -270,14 +281,16 @@ def test_withdrawal_deletes_answers_and_blocks_answering_again(tenant, survey):
     again = _submit(tenant.portal, survey, "p-1")
     assert again.status_code == 409
     assert "withdrew" in again.json()["detail"]
-    assert tenant.portal.delete(f"{URL}{survey.pk}/responses/p-1/").status_code == 204
-    assert tenant.portal.delete(f"{URL}{survey.pk}/responses/nobody/").status_code == 404
+    assert _withdraw(tenant.portal, survey, "p-1", tokens["p-1"]).status_code == 204
+    assert _withdraw(tenant.portal, survey, "nobody", tokens["p-1"]).status_code == 404
 
 
 def test_withdrawal_is_possible_after_closing(tenant, survey):
-    assert _submit(tenant.portal, survey).status_code == 201
+    created = _submit(tenant.portal, survey)
+    assert created.status_code == 201
     survey_close(survey=survey)
-    assert tenant.portal.delete(f"{URL}{survey.pk}/responses/p-000123/").status_code == 204
+    token = created.json()["withdrawal_token"]
+    assert _withdraw(tenant.portal, survey, "p-000123", token).status_code == 204
 
 
 # --------------------------------------------------------------------------- calibration
@@ -302,10 +315,10 @@ def _calibrate(client, survey, question="skips_class", pairs=None):
 
 
 def test_calibration_pairs_estimate_the_manual_negative_channel(tenant, survey):
-    response = _calibrate(tenant.portal, survey)
+    response = _calibrate(tenant.analyst, survey)
     assert response.status_code == 201, response.content
     assert response.json() == {"question": "skips_class", "added": 4, "total": 4}
-    assert _calibrate(tenant.portal, survey, pairs=[["often", "never"]]).json()["total"] == 5
+    assert _calibrate(tenant.analyst, survey, pairs=[["often", "never"]]).json()["total"] == 5
     question = survey.questions.get(key="skips_class")
     channel = question_channel(question)
     expected = manual_negative(4, np.array([[0, 3], [0, 3], [0, 2], [1, 2], [2, 0]]))
@@ -329,20 +342,20 @@ def test_calibration_pairs_estimate_the_manual_negative_channel(tenant, survey):
     ],
 )
 def test_bad_calibration_data_is_refused(tenant, survey, question, pairs, field):
-    response = _calibrate(tenant.portal, survey, question, pairs)
+    response = _calibrate(tenant.analyst, survey, question, pairs)
     assert response.status_code == 400, response.content
     assert field in response.json()["errors"]
     assert not CalibrationPair.objects.exists()
 
 
 def test_bad_calibration_pair_is_named_by_index(tenant, survey):
-    response = _calibrate(tenant.portal, survey, pairs=[["never", "always"], ["rarely", "rarely"]])
+    response = _calibrate(tenant.analyst, survey, pairs=[["never", "always"], ["rarely", "rarely"]])
     assert set(response.json()["errors"]["pairs"]) == {"1"}
 
 
 def test_calibration_is_refused_for_a_closed_survey(tenant, survey):
     survey_close(survey=survey)
-    assert _calibrate(tenant.portal, survey).status_code == 400
+    assert _calibrate(tenant.analyst, survey).status_code == 400
 
 
 # --------------------------------------------------------------------------- limits, isolation
@@ -371,12 +384,11 @@ def _rest_framework():
 def test_another_organisations_keys_get_404_on_every_submission_endpoint(
     tenant, other_tenant, survey
 ):
-    base = f"{URL}{survey.pk}/"
     for client in (other_tenant.portal, other_tenant.analyst):
         assert _submit(client, survey).status_code == 404
         assert _bulk(client, survey, _batch(2)).status_code == 404
-        assert client.delete(base + "responses/p-1/").status_code == 404
-        assert _calibrate(client, survey).status_code == 404
+        assert _withdraw(client, survey, "p-1", "a-token").status_code == 404
+    assert _calibrate(other_tenant.analyst, survey).status_code == 404
     assert not Response.objects.exists()
     assert not CalibrationPair.objects.exists()
 

@@ -119,7 +119,29 @@ export declare function submitResponse(
   key: string,
   participant: string,
   distortedAnswers: Answers,
+  options?: TokenOptions,
 ): Promise<Record<string, unknown>>;
+
+export interface TokenOptions {
+  /** Where the withdrawal token is kept (localStorage by default; null for nowhere). */
+  storage?: Pick<Storage, "getItem" | "setItem" | "removeItem"> | null;
+}
+
+/** The withdrawal token submitResponse() kept for this participant, or null. */
+export declare function withdrawalToken(
+  surveyId: number | string,
+  participant: string,
+  options?: TokenOptions,
+): string | null;
+
+/** Withdraw with the kept token (or options.withdrawalToken): POST, no reference in the URL. */
+export declare function withdrawResponse(
+  baseUrl: string,
+  surveyId: number | string,
+  key: string,
+  participant: string,
+  options?: TokenOptions & { withdrawalToken?: string },
+): Promise<void>;
 
 /** The first preferred language the question has a translation for, or null. */
 export declare function pickLanguage(question: SchemeQuestion, preferred: string | readonly string[]): string | null;

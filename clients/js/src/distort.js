@@ -15,7 +15,7 @@
 // server serves this same file at /static/privacy/distort.js.
 
 // Semantic version of this file; equal to package.json's "version" (tested).
-export const VERSION = "1.0.0";
+export const VERSION = "1.1.0";
 
 const MEMO_PREFIX = "privacy-distort:v1";
 const SAMPLED_DISCRETE = new Set(["randomised_response", "negative_uniform", "negative_gaussian"]);
@@ -243,8 +243,45 @@ export function fetchScheme(baseUrl, surveyId, key) {
 }
 
 // Send already-distorted answers.  Never pass true answers here.
-export function submitResponse(baseUrl, surveyId, key, participant, distortedAnswers) {
-  return call("POST", `${surveyUrl(baseUrl, surveyId)}/responses/`, key, { participant, answers: distortedAnswers });
+// The 201 carries the participant's withdrawal token, shown once: it is kept
+// beside the memoised answers (options.storage, localStorage by default) so
+// that withdrawResponse() can prove later that this is the participant.
+export async function submitResponse(baseUrl, surveyId, key, participant, distortedAnswers, options = {}) {
+  const body = await call("POST", `${surveyUrl(baseUrl, surveyId)}/responses/`, key, { participant, answers: distortedAnswers });
+  const storage = options.storage === undefined ? defaultStorage() : options.storage;
+  if (storage && body && body.withdrawal_token) remember(storage, tokenKey(surveyId, participant), body.withdrawal_token);
+  return body;
+}
+
+function tokenKey(surveyId, participant) {
+  return `${MEMO_PREFIX}-withdrawal:${surveyId}:${participant}`;
+}
+
+// The withdrawal token kept for this participant, or null.
+export function withdrawalToken(surveyId, participant, options = {}) {
+  const storage = options.storage === undefined ? defaultStorage() : options.storage;
+  if (!storage) return null;
+  try {
+    const raw = storage.getItem(tokenKey(surveyId, participant));
+    return raw === null ? null : JSON.parse(raw);
+  } catch {
+    return null;
+  }
+}
+
+// Withdraw the participant's response.  The reference and the token travel in
+// the body of a POST, never in a URL (URLs end up in logs).  The memoised
+// answers stay: answering again is refused anyway.
+export async function withdrawResponse(baseUrl, surveyId, key, participant, options = {}) {
+  const token = options.withdrawalToken ?? withdrawalToken(surveyId, participant, options);
+  if (!token) throw new Error(`no withdrawal token kept for participant "${participant}" of survey ${surveyId}`);
+  await call("POST", `${surveyUrl(baseUrl, surveyId)}/responses/withdraw/`, key, { participant, withdrawal_token: token });
+  const storage = options.storage === undefined ? defaultStorage() : options.storage;
+  try {
+    if (storage) storage.removeItem(tokenKey(surveyId, participant));
+  } catch {
+    // storage disabled: nothing kept
+  }
 }
 
 // --- The resident's language ---------------------------------------------------

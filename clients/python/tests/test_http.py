@@ -194,13 +194,34 @@ def test_a_refused_bulk_batch_says_where_it_started(server):
 
 
 def test_withdraw_and_fetch_scheme(server):
-    server.script = [(204, {}, None), (200, {}, SCHEME)]
-    PortalClient(server.url + "/", "k").withdraw(3, "p-000123")
+    server.script = [
+        (201, {}, {"participant": "p-000123", "withdrawal_token": "tok-1"}),
+        (204, {}, None),
+        (200, {}, SCHEME),
+    ]
+    client = PortalClient(server.url + "/", "k")
+    client.submit(3, "p-000123", {"sex": "F"})
+    assert client.tokens == {"3:p-000123": "tok-1"}  # kept beside the answers
+    client.withdraw(3, "p-000123")
+    assert client.tokens == {}
+    with pytest.raises(ValueError, match="no withdrawal token"):
+        client.withdraw(3, "p-000123")
     assert fetch_scheme(server.url, 3, "k") == SCHEME
     assert [(r["method"], r["path"]) for r in server.requests] == [
-        ("DELETE", "/api/v1/surveys/3/responses/p-000123/"),
+        ("POST", "/api/v1/surveys/3/responses/"),
+        ("POST", "/api/v1/surveys/3/responses/withdraw/"),
         ("GET", "/api/v1/surveys/3/scheme/"),
     ]
+    # The reference travels in the body, never in the URL.
+    assert server.requests[1]["json"] == {"participant": "p-000123", "withdrawal_token": "tok-1"}
+
+
+def test_bulk_submission_keeps_one_token_per_participant(server):
+    server.script = [(201, {}, {"created": 2, "withdrawal_tokens": ["t-a", "t-b"]})]
+    client = PortalClient(server.url, "k")
+    items = [{"participant": "a", "answers": {}}, {"participant": "b", "answers": {}}]
+    assert client.submit_bulk(3, items) == 2
+    assert client.tokens == {"3:a": "t-a", "3:b": "t-b"}
 
 
 @pytest.mark.parametrize("participant", ["", "p 1", "p/1", "x" * 65, None])

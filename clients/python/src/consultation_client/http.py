@@ -13,7 +13,7 @@ import json
 import random
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -97,6 +97,11 @@ class PortalClient:
         :class:`ClientError` (429) so the caller can decide.
     sleep : callable
         How to wait (a seam for tests and for async wrappers).
+    tokens : MutableMapping, optional
+        Where the withdrawal tokens returned by :meth:`submit` and :meth:`submit_bulk`
+        are kept, keyed by :func:`token_key` (``"<survey id>:<participant>"``): keep it
+        beside the memoised distorted answers, e.g. a :class:`shelve.Shelf`. A plain dict
+        by default.
     """
 
     def __init__(
@@ -111,6 +116,7 @@ class PortalClient:
         max_backoff: float = 30.0,
         max_wait: float = 120.0,
         sleep: Callable[[float], None] = time.sleep,
+        tokens: MutableMapping[str, str] | None = None,
     ) -> None:
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
@@ -122,6 +128,7 @@ class PortalClient:
         self.max_backoff = max_backoff
         self.max_wait = max_wait
         self._sleep = sleep
+        self.tokens: MutableMapping[str, str] = {} if tokens is None else tokens
         self._jitter = random.Random()
         self._headers = {
             "Authorization": f"Bearer {key}",
@@ -142,7 +149,10 @@ class PortalClient:
         """Submit one resident's distorted answers; returns the server's JSON body."""
         body = {"participant": _participant(participant), "answers": dict(answers)}
         response = self._request("POST", f"/surveys/{int(survey_id)}/responses/", body)
-        return response.json() if response.content else {}
+        result: dict[str, Any] = response.json() if response.content else {}
+        if result.get("withdrawal_token"):
+            self.tokens[token_key(survey_id, participant)] = result["withdrawal_token"]
+        return result
 
     def submit_bulk(
         self, survey_id: int, responses: Iterable[Mapping[str, Any]], batch_size: int = 5000
@@ -167,13 +177,30 @@ class PortalClient:
             except ClientError as error:
                 error.batch_start, error.created_before = start, created
                 raise
-            created += int(answer.json().get("created", len(batch)))
+            result = answer.json()
+            for response, token in zip(batch, result.get("withdrawal_tokens") or [], strict=False):
+                self.tokens[token_key(survey_id, response["participant"])] = token
+            created += int(result.get("created", len(batch)))
             start += len(batch)
         return created
 
-    def withdraw(self, survey_id: int, participant: str) -> None:
-        """Withdraw a participant's response; later analyses no longer see it."""
-        self._request("DELETE", f"/surveys/{int(survey_id)}/responses/{_participant(participant)}/")
+    def withdraw(
+        self, survey_id: int, participant: str, withdrawal_token: str | None = None
+    ) -> None:
+        """Withdraw a participant's response; later analyses no longer see it.
+
+        The token is the one :meth:`submit` kept in ``tokens`` unless given. The reference
+        and token travel in a POST body, never in a URL (URLs end up in logs).
+        """
+        key = token_key(survey_id, _participant(participant))
+        token = withdrawal_token or self.tokens.get(key)
+        if not token:
+            raise ValueError(
+                f"no withdrawal token kept for participant {participant!r} of survey {survey_id}"
+            )
+        body = {"participant": participant, "withdrawal_token": token}
+        self._request("POST", f"/surveys/{int(survey_id)}/responses/withdraw/", body)
+        self.tokens.pop(key, None)
 
     # -- transport --
 
@@ -231,6 +258,11 @@ class PortalClient:
         detail = str(payload.get("detail") or response.reason or "request failed")
         errors = payload.get("errors") if isinstance(payload.get("errors"), dict) else {}
         return ClientError(response.status_code, detail + hint, errors)
+
+
+def token_key(survey_id: int, participant: str) -> str:
+    """The key under which :class:`PortalClient` keeps a participant's withdrawal token."""
+    return f"{int(survey_id)}:{participant}"
 
 
 def _participant(reference: Any) -> str:
