@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def readme_embed() -> str:
     readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("### Embedding the browser library") :]
+    section = readme[readme.index("### The client kit") :]
     return re.search(r"```html\n(.*?)```", section, re.S).group(1)
 
 

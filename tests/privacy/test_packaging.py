@@ -23,7 +23,7 @@ def test_the_server_serves_the_packaged_browser_library_byte_for_byte():
     assert Path(found).resolve() == PACKAGE_JS.resolve()
 
 
-@override_settings(PORTAL_EXAMPLE_KEY="k-example")
+@override_settings(PORTAL_EXAMPLE_ENABLED=True, PORTAL_EXAMPLE_KEY="k-example")
 def test_the_example_page_imports_the_served_library(db):
     page = Client().get("/portal-example/3/")
     assert page.status_code == 200
