@@ -1,7 +1,7 @@
 """The README's embed, run from a portal on another origin against the API (CORS).
 
-Two live servers on different ports: the API (Django, with WhiteNoise serving distort.js as
-in production) on ``localhost``, and portal pages on ``127.0.0.1``. The README's five-line
+Two live servers on different ports: the API (Django) on ``localhost``, and portal pages on
+``127.0.0.1`` that serve the pinned package as the README says. The README's five-line
 embed works from the listed portal origin and is refused by the browser from an unlisted one.
 """
 
@@ -30,6 +30,7 @@ from surveys.services import survey_create, survey_open
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 REPO = Path(__file__).resolve().parents[2]
+DISTORT_JS = REPO / "clients" / "js" / "src" / "distort.js"
 
 
 def readme_embed() -> str:
@@ -74,6 +75,11 @@ def portal_pages(tmp_path):
         root = tmp_path / f"portal-{len(servers)}"
         root.mkdir()
         (root / "embed.html").write_text(html)
+        # The README's embed loads the pinned package from the portal's own /vendor/ path.
+        for path in re.findall(r'"(/vendor/[^"]+\.js)"', html):
+            target = root / path.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(DISTORT_JS.read_bytes())
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(root)))
         threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
         servers.append(httpd)

@@ -22,6 +22,7 @@ from reconstruction.models import AggregateReconstruction, AnalysisJob, Report
 from surveys.models import Response, Survey
 from surveys.services import calibration_upload, responses_submit_bulk
 from tests.factories import consultation_factory, good_answers, survey_factory
+from webhooks.models import Delivery, Webhook
 
 
 def council(slug: str) -> dict:
@@ -45,6 +46,13 @@ def council(slug: str) -> dict:
     report = Report.objects.create(
         **common, survey=survey, html=f"<p>{slug} report</p>", csv=f"{slug},1", result={"s": slug}
     )
+    webhook = Webhook.objects.create(
+        organisation=organisation,
+        url=f"https://hooks.{slug}.example/",
+        events=["report.finished"],
+        secret="s" * 64,
+    )
+    Delivery.objects.create(webhook=webhook, event="report.finished", payload={"job": 1})
     return {
         "organisation": organisation,
         "survey": survey,
@@ -112,6 +120,8 @@ def test_every_admin_page_with_an_organisation_is_scoped() -> None:
         "reconstruction.AnalysisJob",
         "reconstruction.AggregateReconstruction",
         "reconstruction.Report",
+        "webhooks.Webhook",
+        "webhooks.Delivery",
     }
     assert expected <= names
     for model in scoped_models():
