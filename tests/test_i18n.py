@@ -49,7 +49,7 @@ def test_api_errors_follow_accept_language(db):
     assert "To pole" in str(polish.json()["errors"])
 
 
-@override_settings(PORTAL_EXAMPLE_KEY="k-example")
+@override_settings(PORTAL_EXAMPLE_ENABLED=True, PORTAL_EXAMPLE_KEY="k-example")
 @pytest.mark.parametrize(
     ("query", "header", "expected"),
     [
