@@ -20,6 +20,7 @@ from privacy.mechanisms.channels import (
 from privacy.mechanisms.disclosure import (
     NonResponseInterval,
     SuppressedCounts,
+    group_publishable,
     non_response_interval,
     question_publishable,
     suppress_counts,
@@ -53,6 +54,7 @@ __all__ = [
     "distort_codes",
     "distort_values",
     "epsilon",
+    "group_publishable",
     "manual_negative",
     "negative_gaussian",
     "negative_uniform",

@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 __all__ = [
     "NonResponseInterval",
     "SuppressedCounts",
+    "group_publishable",
     "non_response_interval",
     "question_publishable",
     "suppress_counts",
@@ -156,3 +157,27 @@ def non_response_interval(
     high = total - visible_sum
     low = max(0.0, high - (threshold - 1) * hidden)
     return NonResponseInterval(low=low, high=high)
+
+
+def group_publishable(interval: ArrayLike, *, threshold: int) -> bool:
+    """Whether an estimated group (or cell) may be published: decided on its interval.
+
+    002_f0fd5869fe299975.txt's thresholds (10 per question, 5 per cell) protect the
+    *true* group. With distorted answers its size is only estimated, and a point
+    estimate of 12 can stand for a true group of 3; so a group is published only when
+    the whole 95% interval of its size lies at or above ``threshold``. A missing
+    (NaN) interval is not evidence of a large group: not publishable.
+
+    Parameters
+    ----------
+    interval : array_like of 2 floats
+        ``(low, high)`` 95% interval of the group's size.
+    threshold : int
+        The threshold the true group must reach.
+    """
+    needed = _threshold("threshold", threshold)
+    bounds = np.asarray(interval, dtype=np.float64).ravel()
+    if bounds.size != 2:
+        raise ValueError(f"interval must be (low, high), got {bounds.size} numbers")
+    low = float(bounds[0])
+    return bool(np.isfinite(low) and low >= needed)

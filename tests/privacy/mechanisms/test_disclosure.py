@@ -50,3 +50,13 @@ def test_non_response_interval_leaks_nothing_about_suppressed_cells() -> None:
 def test_bad_inputs_are_refused(call: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         call()  # type: ignore[operator]
+
+
+def test_a_group_is_published_only_when_its_whole_interval_clears_the_threshold() -> None:
+    # Issue 10, finding 4: a point estimate of 12 cleared the threshold of 5 for a true
+    # group of 3; the decision now follows the size's 95% interval.
+    from privacy.mechanisms import group_publishable
+
+    assert not group_publishable((2.0, 22.0), threshold=5)
+    assert group_publishable((5.0, 22.0), threshold=5)
+    assert not group_publishable((float("nan"), float("nan")), threshold=5)
