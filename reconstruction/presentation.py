@@ -162,10 +162,13 @@ def draw_chart(section: dict[str, Any], labels: list[str]) -> Any:
     axes = figure.add_subplot()
     position = np.arange(len(labels))
     width = 0.4
+    # An analysis result has no naive counts: then only the estimates are drawn.
+    has_naive = not bool(np.all(np.isnan(naive)))
     naive_label = _("distorted answers, counted as if true")
     estimate_label = _("reconstructed estimate (95%% interval)") % {}
     if horizontal:
-        axes.barh(position - width / 2, naive, width, color=NAIVE_COLOUR, label=naive_label)
+        if has_naive:
+            axes.barh(position - width / 2, naive, width, color=NAIVE_COLOUR, label=naive_label)
         axes.barh(
             position + width / 2,
             estimate,
@@ -179,7 +182,8 @@ def draw_chart(section: dict[str, Any], labels: list[str]) -> Any:
         axes.invert_yaxis()
         axes.set_xlabel(_("participants"), fontsize=9)
     else:
-        axes.bar(position - width / 2, naive, width, color=NAIVE_COLOUR, label=naive_label)
+        if has_naive:
+            axes.bar(position - width / 2, naive, width, color=NAIVE_COLOUR, label=naive_label)
         axes.bar(
             position + width / 2,
             estimate,

@@ -188,3 +188,16 @@ def test_analysis_exports_have_one_table_per_kind(kind, result, columns):
     assert list(export.data.columns) == columns
     assert all(export.columns.get(c) for c in columns)
     assert any("never held a true answer" in n for n in export.notes)
+
+
+def test_an_analysis_chart_has_no_naive_bars_or_legend_entry():
+    from reconstruction.presentation import result_chart_svg
+
+    svg = result_chart_svg(
+        {"categories": ["F", "M"], "counts": [10.0, 20.0], "ci95": [[5, 15], [15, 25]]}
+    )
+    assert svg.startswith("<svg") and "reconstructed estimate" in svg
+    assert "counted as if true" not in svg
+    interval = result_chart_svg({"estimate": 40.0, "ci95": [30.0, 50.0]})
+    assert interval.startswith("<svg")
+    assert result_chart_svg({"participants": ["p-1"]}) == ""
