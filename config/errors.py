@@ -19,7 +19,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from surveys.errors import Conflict, InvalidInput, NotFound
+from surveys.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
 
 
 class ConflictError(exceptions.APIException):
@@ -38,6 +38,8 @@ def to_api_exception(exc: Exception) -> Exception:
         return ConflictError({"detail": exc.detail, "errors": exc.errors})
     if isinstance(exc, NotFound):
         return exceptions.NotFound({"detail": exc.detail, "errors": exc.errors})
+    if isinstance(exc, QuotaExceeded):
+        return exceptions.Throttled(wait=exc.retry_after, detail=exc.detail)
     return exc
 
 

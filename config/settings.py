@@ -202,6 +202,10 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "config.errors.exception_handler",
     "DEFAULT_THROTTLE_RATES": {
         "submissions": env_str("SUBMISSION_RATE_LIMIT", "100000/minute"),
+        # Starting background jobs (reconstruction/quotas.py); polling is not limited.
+        "analyses": env_str("ANALYSIS_RATE_LIMIT", "120/minute"),
+        "reports": env_str("REPORT_RATE_LIMIT", "30/minute"),
+        "aggregate_reconstructions": env_str("AGGREGATE_RATE_LIMIT", "60/minute"),
     },
     "UNAUTHENTICATED_USER": None,
     # ?format= belongs to report downloads (html|csv|json), not to renderer selection.
@@ -281,6 +285,15 @@ WEBHOOKS_ALLOW_HTTP = env_bool("WEBHOOKS_ALLOW_HTTP", False)
 WEBHOOKS_ALLOW_PRIVATE = env_bool("WEBHOOKS_ALLOW_PRIVATE", False)
 WEBHOOKS_TIMEOUT_SECONDS = env_int("WEBHOOKS_TIMEOUT_SECONDS", 10)
 JOBS_STUCK_AFTER_SECONDS = env_int("JOBS_STUCK_AFTER_SECONDS", 600)
+# Quotas and the cost model (issue 13; README "Quotas and cost limits").
+JOBS_MAX_ACTIVE_PER_ORGANISATION = env_int("JOBS_MAX_ACTIVE_PER_ORGANISATION", 20)
+JOBS_QUOTA_RETRY_SECONDS = env_int("JOBS_QUOTA_RETRY_SECONDS", 30)
+# A job still `running` this long after it started has lost its worker (the hard time
+# limit would have ended it): re-queued, or failed after JOBS_MAX_ATTEMPTS attempts.
+JOBS_LEASE_SECONDS = env_int("JOBS_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 60)
+JOBS_MAX_ATTEMPTS = env_int("JOBS_MAX_ATTEMPTS", 3)
+ANALYSIS_COST_BUDGET = env_int("ANALYSIS_COST_BUDGET", 1_000_000)
+AGGREGATE_MAX_CATEGORIES = env_int("AGGREGATE_MAX_CATEGORIES", 100)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "refresh-open-survey-reports": {
         "task": "reconstruction.refresh_open_survey_reports",

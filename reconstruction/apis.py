@@ -18,8 +18,14 @@ from consultations.permissions import IsAnalyst
 from reconstruction import registry, selectors, services
 from reconstruction.models import AnalysisJob, Job, Report
 from reconstruction.presentation import render_report_html
+from reconstruction.quotas import (
+    AggregateRateThrottle,
+    AnalysisRateThrottle,
+    ReportRateThrottle,
+)
 from reconstruction.serializers import (
     AggregateReconstructionSerializer,
+    AnalysisFilterSerializer,
     AnalysisRequestSerializer,
     AnalysisSerializer,
     JobCreatedSerializer,
@@ -52,6 +58,7 @@ def _report_or_404(request: Request, report_id: Any) -> Report:
 
 class AggregateReconstructionCreateApi(APIView):
     permission_classes = [IsAnalyst]
+    throttle_classes = [AggregateRateThrottle]
 
     @extend_schema(
         summary="Reconstruct a distribution from tallies of distorted answers",
@@ -175,15 +182,14 @@ ANALYSIS_EXAMPLES = [
 
 class AnalysisListCreateApi(ListAPIView[AnalysisJob]):
     permission_classes = [IsAnalyst]
+    throttle_classes = [AnalysisRateThrottle]
     serializer_class = AnalysisSerializer
 
     def get_queryset(self) -> Any:
-        params = self.request.query_params
+        filters = AnalysisFilterSerializer(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)  # ?survey=abc is a 400, not a 500
         return selectors.analysis_list(
-            organisation=self.request.user.organisation,
-            survey=params.get("survey"),
-            kind=params.get("kind"),
-            status=params.get("status"),
+            organisation=self.request.user.organisation, **filters.validated_data
         )
 
     @extend_schema(
@@ -241,6 +247,7 @@ class AnalysisDetailApi(APIView):
 
 class ReportCreateApi(APIView):
     permission_classes = [IsAnalyst]
+    throttle_classes = [ReportRateThrottle]
 
     @extend_schema(
         summary="Start a report of every question of a survey",

@@ -181,14 +181,44 @@ def job_execute(
     return job
 
 
-def jobs_requeue_stuck(model: type[J], task_name: str, *, older_than_seconds: float) -> int:
-    """Queue again the jobs that sat in ``queued`` too long (their message was lost)."""
-    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+def jobs_requeue_stuck(
+    model: type[J],
+    task_name: str,
+    *,
+    older_than_seconds: float,
+    lease_seconds: float | None = None,
+    max_attempts: int = 3,
+) -> int:
+    """Queue again the jobs that sat in ``queued`` too long (their message was lost),
+    and deal with the jobs ``running`` past their lease (their worker died).
+
+    A job still ``running`` ``lease_seconds`` after it started cannot be running any more
+    (the hard time limit would have stopped it): it goes back to ``queued`` and is sent
+    again, or, after ``max_attempts`` attempts, ends as ``failed`` with the reason.
+    Called by Celery beat and when a worker starts. Returns how many jobs were re-sent.
+    """
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=older_than_seconds)
     ids = list(
         model.objects.filter(status=Job.Status.QUEUED, created_at__lt=cutoff).values_list(
             "pk", flat=True
         )
     )
+    if lease_seconds is not None:
+        expired = model.objects.filter(
+            status=Job.Status.RUNNING, started_at__lt=now - timedelta(seconds=lease_seconds)
+        )
+        expired.filter(attempts__gte=max_attempts).update(
+            status=Job.Status.FAILED,
+            finished_at=now,
+            error=f"The job's worker stopped before it finished, {max_attempts} times; "
+            "it was not tried again.",
+        )
+        again = list(expired.filter(attempts__lt=max_attempts).values_list("pk", flat=True))
+        model.objects.filter(pk__in=again, status=Job.Status.RUNNING).update(
+            status=Job.Status.QUEUED, progress=0.0
+        )
+        ids += again
     for job_id in ids:
         job_send(task_name, job_id)
     return len(ids)

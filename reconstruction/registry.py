@@ -26,6 +26,7 @@ from reconstruction.analysis import (
     AnalysisRequest,
     interval_json,
 )
+from reconstruction.cost import check_cost
 from reconstruction.jobs import JobRefused
 
 Progress = Callable[[float], None]
@@ -158,6 +159,7 @@ def validate_request(
         raise AnalysisInputError({"where": f"a {kind.name} needs at least one condition"})
     if not count:
         return request
+    check_cost(request)  # before any answer is read (issue 13)
     n = analysis.participant_count(request)
     reason = analysis.too_few_responses(request, n)
     if reason is not None:
@@ -366,6 +368,12 @@ def _sample(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
     size = int(request.spec["size"])
     min_cell = request.thresholds.min_cell
     prepared = analysis.load(request)
+    # Every stratum is a group like any other (issue 13, finding 2): its estimated pool
+    # passes the count threshold, and the refusal never states the pool.
+    for i, (stratum, _quota) in enumerate(prepared.strata):
+        pool = queries.count(prepared.table, [*prepared.where, *stratum], ci=False).estimate
+        if not pool >= min_cell:
+            raise JobRefused(f"strata[{i}]: " + analysis.group_too_small(min_cell))
     progress(0.3)
     try:
         drawn = queries.sample(

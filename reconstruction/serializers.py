@@ -2,10 +2,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+from django.conf import settings
 from rest_framework import serializers
 
 from reconstruction import registry
-from reconstruction.algorithms.methods import DISCRETE_METHODS, reconstruct
+from reconstruction.algorithms.methods import DISCRETE_METHODS, check_method
 from reconstruction.models import Job
 
 
@@ -50,14 +52,37 @@ class AggregateReconstructionSerializer(JobSerializer):
                     f"{len(counts)} counts."
                 }
             )
-        if sum(counts) <= 0:
-            raise serializers.ValidationError({"counts": "At least one count must be positive."})
-        try:  # the engine's own checks, without the costly interval
-            reconstruct(counts, channel, method=attrs["method"], ci=False)
+        limit = int(settings.AGGREGATE_MAX_CATEGORIES)
+        if len(counts) > limit:
+            raise serializers.ValidationError(
+                {
+                    "counts": f"At most {limit} categories (AGGREGATE_MAX_CATEGORIES), "
+                    f"got {len(counts)}."
+                }
+            )
+        if not 0 < sum(counts) <= 1e12:
+            raise serializers.ValidationError(
+                {"counts": "The counts must add up to a positive total of at most 1e12."}
+            )
+        try:  # the channel alone decides (no estimator runs in the request: issue 13)
+            matrix = check_method(channel, attrs["method"])
+            if attrs["method"] == "eq" and np.linalg.matrix_rank(matrix) < len(matrix):
+                raise ValueError(
+                    "the channel matrix is singular: eq solves C^T t = r and needs an "
+                    "invertible channel (001, Section III-B6); use em_as"
+                )
         except ValueError as exc:
             field = "method" if "method" in str(exc) else "channel"
             raise serializers.ValidationError({field: str(exc)}) from None
         return attrs
+
+
+class AnalysisFilterSerializer(serializers.Serializer[Any]):
+    """``GET /analyses/`` filters: ids are positive 64-bit integers, names from their lists."""
+
+    survey = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+    kind = serializers.ChoiceField(choices=list(registry.KINDS), required=False)
+    status = serializers.ChoiceField(choices=Job.Status.choices, required=False)
 
 
 class JobCreatedSerializer(serializers.Serializer[Job]):

@@ -18,7 +18,7 @@ from django.template.loader import render_to_string
 
 from consultations.models import Organisation
 from consultations.services import audit_record
-from reconstruction import registry, selectors
+from reconstruction import auditing, registry, selectors
 from reconstruction.algorithms.methods import reconstruct, reconstruction_as_dict
 from reconstruction.analysis import AnalysisInputError
 from reconstruction.jobs import (
@@ -32,6 +32,7 @@ from reconstruction.jobs import (
     job_execute,
 )
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Report
+from reconstruction.quotas import check_active_jobs
 from surveys.models import Survey
 
 # --------------------------------------------------------------------------- aggregate
@@ -51,6 +52,7 @@ def aggregate_reconstruction_create(
     Inputs are validated by the caller (the serializer runs the engine's own
     checks), so a stored job always has computable input.
     """
+    check_active_jobs(organisation)
     job = AggregateReconstruction.objects.create(
         organisation=organisation,
         requested_by=requested_by,
@@ -111,6 +113,7 @@ def analysis_create(
         )
         raise
     with transaction.atomic():
+        check_active_jobs(organisation)
         job = AnalysisJob.objects.create(
             organisation=organisation,
             requested_by=requested_by,
@@ -132,7 +135,10 @@ def analysis_create(
 def _compute_analysis(job: AnalysisJob, progress: Progress) -> dict[str, Any]:
     request = registry.validate_request(job.survey, job.spec, count=False)
     try:
-        return registry.compute(request, progress)
+        payload = registry.compute(request, progress)
+        # Query auditing (issue 13): judged with the published results, stored atomically.
+        auditing.publish(job, request, payload)
+        return payload
     except JobRefused as exc:
         audit_record(
             organisation=job.organisation,
@@ -153,6 +159,7 @@ def analysis_run(*, job_id: int) -> AnalysisJob | None:
 
 @transaction.atomic
 def report_create(*, organisation: Organisation, survey: Survey, requested_by: str) -> Report:
+    check_active_jobs(organisation)
     report = Report.objects.create(
         organisation=organisation, survey=survey, requested_by=requested_by
     )

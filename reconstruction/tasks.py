@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 
 from celery import Task, shared_task
+from celery.signals import worker_ready
 from django.conf import settings
 
 from reconstruction import jobs, services
@@ -79,11 +80,27 @@ def refresh_open_survey_reports() -> int:
 @shared_task(name="reconstruction.requeue_stuck_jobs")
 def requeue_stuck_jobs() -> int:
     """Queue again jobs left in ``queued`` (their message was lost, e.g. a broker restart)."""
-    age = settings.JOBS_STUCK_AFTER_SECONDS
+    options = {
+        "older_than_seconds": settings.JOBS_STUCK_AFTER_SECONDS,
+        "lease_seconds": settings.JOBS_LEASE_SECONDS,
+        "max_attempts": settings.JOBS_MAX_ATTEMPTS,
+    }
     return (
-        jobs.jobs_requeue_stuck(AnalysisJob, jobs.RUN_ANALYSIS, older_than_seconds=age)
-        + jobs.jobs_requeue_stuck(Report, jobs.RUN_REPORT, older_than_seconds=age)
+        jobs.jobs_requeue_stuck(AnalysisJob, jobs.RUN_ANALYSIS, **options)
+        + jobs.jobs_requeue_stuck(Report, jobs.RUN_REPORT, **options)
         + jobs.jobs_requeue_stuck(
-            AggregateReconstruction, jobs.RUN_AGGREGATE_RECONSTRUCTION, older_than_seconds=age
+            AggregateReconstruction, jobs.RUN_AGGREGATE_RECONSTRUCTION, **options
         )
     )
+
+
+@worker_ready.connect
+def _requeue_on_worker_start(**_: object) -> None:
+    """A starting worker picks up what a dead one left ``running`` (issue 13)."""
+    try:
+        count = requeue_stuck_jobs()
+    except Exception:  # never stop a worker from starting
+        logger.exception("re-queuing stuck jobs at start-up failed")
+        return
+    if count:
+        logger.warning("re-queued %s stuck jobs at start-up", count)

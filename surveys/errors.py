@@ -26,3 +26,13 @@ class Conflict(SurveyDomainError):
 
 class NotFound(SurveyDomainError):
     """A referenced object does not exist in this scope (HTTP 404)."""
+
+
+class QuotaExceeded(SurveyDomainError):
+    """Too much work already under way for this caller; retry later (HTTP 429)."""
+
+    def __init__(
+        self, detail: str, errors: dict[str, Any] | None = None, *, retry_after: int = 60
+    ) -> None:
+        super().__init__(detail, errors)
+        self.retry_after = retry_after

@@ -325,3 +325,10 @@ def test_concurrent_submissions_of_one_participant_on_sqlite_give_one_201_and_40
     codes = sorted(code for code, _ in outcomes)
     assert codes == [201] + [409] * 19, outcomes
     assert all(kind.startswith("application/json") for _, kind in outcomes), outcomes
+
+
+@pytest.mark.parametrize("value", ["abc", "1e30", "99999999999999999999999", "-1", "1.5"])
+def test_a_bad_survey_filter_on_analyses_is_a_400(tenant, value):
+    response = tenant.analyst.get("/api/v1/analyses/", {"survey": value})
+    body = json_4xx(response, 400)
+    assert "survey" in body["errors"]

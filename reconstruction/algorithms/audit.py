@@ -1,0 +1,320 @@
+"""Query auditing: refuse a result that, with results already published, implies a small cell.
+
+Pure module: numpy only.
+
+Each published count is the estimated size of a *box*: a conjunction of conditions, one
+set of categories per discrete attribute and one interval per continuous attribute
+(001_28af1923c784b480.txt, Section IV-A1 defines the conjunctive conditions). Per-query
+thresholds (002_f0fd5869fe299975.txt: 10 responses per question, 5 per cell) do not stop
+an analyst who asks several queries: ``count(F) - count(F and district in {N,S,E,W})``
+is the refused cell ``count(F and district = C)`` (issue 13, finding 1). This module
+judges a new set of results against the published ones:
+
+1. **Partition.** All boxes (published, new, and the whole population, whose size is
+   public) cut each attribute into *pieces*: its categories, or the intervals between
+   every threshold any condition uses on it (clipped to the question's range, outside of
+   which nobody is). A box is then a set of *atoms*, the products of pieces.
+2. **Nested differences.** When one box contains another, their difference is implied.
+   Its interval is ``[lo_big - hi_small, hi_big - lo_small]``.
+3. **Linear combinations.** With few enough atoms and results (``max_atoms``,
+   ``max_results``), every atom whose indicator lies in the span of the results'
+   indicators is implied exactly by a linear combination ``sum_i c_i y_i``; its interval
+   is the combination's centre plus or minus ``sum_i |c_i| halfwidth_i`` (worst case,
+   no independence assumed).
+
+An implied cell is *small* when its interval reaches below ``threshold`` and it is not
+provably empty (upper end below one half: an empty cell discloses nobody). That is the
+rule for published cells (a group whose interval reaches below the threshold is not
+published), applied to implied cells. Only implications that use at least one new result
+are reported: older ones were judged when they were published.
+
+Limits: step 3 covers single atoms only; unions of atoms are covered when they are
+nested differences (step 2). Beyond ``max_atoms`` atoms or ``max_results`` results only
+step 2 runs. Refusal reasons never state the implied number.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+# A continuous cut: (t, 0) splits just below t ([t, ...) starts at t), (t, 1) just above t.
+Cut = tuple[float, int]
+
+
+@dataclass(frozen=True)
+class Discrete:
+    """A discrete attribute's universe: its number of categories (codes 0..k-1)."""
+
+    k: int
+
+
+@dataclass(frozen=True)
+class Continuous:
+    """A continuous attribute's universe: the declared range ``[low, high]``."""
+
+    low: float
+    high: float
+
+
+Universe = Mapping[str, Discrete | Continuous]
+
+
+def _pair(value: object) -> tuple[float, float]:
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise ValueError(f"'between' needs [t1, t2], got {value!r}")
+    return float(value[0]), float(value[1])
+
+
+@dataclass(frozen=True)
+class Box:
+    """A conjunction: categories per discrete attribute, ``[lower, upper)`` cuts per continuous one.
+
+    Attributes
+    ----------
+    categories : tuple of (str, frozenset of int)
+        Allowed codes of each discrete attribute the box restricts.
+    intervals : tuple of (str, Cut or None, Cut or None)
+        Lower and upper cut of each continuous attribute the box restricts (``None``:
+        unbounded). A value ``v`` is inside when it lies above the lower cut and below
+        the upper cut.
+    """
+
+    categories: tuple[tuple[str, frozenset[int]], ...] = ()
+    intervals: tuple[tuple[str, Cut | None, Cut | None], ...] = ()
+
+    @staticmethod
+    def of(conditions: Sequence[tuple[str, str, object]]) -> Box:
+        """The box of ``(attribute, op, value)`` conditions (ops as api.md: in, gt, lte, between).
+
+        ``in`` takes category codes; ``gt t`` is ``v > t``; ``lte t`` is ``v <= t``;
+        ``between (t1, t2)`` is ``t1 <= v < t2``. Several conditions on one attribute
+        intersect.
+        """
+        categories: dict[str, frozenset[int]] = {}
+        lower: dict[str, Cut | None] = {}
+        upper: dict[str, Cut | None] = {}
+        for attribute, op, value in conditions:
+            if op == "in":
+                assert isinstance(value, (set, frozenset, list, tuple))
+                codes = frozenset(int(v) for v in value)
+                categories[attribute] = categories.get(attribute, codes) & codes
+                continue
+            low: Cut | None
+            high: Cut | None
+            if op == "gt":
+                low, high = (float(value), 1), None  # type: ignore[arg-type]
+            elif op == "lte":
+                low, high = None, (float(value), 1)  # type: ignore[arg-type]
+            elif op == "between":
+                t1, t2 = _pair(value)
+                low, high = (t1, 0), (t2, 0)
+            elif op == "between_closed":  # t1 <= v <= t2 (the top interval of a range)
+                t1, t2 = _pair(value)
+                low, high = (t1, 0), (t2, 1)
+            else:
+                raise ValueError(f"unknown op {op!r}")
+            old_low, old_high = lower.get(attribute), upper.get(attribute)
+            lower[attribute] = (
+                low if old_low is None else (old_low if low is None else max(old_low, low))
+            )
+            upper[attribute] = (
+                high if old_high is None else (old_high if high is None else min(old_high, high))
+            )
+        return Box(
+            categories=tuple(sorted(categories.items())),
+            intervals=tuple(sorted((a, lower[a], upper[a]) for a in lower)),
+        )
+
+
+@dataclass(frozen=True)
+class Published:
+    """A published (or about to be published) estimate of a box's size and its 95% interval."""
+
+    box: Box
+    estimate: float
+    low: float
+    high: float
+
+    @staticmethod
+    def exact(box: Box, value: float) -> Published:
+        return Published(box, float(value), float(value), float(value))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """An implied small cell: which results imply it (indices into ``published + new``)."""
+
+    uses: tuple[int, ...]
+    kind: str  # "difference" or "combination"
+
+
+class _Pieces:
+    """Each attribute cut into pieces by every box's conditions (clipped to its range)."""
+
+    def __init__(self, universe: Universe, boxes: Sequence[Box]) -> None:
+        self.attributes: list[str] = []
+        self.sizes: list[int] = []
+        self.cuts: dict[str, list[Cut]] = {}
+        self.kept: dict[str, list[int]] = {}
+        used = sorted(
+            {a for box in boxes for a, _ in box.categories}
+            | {a for box in boxes for a, _, _ in box.intervals}
+        )
+        for attribute in used:
+            space = universe.get(attribute)
+            if space is None:
+                raise ValueError(f"no universe for attribute {attribute!r}")
+            self.attributes.append(attribute)
+            if isinstance(space, Discrete):
+                self.sizes.append(space.k)
+                continue
+            cuts = {(space.low, 0), (space.high, 1)}
+            for box in boxes:
+                for name, low, high in box.intervals:
+                    if name == attribute:
+                        cuts.update(c for c in (low, high) if c is not None)
+            ordered = sorted(cuts)
+            self.cuts[attribute] = ordered
+            # Piece j lies between cut j-1 and cut j; keep those inside [low, high].
+            inside = [
+                j
+                for j in range(len(ordered) + 1)
+                if j > 0
+                and j < len(ordered)
+                and ordered[j - 1] >= (space.low, 0)
+                and ordered[j] <= (space.high, 1)
+            ]
+            self.kept[attribute] = inside
+            self.sizes.append(len(inside))
+
+    def sets(self, box: Box) -> list[frozenset[int]]:
+        """The piece indices the box allows on each attribute (in ``attributes`` order)."""
+        categories = dict(box.categories)
+        intervals = {a: (low, high) for a, low, high in box.intervals}
+        out: list[frozenset[int]] = []
+        for attribute, size in zip(self.attributes, self.sizes, strict=True):
+            if attribute in categories:
+                out.append(frozenset(c for c in categories[attribute] if 0 <= c < size))
+            elif attribute in intervals:
+                low, high = intervals[attribute]
+                ordered = self.cuts[attribute]
+                kept = self.kept[attribute]
+                first = 0 if low is None else ordered.index(low) + 1
+                last = len(ordered) if high is None else ordered.index(high)
+                out.append(frozenset(i for i, j in enumerate(kept) if first <= j <= last))
+            else:
+                out.append(frozenset(range(size)))
+        return out
+
+
+def _small(low: float, high: float, threshold: float) -> bool:
+    return low < threshold and high >= 0.5
+
+
+def _contains(big: list[frozenset[int]], small: list[frozenset[int]]) -> bool:
+    return all(s <= b for s, b in zip(small, big, strict=True))
+
+
+def _span(
+    matrix: NDArray[np.float64], tol: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Thin SVD restricted to the row space (singular values above ``tol`` relative)."""
+    u, s, vt = np.linalg.svd(matrix, full_matrices=False)
+    if s.size == 0:
+        return u, s, vt
+    rank = int(np.sum(s > tol * max(1.0, float(s[0]))))
+    return u[:, :rank], s[:rank], vt[:rank]
+
+
+def audit(
+    universe: Universe,
+    published: Sequence[Published],
+    new: Sequence[Published],
+    threshold: float,
+    *,
+    max_atoms: int = 4096,
+    max_results: int = 400,
+    tol: float = 1e-8,
+) -> Finding | None:
+    """The first small cell that ``new`` implies together with ``published``, or ``None``.
+
+    Parameters
+    ----------
+    universe : mapping of str to Discrete or Continuous
+        Every attribute a box names, with its categories or its range.
+    published : sequence of Published
+        Results already published for the survey, including the population (its size
+        is public) as the box ``Box()``.
+    new : sequence of Published
+        The results about to be published.
+    threshold : float
+        The cell threshold (002_f0fd5869fe299975.txt: 5 per cell).
+    max_atoms, max_results : int
+        Bounds on the linear-combination check (step 3 of the module docstring).
+    tol : float
+        Numerical tolerance of the span test.
+
+    Returns
+    -------
+    Finding or None
+        Which results imply a small cell, never the cell's size.
+    """
+    results = [*published, *new]
+    first_new = len(published)
+    if not new:
+        return None
+    pieces = _Pieces(universe, [r.box for r in results])
+    sets = [pieces.sets(r.box) for r in results]
+
+    # Step 2: nested differences involving a new result.
+    for i in range(first_new, len(results)):
+        for j in range(len(results)):
+            if i == j or sets[i] == sets[j]:
+                continue
+            for big, small in ((i, j), (j, i)):
+                if _contains(sets[big], sets[small]):
+                    low = results[big].low - results[small].high
+                    high = results[big].high - results[small].low
+                    if _small(low, high, threshold):
+                        return Finding(uses=tuple(sorted((i, j))), kind="difference")
+
+    # Step 3: single atoms in the span of the results.
+    n_atoms = math.prod(pieces.sizes) if pieces.sizes else 1
+    if n_atoms > max_atoms or len(results) > max_results:
+        return None
+    matrix = np.zeros((len(results), n_atoms))
+    shape = tuple(pieces.sizes)
+    for row, allowed in enumerate(sets):
+        if not shape:
+            matrix[row, 0] = 1.0
+            continue
+        for atom in itertools.product(*[sorted(s) for s in allowed]):
+            matrix[row, np.ravel_multi_index(atom, shape)] = 1.0
+    u, s, vt = _span(matrix, tol)
+    if s.size == 0:
+        return None
+    leverage = np.sum(vt**2, axis=0)
+    known = np.zeros(n_atoms, dtype=bool)
+    if first_new:  # atoms the published results imply already were judged before
+        _, s_old, vt_old = _span(matrix[:first_new], tol)
+        if s_old.size:
+            known = np.sum(vt_old**2, axis=0) > 1.0 - 1e-6
+    centre = np.array([(r.low + r.high) / 2 for r in results])
+    half = np.array([(r.high - r.low) / 2 for r in results])
+    for column in np.flatnonzero((leverage > 1.0 - 1e-6) & ~known):
+        coefficients: NDArray[np.float64] = u @ (vt[:, column] / s)
+        coefficients[np.abs(coefficients) < 1e-9] = 0.0
+        if not np.any(coefficients[first_new:]):
+            continue
+        mid = float(coefficients @ centre)
+        spread = float(np.abs(coefficients) @ half)
+        if _small(mid - spread, mid + spread, threshold):
+            uses = tuple(int(k) for k in np.flatnonzero(coefficients))
+            return Finding(uses=uses, kind="combination")
+    return None

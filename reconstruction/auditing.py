@@ -1,0 +1,171 @@
+"""Query auditing per survey (issue 13, finding 1): the published results and the check.
+
+The published set of a survey is every analysis of the organisation on it that
+succeeded (whoever asked, with whichever key) plus the survey's response count, which is
+public. Before a new analysis's result is stored, the boxes it publishes (a count's
+condition; a distribution's cells within its condition and the condition's total; a
+mean's or a sample's group) are judged together with the published ones by
+:func:`reconstruction.algorithms.audit.audit`: a result that would imply a cell whose
+interval reaches below the cell threshold ends the job as ``refused``. The check and the
+storing of the result happen in one transaction that holds the survey's row, so two
+analyses finishing at once are judged one after the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from reconstruction import analysis
+from reconstruction.algorithms.audit import Box, Continuous, Discrete, Published, audit
+from reconstruction.analysis import AnalysisInputError, AnalysisRequest
+from reconstruction.jobs import JobRefused
+from reconstruction.models import AnalysisJob, Job
+from surveys import selectors as survey_selectors
+from surveys.models import Question, Survey
+
+
+class _Unknown(Exception):
+    """A published result names something the audit cannot place (skipped)."""
+
+
+def _conditions(
+    raw: Sequence[Mapping[str, Any]], questions: Mapping[str, Question]
+) -> list[tuple[str, str, object]]:
+    out: list[tuple[str, str, object]] = []
+    for condition in raw:
+        key, op, value = condition["attribute"], condition["op"], condition["value"]
+        question = questions.get(key)
+        if question is None:
+            raise _Unknown(key)
+        if op == "in":
+            labels = list(question.categories)
+            try:
+                value = {labels.index(label) for label in value}
+            except ValueError:
+                raise _Unknown(key) from None
+        out.append((key, op, value))
+    return out
+
+
+def _interval(pair: Any, estimate: float) -> tuple[float, float]:
+    if isinstance(pair, (list, tuple)) and len(pair) == 2 and None not in pair:
+        return float(pair[0]), float(pair[1])
+    return estimate, estimate
+
+
+def results_of(
+    kind: str, spec: Mapping[str, Any], payload: Mapping[str, Any], questions: Mapping[str, Any]
+) -> list[Published]:
+    """The boxes (with estimates and intervals) that one analysis result publishes."""
+    where = _conditions(spec.get("where") or [], questions)
+    box = Box.of(where)
+    out: list[Published] = []
+    if kind == "count":
+        if payload.get("estimate") is not None:
+            low, high = _interval(payload.get("ci95"), float(payload["estimate"]))
+            out.append(Published(box, float(payload["estimate"]), low, high))
+    elif kind == "mean":
+        if payload.get("group_size") is not None:
+            out.append(Published.exact(box, float(payload["group_size"])))
+    elif kind == "sample":
+        if payload.get("pool_estimate") is not None:
+            out.append(Published.exact(box, float(payload["pool_estimate"])))
+    elif kind == "distribution":
+        key = spec["attribute"]
+        question = questions.get(key)
+        if question is None:
+            raise _Unknown(key)
+        if where and payload.get("n") is not None:
+            out.append(Published.exact(box, float(payload["n"])))
+        counts = payload.get("counts") or []
+        ci95 = payload.get("ci95") or [None] * len(counts)
+        intervals = payload.get("intervals")
+        for index, (value, pair) in enumerate(zip(counts, ci95, strict=False)):
+            if value is None:
+                continue  # suppressed: not published
+            if intervals is None:
+                cell: tuple[str, str, object] = (key, "in", {index})
+            else:
+                a, b = intervals[index]
+                top = float(b) >= float(question.range_high)
+                cell = (key, "between_closed" if top else "between", (float(a), float(b)))
+            low, high = _interval(pair, float(value))
+            out.append(Published(Box.of([*where, cell]), float(value), low, high))
+    return out
+
+
+def _universe(questions: Mapping[str, Question]) -> dict[str, Discrete | Continuous]:
+    return {
+        key: Discrete(int(q.n_categories))
+        if q.is_discrete
+        else Continuous(float(q.range_low), float(q.range_high))
+        for key, q in questions.items()
+    }
+
+
+def _questions_of(survey: Survey, keys: Sequence[str], known: dict[str, Question]) -> None:
+    for key in keys:
+        if key in known:
+            continue
+        try:
+            known.update(analysis.attribute_questions(survey, [key], "where"))
+        except AnalysisInputError:
+            raise _Unknown(key) from None
+
+
+def _keys(spec: Mapping[str, Any]) -> list[str]:
+    keys = [c["attribute"] for c in spec.get("where") or []]
+    if spec.get("attribute"):
+        keys.append(spec["attribute"])
+    return keys
+
+
+def published_results(job: AnalysisJob, questions: dict[str, Question]) -> list[Published]:
+    """The survey's published results (all keys of the organisation), and its population."""
+    survey = job.survey
+    published = [Published.exact(Box(), float(survey_selectors.survey_response_count(survey)))]
+    earlier = AnalysisJob.objects.filter(
+        organisation_id=job.organisation_id, survey_id=job.survey_id, status=Job.Status.SUCCEEDED
+    ).exclude(pk=job.pk)
+    for spec, kind, result in earlier.values_list("spec", "kind", "result"):
+        try:
+            _questions_of(survey, _keys(spec), questions)
+            published += results_of(kind, spec, result or {}, questions)
+        except (_Unknown, KeyError, TypeError, ValueError):
+            continue  # a result the audit cannot place is left out (README: limits)
+    return published
+
+
+def publish(job: AnalysisJob, prepared: AnalysisRequest, payload: dict[str, Any]) -> None:
+    """Audit ``payload`` against the survey's published results and store it, atomically.
+
+    Raises
+    ------
+    JobRefused
+        When the result, with results already published, implies a cell below the
+        threshold; the reason names the threshold only.
+    """
+    threshold = prepared.thresholds.min_cell
+    with transaction.atomic():
+        Survey.objects.select_for_update().filter(pk=job.survey_id).first()
+        questions = dict(prepared.questions)
+        new = results_of(job.kind, prepared.spec, payload, questions)
+        published = published_results(job, questions)
+        finding = audit(_universe(questions), published, new, threshold) if new else None
+        if finding is not None:
+            raise JobRefused(
+                "this result, together with results already published for this survey, "
+                f"would reveal a group smaller than the threshold of {threshold} "
+                f"(query auditing: {finding.kind} of published results)"
+            )
+        AnalysisJob.objects.filter(pk=job.pk).exclude(status__in=Job.FINISHED).update(
+            status=Job.Status.SUCCEEDED,
+            result=payload,
+            progress=1.0,
+            error="",
+            finished_at=timezone.now(),
+        )

@@ -1,0 +1,93 @@
+"""The cost model of an analysis, checked before anything is queued (issue 13, finding 3).
+
+Every estimator of a conditional quantity fits EM over the *product channel* of the
+attributes the request names (001_28af1923c784b480.txt, Section IV-A1: conditions over
+several attributes; reconstruction/algorithms/queries.py, ``count_joint``). One EM
+iteration touches every cell of the joint table once per attribute, and the interval
+refits the model on ``N_BOOT`` participant-bootstrap replicates. The cost of a request
+is therefore estimated, from the schema alone, as
+
+    cost = cells x (1 + replicates)
+
+- ``cells``: the product over the named attributes of their sizes: a discrete question's
+  number of categories; a continuous question's number of intervals, which the engine
+  caps so that the continuous axes of one table stay within ``_JOINT_MAX_CELLS`` (20,000)
+  cells (at most 40 per axis), plus one interval per threshold of the request on it;
+- ``replicates``: ``N_BOOT`` (200) for the kinds that give an interval (count, mean,
+  distribution), none for a sample; each stratum of a sample adds one fit of its own.
+
+Iterations are capped by the engine (``max_iter``) and taken as a constant factor: the
+budget ``ANALYSIS_COST_BUDGET`` is calibrated in seconds per cost unit by
+``bench/bench_cost.py`` at 10^6 participants (README, "Quotas and cost limits").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.conf import settings
+
+from reconstruction.analysis import AnalysisInputError, AnalysisRequest
+
+N_BOOT = 200
+JOINT_MAX_CELLS = 20_000
+MAX_INTERVALS = 40
+WITH_INTERVAL = ("count", "mean", "distribution")
+
+
+def _thresholds(conditions: Sequence[Mapping[str, Any]], key: str) -> int:
+    count = 0
+    for condition in conditions:
+        if condition.get("attribute") != key:
+            continue
+        value = condition.get("value")
+        count += len(value) if isinstance(value, (list, tuple)) else 1
+    return count
+
+
+def fit_cells(questions: Mapping[str, Any], keys: Sequence[str], conditions: Sequence[Any]) -> int:
+    """Cells of the joint table over ``keys`` (see the module docstring)."""
+    discrete = [questions[k] for k in keys if questions[k].is_discrete]
+    continuous = [k for k in keys if not questions[k].is_discrete]
+    cells = math.prod(int(q.n_categories) for q in discrete)
+    if continuous:
+        per_axis = int((JOINT_MAX_CELLS / max(cells, 1)) ** (1.0 / len(continuous)))
+        per_axis = max(2, min(MAX_INTERVALS, per_axis))
+        for key in continuous:
+            cells *= per_axis + _thresholds(conditions, key)
+    return int(cells)
+
+
+def analysis_cost(request: AnalysisRequest) -> int:
+    """The estimated cost of a resolved request, in cells x fits."""
+    spec = request.spec
+    where = list(spec.get("where") or [])
+    named = ([request.attribute] if request.attribute else []) + [c["attribute"] for c in where]
+    keys = list(dict.fromkeys(named))
+    replicates = N_BOOT if request.kind in WITH_INTERVAL else 0
+    if request.kind == "distribution" and not where:
+        # One question alone: its own channel, no product (cheap whatever the method).
+        keys = [k for k in keys if k == request.attribute]
+    cost = fit_cells(request.questions, keys, where) * (1 + replicates)
+    for stratum in spec.get("strata") or []:
+        stratum_where = [*where, *stratum.get("where", [])]
+        stratum_keys = list(dict.fromkeys(c["attribute"] for c in stratum_where))
+        cost += fit_cells(request.questions, stratum_keys, stratum_where)
+    return int(cost)
+
+
+def check_cost(request: AnalysisRequest) -> int:
+    """Refuse a request whose estimated cost exceeds ``ANALYSIS_COST_BUDGET``; returns the cost."""
+    budget = int(settings.ANALYSIS_COST_BUDGET)
+    cost = analysis_cost(request)
+    if cost > budget:
+        raise AnalysisInputError(
+            {
+                "where": f"this analysis would cost about {cost:,} units (joint-table cells x "
+                f"fits), above the budget of {budget:,} (ANALYSIS_COST_BUDGET); use fewer "
+                "conditions or attributes with fewer categories"
+            }
+        )
+    return cost

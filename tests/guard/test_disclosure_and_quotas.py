@@ -1,0 +1,359 @@
+"""Issue 13, findings 1-3: differencing, strata, cost limits, quotas, stuck jobs.
+
+Exact data (``mechanism: none``) so that the numbers are plain, as in the issue: 120
+residents, 53 women of whom 2 live in district C. Tasks run in-process (SQLite).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
+from surveys.services import response_submit
+from tests.factories import consultation_factory, survey_factory, tenant_factory
+
+pytestmark = pytest.mark.django_db
+
+DISTRICTS = ["N", "S", "E", "W", "C"]
+QUESTIONS = [
+    {"key": "sex", "type": "binary", "categories": ["F", "M"], "mechanism": {"name": "none"}},
+    {"key": "district", "type": "nominal", "categories": DISTRICTS, "mechanism": {"name": "none"}},
+    {"key": "age", "type": "continuous", "range": [16, 100], "mechanism": {"name": "none"}},
+]
+
+
+@pytest.fixture(autouse=True)
+def _clear_cache() -> None:
+    from django.core.cache import cache
+
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _run_jobs(monkeypatch):
+    """Queue jobs at once (the tests' transaction never commits)."""
+    from django.db import transaction
+
+    monkeypatch.setattr(transaction, "on_commit", lambda func, using=None, robust=False: func())
+
+
+@pytest.fixture
+def world(db):
+    tenant = tenant_factory()
+    survey = survey_factory(consultation_factory(tenant.organisation), questions=QUESTIONS)
+    people = []
+    # 53 women: 2 in C, the other 51 in N, S, E, W; 67 men: at least 10 in every district
+    people += [("F", "C")] * 2 + [("F", DISTRICTS[i % 4]) for i in range(51)]
+    people += [("M", DISTRICTS[i % 5]) for i in range(67)]
+    for i, (sex, district) in enumerate(people):
+        answers = {"sex": sex, "district": district, "age": float(20 + i % 60)}
+        response_submit(survey=survey, participant=f"r{i}", answers=answers)
+    return tenant, survey
+
+
+def analyse(tenant, body):
+    response = tenant.analyst.post("/api/v1/analyses/", body, format="json")
+    return response
+
+
+def finished(tenant, response):
+    assert response.status_code == 202, response.content
+    return tenant.analyst.get(response.json()["url"]).json()
+
+
+def count(survey, *conditions):
+    return {"survey": survey.pk, "kind": "count", "where": list(conditions)}
+
+
+def is_in(attribute, *labels):
+    return {"attribute": attribute, "op": "in", "value": list(labels)}
+
+
+def small_numbers(text: str, threshold: int = 5) -> list[str]:
+    """Numbers below the threshold that appear in a message (other than list indices)."""
+    text = re.sub(r"\[\d+\]", "", text)
+    return [
+        n for n in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", text) if float(n) < threshold
+    ]
+
+
+# ----------------------------------------------------------------------- finding 1
+
+
+def test_the_issues_differencing_attack_is_refused(world):
+    tenant, survey = world
+    direct = analyse(tenant, count(survey, is_in("sex", "F"), is_in("district", "C")))
+    assert direct.status_code == 400
+    women = finished(tenant, analyse(tenant, count(survey, is_in("sex", "F"))))
+    assert women["status"] == "succeeded" and women["result"]["estimate"] == pytest.approx(53)
+    rest = finished(
+        tenant, analyse(tenant, count(survey, is_in("sex", "F"), is_in("district", *"NSEW")))
+    )
+    assert rest["status"] == "refused", rest
+    assert rest["result"] is None
+    assert "threshold of 5" in rest["error"] and not small_numbers(rest["error"])
+    assert "51" not in rest["error"]
+
+
+def test_differencing_across_keys_of_the_organisation_is_refused(world):
+    tenant, survey = world
+    from tests.factories import client_for, key_factory
+
+    _, other_key = key_factory(tenant.organisation, "analyst")
+    other = client_for(other_key)
+    women = other.post("/api/v1/analyses/", count(survey, is_in("sex", "F")), format="json")
+    assert other.get(women.json()["url"]).json()["status"] == "succeeded"
+    rest = finished(
+        tenant, analyse(tenant, count(survey, is_in("sex", "F"), is_in("district", *"NSEW")))
+    )
+    assert rest["status"] == "refused"
+
+
+def test_a_complement_of_the_population_is_refused(world):
+    """120 residents are public; 118 outside C-women would give the 2."""
+    tenant, survey = world
+    body = count(survey, is_in("sex", "M"))
+    men = finished(tenant, analyse(tenant, body))
+    assert men["status"] == "succeeded"
+    # women outside C: 51 -> with the population and the men, C-women follow
+    rest = finished(
+        tenant, analyse(tenant, count(survey, is_in("sex", "F"), is_in("district", *"NSEW")))
+    )
+    assert rest["status"] == "refused"
+
+
+def test_complementary_suppression_undone_by_a_later_distribution_is_refused(world):
+    tenant, survey = world
+    women = finished(tenant, analyse(tenant, count(survey, is_in("sex", "F"))))
+    assert women["status"] == "succeeded"
+    body = {
+        "survey": survey.pk,
+        "kind": "distribution",
+        "attribute": "district",
+        "where": [is_in("sex", "F")],
+    }
+    distribution = finished(tenant, analyse(tenant, body))
+    # C (2) and the next-smallest cell are suppressed within the distribution; its other
+    # cells and total are fine on their own, and the audit finds no small implied cell
+    # unless the totals let one be derived.
+    if distribution["status"] == "succeeded":
+        counts = distribution["result"]["counts"]
+        assert counts[DISTRICTS.index("C")] is None
+    else:
+        assert distribution["status"] == "refused"
+        assert not small_numbers(distribution["error"])
+
+
+def test_threshold_differences_on_a_continuous_attribute_are_refused(world):
+    tenant, survey = world
+    below = {"attribute": "age", "op": "lte", "value": 40}
+    just_below = {"attribute": "age", "op": "lte", "value": 39}
+    first = finished(tenant, analyse(tenant, count(survey, below)))
+    assert first["status"] == "succeeded"
+    second = finished(tenant, analyse(tenant, count(survey, just_below)))
+    assert second["status"] == "refused"  # age exactly 40: 2 residents
+
+
+def test_unrelated_results_are_still_published(world):
+    tenant, survey = world
+    for body in (
+        count(survey, is_in("sex", "F")),
+        count(survey, is_in("district", "N", "S")),
+        count(survey, is_in("sex", "M"), is_in("district", "E")),
+    ):
+        assert finished(tenant, analyse(tenant, body))["status"] == "succeeded", body
+
+
+# ----------------------------------------------------------------------- finding 2
+
+
+def sample(survey, strata, size):
+    return {"survey": survey.pk, "kind": "sample", "size": size, "seed": 1, "strata": strata}
+
+
+def test_a_stratum_below_the_threshold_is_refused_without_its_size(world):
+    tenant, survey = world
+    strata = [
+        {"where": [is_in("sex", "F"), is_in("district", "C")], "size": 1},
+        {"where": [is_in("sex", "M")], "size": 10},
+    ]
+    response = analyse(tenant, sample(survey, strata, 11))
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert "strata[0]" in json.dumps(body["errors"])
+    assert not small_numbers(json.dumps(body))
+
+
+def test_a_quota_larger_than_a_small_pool_does_not_state_the_pool(world):
+    tenant, survey = world
+    strata = [
+        {"where": [is_in("sex", "F"), is_in("district", "C")], "size": 2},
+        {"where": [is_in("sex", "M")], "size": 10},
+    ]
+    response = analyse(tenant, sample(survey, strata, 12))
+    assert response.status_code == 400
+    assert "pool of 2" not in response.content.decode()
+    assert not small_numbers(json.dumps(response.json()))
+
+
+# ----------------------------------------------------------------------- finding 3
+
+
+def test_an_analysis_over_the_cost_budget_is_refused_naming_both(world, settings):
+    tenant, survey = world
+    settings.ANALYSIS_COST_BUDGET = 1000
+    response = analyse(tenant, count(survey, is_in("sex", "F"), is_in("district", "N")))
+    assert response.status_code == 400
+    detail = response.json()["detail"]
+    assert "1,000" in detail and "2,010" in detail  # 2 x 5 cells x (1 + 200 replicates)
+    assert not AnalysisJob.objects.exists()
+
+
+def test_the_default_budget_refuses_the_issues_eight_condition_count(db):
+    tenant = tenant_factory()
+    questions = [
+        {
+            "key": f"q{i}",
+            "type": "nominal",
+            "categories": [str(c) for c in range(6)],
+            "mechanism": {"name": "randomised_response", "retain": 0.7},
+        }
+        for i in range(8)
+    ]
+    survey = survey_factory(consultation_factory(tenant.organisation), questions=questions)
+    where = [is_in(f"q{i}", "0") for i in range(8)]
+    response = analyse(tenant, count(survey, *where))
+    assert response.status_code == 400
+    assert "ANALYSIS_COST_BUDGET" in response.json()["detail"]
+
+
+def test_analyses_are_rate_limited_per_key_with_retry_after(world, settings):
+    tenant, survey = world
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {
+            **settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"],
+            "analyses": "2/minute",
+        },
+    }
+    codes = [analyse(tenant, count(survey, is_in("sex", "F"))).status_code for _ in range(2)]
+    assert codes == [202, 202]
+    third = analyse(tenant, count(survey, is_in("sex", "F")))
+    assert third.status_code == 429 and int(third["Retry-After"]) >= 1
+    assert third["Content-Type"].startswith("application/json")
+    assert tenant.analyst.get("/api/v1/analyses/").status_code == 200  # polling is free
+
+
+def test_reports_and_aggregates_are_rate_limited(world, settings):
+    tenant, survey = world
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {
+            **settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"],
+            "reports": "1/minute",
+            "aggregate_reconstructions": "1/minute",
+        },
+    }
+    url = f"/api/v1/surveys/{survey.pk}/reports/"
+    assert tenant.analyst.post(url).status_code == 202
+    assert tenant.analyst.post(url).status_code == 429
+    body = {"counts": [10, 20], "channel": [[0.7, 0.3], [0.3, 0.7]]}
+    aggregate = "/api/v1/aggregate-reconstructions/"
+    assert tenant.analyst.post(aggregate, body, format="json").status_code == 202
+    refused = tenant.analyst.post(aggregate, body, format="json")
+    assert refused.status_code == 429 and "Retry-After" in refused
+
+
+def test_an_organisation_has_a_cap_on_unfinished_jobs(world, settings):
+    tenant, survey = world
+    settings.JOBS_MAX_ACTIVE_PER_ORGANISATION = 1
+    Report.objects.create(organisation=tenant.organisation, survey=survey, requested_by="t")
+    response = tenant.analyst.post(f"/api/v1/surveys/{survey.pk}/reports/")
+    assert response.status_code == 429
+    assert "JOBS_MAX_ACTIVE_PER_ORGANISATION" in response.json()["detail"]
+    assert Report.objects.count() == 1
+    refused = analyse(tenant, count(survey, is_in("sex", "F")))
+    assert refused.status_code == 429
+
+
+def test_an_aggregate_reconstruction_has_a_channel_size_cap(db):
+    tenant = tenant_factory()
+    k = 101
+    body = {"counts": [1.0] * k, "channel": [[1.0 / k] * k for _ in range(k)]}
+    response = tenant.analyst.post("/api/v1/aggregate-reconstructions/", body, format="json")
+    assert response.status_code == 400
+    assert "AGGREGATE_MAX_CATEGORIES" in response.json()["detail"]
+    assert not AggregateReconstruction.objects.exists()
+
+
+def test_an_aggregate_request_runs_no_estimator_in_the_request(db, monkeypatch):
+    from reconstruction.algorithms import methods
+
+    calls = []
+    original = methods.reconstruct
+    monkeypatch.setattr(
+        methods, "reconstruct", lambda *a, **k: calls.append(1) or original(*a, **k)
+    )
+    import reconstruction.serializers as serializers
+
+    assert not hasattr(serializers, "reconstruct")
+    tenant = tenant_factory()
+    body = {"counts": [10, 20], "channel": [[0.7, 0.3], [0.3, 0.7]]}
+    response = tenant.analyst.post("/api/v1/aggregate-reconstructions/", body, format="json")
+    assert response.status_code == 202
+
+
+def test_a_job_running_past_its_lease_is_requeued_and_finishes(world):
+    tenant, survey = world
+    from reconstruction import tasks
+
+    job = AnalysisJob.objects.create(
+        organisation=tenant.organisation,
+        requested_by="t",
+        survey=survey,
+        kind="count",
+        spec=count(survey, is_in("sex", "F")),
+        status=Job.Status.RUNNING,
+        attempts=1,
+        started_at=timezone.now() - timedelta(hours=2),
+    )
+    tasks.requeue_stuck_jobs()
+    job.refresh_from_db()
+    assert job.status == Job.Status.SUCCEEDED, job.error
+    assert job.attempts == 2
+
+
+def test_a_job_whose_worker_died_too_often_fails_with_a_reason(world, settings):
+    tenant, survey = world
+    from reconstruction import tasks
+
+    job = AnalysisJob.objects.create(
+        organisation=tenant.organisation,
+        requested_by="t",
+        survey=survey,
+        kind="count",
+        spec=count(survey, is_in("sex", "F")),
+        status=Job.Status.RUNNING,
+        attempts=settings.JOBS_MAX_ATTEMPTS,
+        started_at=timezone.now() - timedelta(hours=2),
+    )
+    recent = AnalysisJob.objects.create(
+        organisation=tenant.organisation,
+        requested_by="t",
+        survey=survey,
+        kind="count",
+        spec=count(survey, is_in("sex", "F")),
+        status=Job.Status.RUNNING,
+        attempts=1,
+        started_at=timezone.now(),
+    )
+    tasks.requeue_stuck_jobs()
+    job.refresh_from_db()
+    recent.refresh_from_db()
+    assert job.status == Job.Status.FAILED and "worker stopped" in job.error
+    assert recent.status == Job.Status.RUNNING  # within its lease: left alone
