@@ -59,6 +59,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "config.health.HealthzMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "config.middleware.JsonApiErrors",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -22,8 +22,11 @@ judges a new set of results against the published ones:
    is the combination's centre plus or minus ``sum_i |c_i| halfwidth_i`` (worst case,
    no independence assumed).
 
-An implied cell is *small* when its interval reaches below ``threshold`` and it is not
-provably empty (upper end below one half: an empty cell discloses nobody). That is the
+A cell that a result publishes directly is left to the per-query rule (suppression).
+A nested difference (step 2) is refused when its interval reaches below ``threshold``
+and the cell is not provably empty (upper end below one half: an empty cell discloses
+nobody); a linear combination (step 3), whose worst-case interval adds the widths of
+every result it uses, is refused when its whole interval lies below ``threshold``. That is the
 rule for published cells (a group whose interval reaches below the threshold is not
 published), applied to implied cells. Only implications that use at least one new result
 are reported: older ones were judged when they were published.
@@ -43,7 +46,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-# A continuous cut: (t, 0) splits just below t ([t, ...) starts at t), (t, 1) just above t.
+# A continuous cut at t. Whether t itself lies below or above the cut (``lte t`` vs
+# ``between [t, ...)``) is not told apart: the single point t is not a piece of its own,
+# which would otherwise be an implied sliver between every two conditions (README: limits).
 Cut = tuple[float, int]
 
 
@@ -108,15 +113,15 @@ class Box:
             low: Cut | None
             high: Cut | None
             if op == "gt":
-                low, high = (float(value), 1), None  # type: ignore[arg-type]
+                low, high = (float(value), 0), None  # type: ignore[arg-type]
             elif op == "lte":
-                low, high = None, (float(value), 1)  # type: ignore[arg-type]
+                low, high = None, (float(value), 0)  # type: ignore[arg-type]
             elif op == "between":
                 t1, t2 = _pair(value)
                 low, high = (t1, 0), (t2, 0)
             elif op == "between_closed":  # t1 <= v <= t2 (the top interval of a range)
                 t1, t2 = _pair(value)
-                low, high = (t1, 0), (t2, 1)
+                low, high = (t1, 0), (t2, 0)
             else:
                 raise ValueError(f"unknown op {op!r}")
             old_low, old_high = lower.get(attribute), upper.get(attribute)
@@ -174,7 +179,7 @@ class _Pieces:
             if isinstance(space, Discrete):
                 self.sizes.append(space.k)
                 continue
-            cuts = {(space.low, 0), (space.high, 1)}
+            cuts = {(space.low, 0), (space.high, 0)}
             for box in boxes:
                 for name, low, high in box.intervals:
                     if name == attribute:
@@ -188,7 +193,7 @@ class _Pieces:
                 if j > 0
                 and j < len(ordered)
                 and ordered[j - 1] >= (space.low, 0)
-                and ordered[j] <= (space.high, 1)
+                and ordered[j] <= (space.high, 0)
             ]
             self.kept[attribute] = inside
             self.sizes.append(len(inside))
@@ -214,7 +219,13 @@ class _Pieces:
 
 
 def _small(low: float, high: float, threshold: float) -> bool:
+    """The implied cell's interval reaches below the threshold and it is not shown empty."""
     return low < threshold and high >= 0.5
+
+
+def _shown_small(high: float, threshold: float) -> bool:
+    """A combination's whole interval lies below the threshold (and it is not shown empty)."""
+    return 0.5 <= high < threshold
 
 
 def _contains(big: list[frozenset[int]], small: list[frozenset[int]]) -> bool:
@@ -305,6 +316,10 @@ def audit(
         _, s_old, vt_old = _span(matrix[:first_new], tol)
         if s_old.size:
             known = np.sum(vt_old**2, axis=0) > 1.0 - 1e-6
+    # A cell that some result publishes directly is judged by the per-query rule
+    # (suppression), not here.
+    single = matrix.sum(axis=1) == 1
+    known[np.flatnonzero(matrix[single].any(axis=0))] = True
     centre = np.array([(r.low + r.high) / 2 for r in results])
     half = np.array([(r.high - r.low) / 2 for r in results])
     for column in np.flatnonzero((leverage > 1.0 - 1e-6) & ~known):
@@ -314,7 +329,7 @@ def audit(
             continue
         mid = float(coefficients @ centre)
         spread = float(np.abs(coefficients) @ half)
-        if _small(mid - spread, mid + spread, threshold):
+        if _shown_small(mid + spread, threshold):
             uses = tuple(int(k) for k in np.flatnonzero(coefficients))
             return Finding(uses=uses, kind="combination")
     return None

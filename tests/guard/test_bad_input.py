@@ -332,3 +332,10 @@ def test_a_bad_survey_filter_on_analyses_is_a_400(tenant, value):
     response = tenant.analyst.get("/api/v1/analyses/", {"survey": value})
     body = json_4xx(response, 400)
     assert "survey" in body["errors"]
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/v1/analyses/-3/", "/api/v1/reports/abc/", "/api/v1/no-such-thing/"]
+)
+def test_an_unrouted_api_path_is_a_json_404(tenant, path):
+    json_4xx(tenant.analyst.get(path), 404)

@@ -39,8 +39,9 @@ schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
 
 def json_or_empty(ctx, response, case) -> None:
     """Every answer with a body is JSON (an HTML error page is a finding)."""
-    kind = response.headers.get("Content-Type", [""])
-    kind = kind[0] if isinstance(kind, list) else kind
+    headers = {str(k).lower(): v for k, v in dict(response.headers).items()}
+    kind = headers.get("content-type", "")
+    kind = kind[0] if isinstance(kind, list) and kind else str(kind)
     body = response.content or b""
     path = case.path
     if not body or "/download/" in path or path.endswith(".csv"):

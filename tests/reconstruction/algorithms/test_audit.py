@@ -127,3 +127,10 @@ def test_no_accepted_sequence_leaves_a_small_atom_identifiable(counts, picks):
             target = np.eye(10)[c]
             solution, *_ = np.linalg.lstsq(matrix.T, target, rcond=None)
             assert not np.allclose(matrix.T @ solution, target, atol=1e-6), (c, published)
+
+
+def test_a_directly_published_cell_is_left_to_the_per_query_rule():
+    """A distribution's own cells with wide intervals are not 'implied' small cells."""
+    universe = {"x": Discrete(3)}
+    cells = [Published(Box.of([("x", "in", {i})]), 40.0, 2.0, 80.0) for i in range(3)]
+    assert audit(universe, [Published.exact(Box(), 120)], cells, 5) is None
