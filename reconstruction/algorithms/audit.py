@@ -116,10 +116,7 @@ class Box:
                 low, high = (float(value), 0), None  # type: ignore[arg-type]
             elif op == "lte":
                 low, high = None, (float(value), 0)  # type: ignore[arg-type]
-            elif op == "between":
-                t1, t2 = _pair(value)
-                low, high = (t1, 0), (t2, 0)
-            elif op == "between_closed":  # t1 <= v <= t2 (the top interval of a range)
+            elif op == "between" or op == "between_closed":
                 t1, t2 = _pair(value)
                 low, high = (t1, 0), (t2, 0)
             else:
