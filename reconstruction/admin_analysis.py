@@ -19,6 +19,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from consultations.admin import staff_actor
+from consultations.admin_scoping import scope_queryset
 from reconstruction import registry, services
 from reconstruction.analysis import AnalysisInputError
 from reconstruction.serializers import AnalysisRequestSerializer
@@ -126,7 +127,11 @@ def _flatten(errors: Any, prefix: str = "") -> list[str]:
 
 
 def request_analysis_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> HttpResponse:
-    surveys = Survey.objects.exclude(status=Survey.Status.DRAFT).select_related("consultation")
+    # Only surveys of the staff user's organisations (all for superusers).
+    surveys = scope_queryset(
+        request,
+        Survey.objects.exclude(status=Survey.Status.DRAFT).select_related("consultation"),
+    )
     survey = None
     if request.GET.get("survey"):
         survey = get_object_or_404(surveys, pk=request.GET["survey"])

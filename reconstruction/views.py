@@ -31,7 +31,9 @@ def admin_analysis_export(request: HttpRequest, analysis_id: int) -> HttpRespons
     from reconstruction.export_apis import analysis_export_response
     from reconstruction.models import AnalysisJob
 
-    job = AnalysisJob.objects.select_related("survey__consultation").filter(pk=analysis_id).first()
+    jobs = AnalysisJob.objects.select_related("survey__consultation").filter(pk=analysis_id)
+    # Only analyses of the staff user's organisations (all for superusers); others are 404.
+    job = scope_queryset(request, jobs).first()
     if job is None:
         raise Http404("No such analysis.")
     try:
@@ -48,7 +50,7 @@ def admin_report_export(request: HttpRequest, report_id: int) -> HttpResponse:
     from reconstruction.export_apis import report_export_response
 
     report = selectors.report_get_for_staff(pk=report_id)
-    if report is None:
+    if report is None or not scope_queryset(request, type(report).objects.filter(pk=report.pk)):
         raise Http404("No such report.")
     language = request_language(request)
     try:

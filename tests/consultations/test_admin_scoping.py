@@ -226,3 +226,29 @@ def test_only_superusers_manage_memberships(councils, leeds_staff, superuser) ->
         "memberships-TOTAL_FORMS"
         in superuser.get(url(Organisation, "change", leeds.pk)).content.decode()
     )
+
+
+def test_admin_exports_and_the_analysis_form_are_scoped(councils, leeds_staff, superuser) -> None:
+    leeds, york = councils
+    for council_ in councils:  # a report document with no published question
+        Report.objects.filter(pk=council_["report"].pk).update(result={"questions": []})
+    mine = AnalysisJob.objects.get(organisation=leeds["organisation"])
+    theirs = AnalysisJob.objects.get(organisation=york["organisation"])
+    assert leeds_staff.get(f"/admin/analyses/{mine.pk}/export/?format=csv").status_code == 200
+    assert leeds_staff.get(f"/admin/analyses/{theirs.pk}/export/?format=csv").status_code == 404
+    assert superuser.get(f"/admin/analyses/{theirs.pk}/export/?format=csv").status_code == 200
+    assert leeds_staff.get(f"/admin/reports/{leeds['report'].pk}/export/").status_code == 200
+    assert leeds_staff.get(f"/admin/reports/{york['report'].pk}/export/").status_code == 404
+    assert superuser.get(f"/admin/reports/{york['report'].pk}/export/").status_code == 200
+    # The analysis form lists and accepts only the staff user's own surveys.
+    form = leeds_staff.get(url(AnalysisJob, "add"))
+    assert form.status_code == 200
+    assert {s.pk for s in form.context["surveys"]} == {leeds["survey"].pk}
+    other = leeds_staff.get(url(AnalysisJob, "add") + f"?survey={york['survey'].pk}")
+    assert other.status_code == 404
+    before = AnalysisJob.objects.filter(survey=york["survey"]).count()
+    leeds_staff.post(
+        url(AnalysisJob, "add") + f"?survey={york['survey'].pk}",
+        {"kind": "distribution", "attribute": "sex"},
+    )
+    assert AnalysisJob.objects.filter(survey=york["survey"]).count() == before
