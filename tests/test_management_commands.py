@@ -103,7 +103,7 @@ def test_demo_runs_end_to_end_on_a_fresh_sqlite(tmp_path: Path) -> None:
     )
     assert migrate.returncode == 0, migrate.stderr[-3000:]
     demo = subprocess.run(
-        [*manage, "demo", "--residents", "500", "--seed", "3"],
+        [*manage, "demo", "--residents", "2000", "--seed", "3"],
         cwd=REPO,
         env=env,
         capture_output=True,

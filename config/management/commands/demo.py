@@ -320,7 +320,7 @@ class Command(BaseCommand):
     def wait(self, url: str) -> dict[str, Any]:
         while True:
             status = self.api.get(f"{self.base}{url.removeprefix('/api/v1')}", timeout=60).json()
-            if status["status"] in ("succeeded", "failed"):
+            if status["status"] in ("succeeded", "failed", "refused"):
                 return status
             time.sleep(0.2)
 
