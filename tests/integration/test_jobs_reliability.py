@@ -38,8 +38,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 # Short limits for the time-limit test; the visibility timeout must exceed the hard limit.
 SHORT_LIMITS = {
-    "CELERY_TASK_SOFT_TIME_LIMIT": "2",
-    "CELERY_TASK_TIME_LIMIT": "4",
+    "CELERY_TASK_SOFT_TIME_LIMIT": "1",
+    "CELERY_TASK_TIME_LIMIT": "3",
     "CELERY_VISIBILITY_TIMEOUT": "8",
 }
 # Room for a job of several seconds on a busy machine, and a visibility timeout short
@@ -95,11 +95,12 @@ def aggregate(
 
     Normal: counts consistent with a channel retaining 10% (the 95% interval's bootstrap
     takes a few seconds for k = 300, growing as k²).
-    Runaway: random counts through a channel retaining 5%, where EM/AS needs
-    thousands of iterations (k = 300: over 20 s).
+    Runaway: random counts through a channel retaining 2%, where EM/AS needs
+    over a thousand iterations (k = 1000: about 4.5 s on a quiet machine, against the
+    1 s soft limit of SHORT_LIMITS).
     """
     rng = np.random.default_rng(0)
-    channel = randomised_response(k, 0.05 if runaway else 0.1)
+    channel = randomised_response(k, 0.02 if runaway else 0.1)
     if runaway:
         counts = rng.integers(0, 30, k).astype(float)
     else:
@@ -184,16 +185,16 @@ def test_runaway_job_fails_at_the_soft_time_limit(
 ) -> None:
     worker = start_worker(worker_workdir, name="short-limits", extra_env=SHORT_LIMITS)
     workers.append(worker)
-    job = aggregate(organisation, k=300, runaway=True)
+    job = aggregate(organisation, k=1000, runaway=True)
     job = wait_for(AggregateReconstruction, job.pk, Job.FINISHED, HANG, worker)
 
     assert job.status == Job.Status.FAILED, (job.status, job.result)
     assert "time limit" in job.error
     assert job.result is None and job.finished_at is not None and job.attempts == 1
-    # The worker's own 2 s soft limit ended it (its log says so), not the 300 s of the
+    # The worker's own 1 s soft limit ended it (its log says so), not the 300 s of the
     # process that queued the job, nor the hard limit (which would kill the pool child).
     output = worker.output()
-    assert "Soft time limit (2s) exceeded" in output, output
+    assert "Soft time limit (1s) exceeded" in output, output
     assert "Hard time limit" not in output and "WorkerLostError" not in output, output
 
     # The worker is still there and takes the next job.
