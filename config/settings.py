@@ -239,7 +239,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "SurveyKindEnum": "surveys.models.Survey.Kind",
         "SurveyStatusEnum": "surveys.models.Survey.Status",
-        "AnalysisKindEnum": "reconstruction.models.AnalysisJob.Kind",
+        "AnalysisKindEnum": "reconstruction.registry.kind_choices",
         "JobStatusEnum": "reconstruction.models.Job.Status",
     },
 }

@@ -6,8 +6,8 @@ service that validates a request and the worker that computes it. There is no ot
 list of methods and no ``if kind == ...`` chain.
 
 Adding a kind (e.g. ``panel``) is one :func:`register` call with an
-:class:`AnalysisKind`; the model's ``kind`` choices and check constraint need the name
-too (a migration).
+:class:`AnalysisKind`; nothing else changes (``AnalysisJob.kind`` is checked against
+this registry, not a list in the database, so no migration is needed).
 """
 
 from __future__ import annotations
@@ -112,6 +112,11 @@ def get(name: str) -> AnalysisKind:
         raise AnalysisInputError(
             {"kind": f"unknown kind {name!r}; choose one of {', '.join(KINDS)}"}
         ) from None
+
+
+def kind_choices() -> list[str]:
+    """The registered kind names (the OpenAPI ``AnalysisKindEnum``, read when used)."""
+    return list(KINDS)
 
 
 def all_methods() -> tuple[str, ...]:
@@ -428,6 +433,7 @@ __all__ = [
     "all_methods",
     "compute",
     "get",
+    "kind_choices",
     "methods_description",
     "register",
     "validate_request",
