@@ -9,13 +9,14 @@ DEV := DJANGO_DEBUG=1
 # Unit tests always use the embedded default, whatever the caller's environment says.
 EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u CACHE_URL -u INTEGRATION_SERVICES $(DEV)
 
-.PHONY: help demo test test-unit test-clients test-js test-integration test-slow lint lock bench serve worker clean
+.PHONY: help demo test tour test-unit test-clients test-js test-integration test-slow lint lock bench serve worker clean
 
 help:
 	@echo "make demo    create .venv, migrate the SQLite default, run the demo consultation"
 	@echo "make test    the whole suite: JS, unit and API (SQLite), browser, integration (PostgreSQL, Redis, Celery)"
 	@echo "make lint    ruff, mypy --strict on the pure maths, and their import contract (part of make test)"
 	@echo "make test-slow  strict statistical checks (two-sided coverage over hundreds of simulated surveys; minutes)"
+	@echo "make tour    refresh the README's admin screenshots (docs/tour/) from the browser tour test"
 	@echo "make bench   the benchmarks (bench/run): a summary table, exit status 1 on a missed target"
 	@echo "make serve   runserver on the embedded default"
 	@echo "make lock    re-pin requirements*.lock (with hashes) after changing requirements*.txt"
@@ -71,6 +72,11 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(DEV) $(VENV)/bin/mypy privacy/mechanisms reconstruction/algorithms
+
+# The browser tour writes its screenshots to a temp dir during `make test`; this target
+# writes them to docs/tour/ (commit the changed images).
+tour: $(VENV)/.dev
+	TOUR_DIR=docs/tour $(EMBEDDED) $(PY) -m pytest -q tests/browser/test_organiser_tour.py
 
 bench: $(VENV)/.dev
 	bash bench/run

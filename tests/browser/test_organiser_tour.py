@@ -1,9 +1,12 @@
 """Browser test: an organiser builds a survey and asks for an analysis in the admin site,
 in headless Debian Chromium. The screenshots of the README's organiser's tour are taken
-here (docs/tour/), so they always show the admin as it is."""
+here, so they always show the admin as it is: into a temporary directory by default (so
+`make test` leaves the working tree clean), into ``$TOUR_DIR`` when it is set; `make tour`
+sets it to docs/tour/ to refresh the README's images."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -17,12 +20,20 @@ from surveys.services import responses_submit_bulk
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-TOUR = Path(__file__).resolve().parents[2] / "docs" / "tour"
+REPO = Path(__file__).resolve().parents[2]
 
 
-def shot(page, name: str) -> None:
-    TOUR.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(TOUR / name), full_page=True)
+@pytest.fixture
+def tour_dir(tmp_path) -> Path:
+    """Where the screenshots go: ``$TOUR_DIR`` (relative to the repository) or a temp dir."""
+    chosen = os.environ.get("TOUR_DIR")
+    directory = (REPO / chosen) if chosen else tmp_path / "tour"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def shot(page, directory: Path, name: str) -> None:
+    page.screenshot(path=str(directory / name), full_page=True)
 
 
 @pytest.fixture
@@ -54,7 +65,7 @@ def fill_question(page, index: int, **fields: str) -> None:
         page.select_option(prefix + "mechanism", fields["mechanism"])
 
 
-def test_organiser_builds_a_survey_and_asks_for_an_analysis(organiser, live_server):
+def test_organiser_builds_a_survey_and_asks_for_an_analysis(organiser, live_server, tour_dir):
     page, consultation = organiser
     page.goto(f"{live_server.url}/admin/surveys/survey/add/")
     page.select_option("#id_consultation", str(consultation.pk))
@@ -72,12 +83,12 @@ def test_organiser_builds_a_survey_and_asks_for_an_analysis(organiser, live_serv
     try:
         page.wait_for_selector(".errornote", timeout=15_000)
     except Exception:
-        shot(page, "failure.png")
+        shot(page, tour_dir, "failure.png")
         raise
     errors = page.inner_text("#questions-group")
     assert "retain must exceed 1/k = 1/3" in errors, errors
     assert not Survey.objects.exists()
-    shot(page, "02-builder-refuses.png")
+    shot(page, tour_dir, "02-builder-refuses.png")
 
     page.fill("#id_questions-0-mechanism_params", '{"retain": 0.75}')
     page.click('input[name="_continue"]')
@@ -90,7 +101,7 @@ def test_organiser_builds_a_survey_and_asks_for_an_analysis(organiser, live_serv
     page.fill('input[name="respondents"]', "400")
     page.click("#mechanism-preview button")
     page.wait_for_selector("text=at 400 respondents")
-    shot(page, "01-survey-builder.png")
+    shot(page, tour_dir, "01-survey-builder.png")
 
     # Open it (the admin action), then residents answer (simulated, distorted).
     page.goto(f"{live_server.url}/admin/surveys/survey/")
@@ -116,7 +127,7 @@ def test_organiser_builds_a_survey_and_asks_for_an_analysis(organiser, live_serv
     page.wait_for_selector("#analysis-form")
     page.select_option("#id_kind", "distribution")
     page.select_option("#id_attribute", "hours")
-    shot(page, "03-analysis-form.png")
+    shot(page, tour_dir, "03-analysis-form.png")
     page.click("#start-analysis")
     page.wait_for_selector("#result-chart svg", timeout=30_000)
     job = AnalysisJob.objects.get()
@@ -124,4 +135,4 @@ def test_organiser_builds_a_survey_and_asks_for_an_analysis(organiser, live_serv
     summary = page.inner_text("#result-summary")
     assert "method" in summary and job.result["method"] in summary
     assert "CSV" in page.inner_text("#analysis-result")
-    shot(page, "04-analysis-result.png")
+    shot(page, tour_dir, "04-analysis-result.png")
