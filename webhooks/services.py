@@ -18,12 +18,13 @@ import requests
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from consultations.models import Organisation
 from consultations.services import audit_record
 from webhooks import signing
 from webhooks.models import EVENTS, Delivery, Webhook
-from webhooks.urlcheck import UnsafeUrl, check_url
+from webhooks.urlcheck import UnsafeUrl, check_url, checked_target, post_pinned
 
 TIMEOUT_SECONDS = 10
 MAX_ATTEMPTS = 6
@@ -41,14 +42,17 @@ def webhook_create(
 ) -> Webhook:
     """Register ``url`` for ``events``; refuses non-https and non-public URLs."""
     if not isinstance(url, str) or not url or len(url) > 500:
-        raise WebhookInvalid("url: 1-500 characters.", {"url": ["1-500 characters."]})
+        raise WebhookInvalid(_("url: 1-500 characters."), {"url": [_("1-500 characters.")]})
     try:
         check_url(url)
     except UnsafeUrl as exc:
         raise WebhookInvalid(str(exc), {"url": [str(exc)]}) from None
     unknown = [e for e in events if e not in EVENTS] if isinstance(events, list) else events
     if not isinstance(events, list) or not events or unknown:
-        message = f"events must be a non-empty list of {', '.join(EVENTS)}; got {unknown!r}."
+        message = _("events must be a non-empty list of %(events)s; got %(unknown)s.") % {
+            "events": ", ".join(EVENTS),
+            "unknown": repr(unknown),
+        }
         raise WebhookInvalid(message, {"events": [message]})
     with transaction.atomic():
         webhook = Webhook.objects.create(
@@ -134,7 +138,7 @@ def delivery_attempt(delivery_id: int) -> bool | None:
     webhook = delivery.webhook
     attempts = delivery.attempts + 1
     try:
-        check_url(webhook.url)
+        target = checked_target(webhook.url)
     except UnsafeUrl as exc:
         Delivery.objects.filter(pk=delivery_id).update(
             status=Delivery.Status.FAILED, attempts=attempts, error=str(exc)
@@ -152,9 +156,8 @@ def delivery_attempt(delivery_id: int) -> bool | None:
     }
     timeout = float(getattr(settings, "WEBHOOKS_TIMEOUT_SECONDS", TIMEOUT_SECONDS))
     try:
-        response = requests.post(
-            webhook.url, data=body, headers=headers, timeout=timeout, allow_redirects=False
-        )
+        # To the address just checked, never resolved again (no DNS-rebinding window).
+        response = post_pinned(target, data=body, headers=headers, timeout=timeout)
     except requests.RequestException as exc:
         Delivery.objects.filter(pk=delivery_id).update(
             attempts=attempts, error=f"{type(exc).__name__}: {exc}"[:2000]

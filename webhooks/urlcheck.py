@@ -1,53 +1,166 @@
-"""Which webhook URLs the server may call: https, and only public addresses.
+"""Which webhook URLs the server may call: https, and only public addresses; and calling
+exactly the address that was checked.
 
 A URL that resolves to a private, loopback, link-local or otherwise non-global address
 would let an organisation make the server call into its own network (server-side
 request forgery); it is refused unless ``WEBHOOKS_ALLOW_PRIVATE`` is set (development,
 tests). Plain http is refused unless ``WEBHOOKS_ALLOW_HTTP`` is set. The check runs when
 a webhook is registered and again before every delivery (DNS may have changed).
+
+Checking a name and then letting the HTTP library resolve it again leaves a window (DNS
+rebinding: a public address for the check, a private one a moment later for the
+connection). :func:`checked_target` resolves the name once and checks every address it
+returns; :func:`post_pinned` then connects to one of those checked addresses while the
+request keeps the name in its ``Host`` header and, for https, in the TLS server name
+(SNI) and the certificate check. The library never resolves the name again.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
+import requests
 from django.conf import settings
+from django.utils.translation import gettext as _
+from requests.adapters import HTTPAdapter
 
 
 class UnsafeUrl(ValueError):
     pass
 
 
-def check_url(url: str) -> None:
-    """Raise :class:`UnsafeUrl` naming the problem, or return for a URL the server may call."""
+@dataclass(frozen=True)
+class Target:
+    """A webhook URL with the addresses its host resolved to when it was checked."""
+
+    url: str
+    scheme: str
+    host: str
+    port: int
+    addresses: tuple[str, ...]
+
+    @property
+    def host_header(self) -> str:
+        default = 443 if self.scheme == "https" else 80
+        name = f"[{self.host}]" if ":" in self.host else self.host
+        return name if self.port == default else f"{name}:{self.port}"
+
+
+def checked_target(url: str) -> Target:
+    """Resolve ``url``'s host once and check it; raise :class:`UnsafeUrl` naming the
+    problem, or return the target with the checked addresses."""
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise UnsafeUrl(f"{url!r} is not a valid URL: {exc}.") from None
+        raise UnsafeUrl(
+            _("%(url)s is not a valid URL: %(problem)s.") % {"url": repr(url), "problem": exc}
+        ) from None
     allow_http = bool(getattr(settings, "WEBHOOKS_ALLOW_HTTP", False))
     if parts.scheme != "https" and not (allow_http and parts.scheme == "http"):
         raise UnsafeUrl(
-            f"Webhook URLs must use https, got {parts.scheme or 'no scheme'!r} "
-            "(WEBHOOKS_ALLOW_HTTP allows http)."
+            _("Webhook URLs must use https, got %(scheme)s (WEBHOOKS_ALLOW_HTTP allows http).")
+            % {"scheme": repr(parts.scheme) if parts.scheme else _("no scheme")}
         )
     host = parts.hostname
     if not host:
-        raise UnsafeUrl(f"{url!r} has no host.")
+        raise UnsafeUrl(_("%(url)s has no host.") % {"url": repr(url)})
     if parts.username or parts.password:
-        raise UnsafeUrl("Webhook URLs may not carry a user name or password.")
-    if getattr(settings, "WEBHOOKS_ALLOW_PRIVATE", False):
-        return
+        raise UnsafeUrl(_("Webhook URLs may not carry a user name or password."))
+    port = port or (443 if parts.scheme == "https" else 80)
     try:
-        infos = socket.getaddrinfo(host, port or 443, proto=socket.IPPROTO_TCP)
+        infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
     except (OSError, UnicodeError):
-        raise UnsafeUrl(f"The host {host!r} does not resolve.") from None
+        raise UnsafeUrl(_("The host %(host)s does not resolve.") % {"host": repr(host)}) from None
+    addresses: list[str] = []
+    allow_private = bool(getattr(settings, "WEBHOOKS_ALLOW_PRIVATE", False))
     for info in infos:
-        address = ipaddress.ip_address(info[4][0].split("%")[0])
-        if not address.is_global or address.is_multicast:
+        text = str(info[4][0]).split("%")[0]
+        address = ipaddress.ip_address(text)
+        if not allow_private and (not address.is_global or address.is_multicast):
             raise UnsafeUrl(
-                f"The host {host!r} resolves to {address}, a private or loopback address; "
-                "webhooks may only call public addresses (WEBHOOKS_ALLOW_PRIVATE allows it)."
+                _(
+                    "The host %(host)s resolves to %(address)s, a private or loopback "
+                    "address; webhooks may only call public addresses "
+                    "(WEBHOOKS_ALLOW_PRIVATE allows it)."
+                )
+                % {"host": repr(host), "address": address}
             )
+        if text not in addresses:
+            addresses.append(text)
+    if not addresses:
+        raise UnsafeUrl(_("The host %(host)s does not resolve.") % {"host": repr(host)})
+    # IPv4 first: the receivers we know of listen there at least.
+    addresses.sort(key=lambda a: ":" in a)
+    return Target(url, parts.scheme, host, port, tuple(addresses))
+
+
+def check_url(url: str) -> None:
+    """Raise :class:`UnsafeUrl` naming the problem, or return for a URL the server may call."""
+    checked_target(url)
+
+
+class PinnedAdapter(HTTPAdapter):
+    """A transport adapter that connects to ``address`` whatever host the URL names.
+
+    The connection pool is keyed by the address; for https the TLS server name and the
+    certificate's host name check use the URL's host, so a pinned connection is verified
+    exactly as an ordinary one.
+    """
+
+    def __init__(self, target: Target, address: str) -> None:
+        self.target = target
+        self.address = address
+        super().__init__(max_retries=0)
+
+    def get_connection_with_tls_context(
+        self, request: Any, verify: Any, proxies: Any = None, cert: Any = None
+    ) -> Any:
+        host_params, pool_kwargs = self.build_connection_pool_key_attributes(request, verify, cert)
+        if host_params["scheme"] == "https":
+            pool_kwargs = {
+                **pool_kwargs,
+                "server_hostname": self.target.host,
+                "assert_hostname": self.target.host,
+            }
+        return self.poolmanager.connection_from_host(
+            host=self.address,
+            port=host_params["port"],
+            scheme=host_params["scheme"],
+            pool_kwargs=pool_kwargs,
+        )
+
+
+NO_PROXIES: dict[str, str | None] = {"http": None, "https": None, "all": None}
+
+
+def post_pinned(
+    target: Target, *, data: bytes, headers: dict[str, str], timeout: float
+) -> requests.Response:
+    """POST to ``target.url`` over a connection to one of its checked addresses (the first
+    that accepts a connection), never resolving its host again; no proxies, no redirects."""
+    last: requests.RequestException | None = None
+    for address in target.addresses:
+        with requests.Session() as session:
+            adapter = PinnedAdapter(target, address)
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+            try:
+                return session.post(
+                    target.url,
+                    data=data,
+                    headers={**headers, "Host": target.host_header},
+                    timeout=timeout,
+                    allow_redirects=False,
+                    # No proxy from the environment (the connection goes to the address);
+                    # a CA bundle from it (REQUESTS_CA_BUNDLE) still applies.
+                    proxies=NO_PROXIES,
+                )
+            except requests.ConnectionError as exc:
+                last = exc
+    assert last is not None
+    raise last

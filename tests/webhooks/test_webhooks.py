@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
+import socket
+import ssl
+import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
+import requests
 from django.contrib.auth.models import User
 from django.test import override_settings
 
@@ -20,6 +25,7 @@ from surveys.services import responses_submit_bulk, survey_create, survey_open
 from tests.factories import tenant_factory
 from webhooks import services, signing
 from webhooks.models import Delivery, Webhook
+from webhooks.urlcheck import NO_PROXIES
 
 pytestmark = pytest.mark.django_db
 
@@ -236,3 +242,154 @@ def test_backoff_grows_exponentially_and_is_capped():
     waits = [services.backoff_seconds(r) for r in range(12)]
     assert waits[:5] == [10, 20, 40, 80, 160]
     assert all(b >= a for a, b in itertools.pairwise(waits)) and max(waits) == 1800
+
+
+# --------------------------------------------------------------------------- DNS rebinding
+
+REBIND_NAME = "hooks.rebind.test"
+
+
+class FakeDns:
+    """``socket.getaddrinfo`` for one made-up name: the addresses given, one per lookup
+    (the last one repeats); every other name goes to the real resolver."""
+
+    def __init__(self, monkeypatch, addresses):
+        self.addresses = list(addresses)
+        self.lookups = []
+        self.real = socket.getaddrinfo
+        monkeypatch.setattr(socket, "getaddrinfo", self)
+
+    def __call__(self, host, port, *args, **kwargs):
+        if host != REBIND_NAME:
+            return self.real(host, port, *args, **kwargs)
+        address = self.addresses[min(len(self.lookups), len(self.addresses) - 1)]
+        self.lookups.append(address)
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, port))]
+
+
+def serve(server):
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    return server
+
+
+class ReceiverOn(Receiver):
+    def __init__(self, address, port=0, statuses=(200,)):
+        ThreadingHTTPServer.__init__(self, (address, port), _Handler)
+        self.statuses = list(statuses)
+        self.received = []
+
+
+def stop(*servers):
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("url", ["https://localhost/hook", "http://localhost:8080/hook"])
+@override_settings(WEBHOOKS_ALLOW_HTTP=True)
+def test_a_name_that_resolves_to_loopback_is_refused(tenant, url):
+    response = tenant.analyst.post(
+        "/api/v1/webhooks/", {"url": url, "events": ["report.finished"]}, format="json"
+    )
+    assert response.status_code == 400, response.json()
+    assert "'localhost' resolves to" in response.json()["errors"]["url"][0]
+    assert "private or loopback" in response.json()["detail"]
+    assert not Webhook.objects.exists()
+
+
+@override_settings(WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True)
+def test_a_name_that_resolves_to_loopback_is_called_when_allowed(tenant, open_survey, receiver):
+    port = receiver.server_address[1]
+    hook = services.webhook_create(
+        organisation=tenant.organisation, url=f"http://localhost:{port}/hook",
+        events=["report.finished"], actor="tests",
+    )  # fmt: skip
+    delivery = Delivery.objects.create(webhook=hook, event="report.finished", payload={"a": 1})
+    assert services.delivery_attempt(delivery.pk) is True
+    (request,) = receiver.received
+    assert request["headers"]["Host"] == f"localhost:{port}"
+    assert json.loads(request["body"])["delivery"] == delivery.pk
+
+
+@override_settings(WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True)
+def test_the_delivery_connects_to_the_address_that_was_checked(tenant, open_survey, monkeypatch):
+    """DNS rebinding: the name resolves to one address when checked and to another a
+    moment later; the delivery goes to the checked one (resolved once per attempt)."""
+    checked = serve(ReceiverOn("127.0.0.1"))
+    port = checked.server_address[1]
+    try:
+        rebound = serve(ReceiverOn("127.0.0.2", port))
+    except OSError as exc:
+        stop(checked)
+        pytest.fail(f"cannot listen on 127.0.0.2 (loopback /8) for the rebinding test: {exc}")
+    try:
+        dns = FakeDns(monkeypatch, ["127.0.0.1", "127.0.0.1", "127.0.0.2"])
+        url = f"http://{REBIND_NAME}:{port}/hook"
+        hook = services.webhook_create(
+            organisation=tenant.organisation, url=url, events=["report.finished"], actor="t"
+        )
+        delivery = Delivery.objects.create(webhook=hook, event="report.finished", payload={})
+        assert services.delivery_attempt(delivery.pk) is True
+        assert dns.lookups == ["127.0.0.1", "127.0.0.1"]  # registration, then the attempt
+        (request,) = checked.received
+        assert request["headers"]["Host"] == f"{REBIND_NAME}:{port}"
+        assert rebound.received == []
+        # Unpinned, the same request would have gone to the rebound address.
+        assert requests.post(url, data=b"{}", timeout=5, proxies=NO_PROXIES).status_code == 200
+        assert len(rebound.received) == 1 and dns.lookups[-1] == "127.0.0.2"
+    finally:
+        stop(checked, rebound)
+
+
+@pytest.fixture
+def tls_receiver(tmp_path, monkeypatch):
+    """An https receiver on 127.0.0.1 whose self-signed certificate names REBIND_NAME
+    (made with the openssl command), trusted through REQUESTS_CA_BUNDLE; records the
+    TLS server name (SNI) each client asked for."""
+    if shutil.which("openssl") is None:
+        pytest.fail("The TLS webhook test needs the openssl command (apt-get install openssl).")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", f"/CN={REBIND_NAME}", "-addext", f"subjectAltName=DNS:{REBIND_NAME}",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    server = ReceiverOn("127.0.0.1")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.server_names = []
+    context.sni_callback = lambda sock, name, ctx: server.server_names.append(name)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+    serve(server)
+    yield server
+    stop(server)
+
+
+@override_settings(WEBHOOKS_ALLOW_PRIVATE=True)
+def test_a_pinned_https_delivery_verifies_the_certificate_for_the_name(
+    tenant, open_survey, tls_receiver, monkeypatch
+):
+    port = tls_receiver.server_address[1]
+    dns = FakeDns(monkeypatch, ["127.0.0.1", "127.0.0.1", "127.0.0.2"])
+    hook = services.webhook_create(
+        organisation=tenant.organisation, url=f"https://{REBIND_NAME}:{port}/hook",
+        events=["report.finished"], actor="tests",
+    )  # fmt: skip
+    delivery = Delivery.objects.create(webhook=hook, event="report.finished", payload={})
+    assert services.delivery_attempt(delivery.pk) is True
+    assert dns.lookups == ["127.0.0.1", "127.0.0.1"]
+    assert tls_receiver.server_names == [REBIND_NAME]
+    (request,) = tls_receiver.received
+    assert request["headers"]["Host"] == f"{REBIND_NAME}:{port}"
+    # A certificate for another name is refused although the address is the same.
+    other = services.webhook_create(
+        organisation=tenant.organisation, url=f"https://127.0.0.1:{port}/hook",
+        events=["report.finished"], actor="tests",
+    )  # fmt: skip
+    failing = Delivery.objects.create(webhook=other, event="report.finished", payload={})
+    assert services.delivery_attempt(failing.pk) is False
+    failing.refresh_from_db()
+    assert "SSLError" in failing.error and len(tls_receiver.received) == 1
