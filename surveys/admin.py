@@ -11,12 +11,16 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, JsonResponse
+from django.template.loader import render_to_string
+from django.urls import path
 from django.utils.translation import gettext_lazy as _
 
 from consultations.admin import staff_actor
+from consultations.admin_scoping import scope_queryset
+from consultations.models import Consultation
 from surveys import schemes, services
-from surveys.builder import mechanism_previews
+from surveys.builder import mechanism_previews, problems_text, question_preview
 from surveys.errors import SurveyDomainError
 from surveys.models import Answer, CalibrationPair, Participant, Question, Response, Survey
 
@@ -33,6 +37,23 @@ class ReadOnlyAdminMixin:
 
 
 MECHANISMS = sorted(set(schemes.DISCRETE_MECHANISMS) | set(schemes.CONTINUOUS_MECHANISMS))
+
+
+MAX_PREVIEW_ROWS = 500
+
+
+def _respondents(data: Any) -> int:
+    try:
+        return max(1, min(10_000_000, int(data.get("respondents", 1000))))
+    except (TypeError, ValueError):
+        return 1000
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 class QuestionForm(forms.ModelForm):
@@ -228,13 +249,102 @@ class SurveyAdmin(admin.ModelAdmin):
         survey = self.get_object(request, object_id)
         context = dict(extra_context or {})
         if survey is not None:
-            try:
-                respondents = max(1, min(10_000_000, int(request.GET.get("respondents", 1000))))
-            except ValueError:
-                respondents = 1000
+            respondents = _respondents(request.GET)
             context["respondents"] = respondents
             context["previews"] = mechanism_previews(survey, respondents)
+            context["preview_survey"] = survey.pk
+            context["live_preview"] = survey.status == Survey.Status.DRAFT
         return super().change_view(request, object_id, form_url, extra_context=context)
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None) -> Any:
+        context = {
+            **(extra_context or {}),
+            "respondents": _respondents(request.GET),
+            "previews": [],
+            "live_preview": True,
+        }
+        return super().add_view(request, form_url, extra_context=context)
+
+    def get_urls(self) -> list[Any]:
+        own = [
+            path(
+                "preview/",
+                self.admin_site.admin_view(self.preview_view),
+                name="surveys_survey_preview",
+            )
+        ]
+        return own + super().get_urls()
+
+    def preview_view(self, request: HttpRequest) -> JsonResponse:
+        """The builder's live preview: the mechanism preview of the questions as typed in
+        the (unsaved) admin form, POSTed by ``surveys/builder_preview.js`` on every change.
+
+        Staff only (``admin_view``), for a survey or consultation of the user's
+        organisations (404 otherwise); each row is read by the builder's own
+        :class:`QuestionForm` and validated by the services' rules, so a bad row shows the
+        message that saving would show.
+        """
+        if request.method != "POST":
+            return JsonResponse({"detail": _("Use POST.")}, status=405)
+        data = request.POST
+        organisation = None
+        survey_id, consultation_id = data.get("survey"), data.get("consultation")
+        if survey_id:
+            survey = self.get_queryset(request).filter(pk=_int_or_none(survey_id)).first()
+            if survey is None or not self.has_view_permission(request, survey):
+                return JsonResponse({"detail": _("Survey not found.")}, status=404)
+            organisation = survey.consultation.organisation
+        elif consultation_id:
+            consultation = (
+                scope_queryset(request, Consultation.objects.select_related("organisation"))
+                .filter(pk=_int_or_none(consultation_id))
+                .first()
+            )
+            if consultation is None:
+                return JsonResponse({"detail": _("Consultation not found.")}, status=404)
+            organisation = consultation.organisation
+        else:
+            return JsonResponse(
+                {"detail": _("Choose a consultation to see the preview.")}, status=400
+            )
+        if not (self.has_add_permission(request) or self.has_change_permission(request)):
+            return JsonResponse({"detail": _("Not allowed.")}, status=403)
+        respondents = _respondents(data)
+        try:
+            total = max(0, min(int(data.get("questions-TOTAL_FORMS", 0)), MAX_PREVIEW_ROWS))
+        except ValueError:
+            total = 0
+        previews = []
+        for index in range(total):
+            prefix = f"questions-{index}"
+            if not (data.get(f"{prefix}-key") or "").strip() or data.get(f"{prefix}-DELETE"):
+                continue
+            form = QuestionForm(data=data, prefix=prefix)
+            if not form.is_valid():
+                problems = {name: list(errors) for name, errors in form.errors.items()}
+                previews.append(
+                    {
+                        "key": data.get(f"{prefix}-key", ""),
+                        "text": data.get(f"{prefix}-text", ""),
+                        "error": problems_text(problems),
+                    }
+                )
+                continue
+            raw = form.as_api()
+            try:
+                services.validate_questions([raw], organisation)
+            except SurveyDomainError as exc:
+                items = exc.errors.get("questions")
+                problems = items[0] if isinstance(items, list) and items else exc.detail
+                previews.append(
+                    {"key": raw["key"], "text": raw["text"], "error": problems_text(problems)}
+                )
+                continue
+            previews.append(question_preview(raw, respondents))
+        html = render_to_string(
+            "admin/surveys/survey/preview_items.html", {"previews": previews}, request=request
+        )
+        return JsonResponse({"respondents": respondents, "previews": previews, "html": html})
 
     def _transition(
         self, request: HttpRequest, queryset: QuerySet[Survey], service: Any, verb: str

@@ -60,24 +60,44 @@ def margin_words(margin: float | None, discrete: bool, respondents: int) -> str:
     }
 
 
-def mechanism_previews(survey: Survey, respondents: int) -> list[dict[str, Any]]:
-    previews = []
-    for question in selectors.survey_questions(survey):
-        try:
-            spec = schemes.parse_question(_as_api(question))
-            shown = preview(spec, respondents)
-        except (schemes.QuestionInvalid, ValueError) as exc:
-            previews.append({"key": question.key, "error": str(exc)})
-            continue
-        previews.append(
-            {
-                "key": question.key,
-                "text": question.text,
-                "mechanism": question.mechanism,
-                "categories": shown.categories,
-                "rows": list(zip(shown.categories, shown.channel or [], strict=False)),
-                "epsilon": epsilon_words(shown.epsilon, question.mechanism, question.is_discrete),
-                "margin": margin_words(shown.margin, question.is_discrete, respondents),
-            }
+def question_preview(raw: dict[str, Any], respondents: int) -> dict[str, Any]:
+    """The preview of one question in the API's JSON shape; ``error`` (the API's message)
+    instead of the channel when the question is not valid."""
+    key = str(raw.get("key") or "")
+    try:
+        spec = schemes.parse_question(raw)
+        shown = preview(spec, respondents)
+    except schemes.QuestionInvalid as exc:
+        return {"key": key, "text": raw.get("text") or "", "error": problems_text(exc.errors)}
+    except ValueError as exc:
+        return {"key": key, "text": raw.get("text") or "", "error": str(exc)}
+    discrete = spec.type != "continuous"
+    return {
+        "key": spec.key,
+        "text": spec.text,
+        "mechanism": spec.mechanism,
+        "categories": shown.categories,
+        "rows": list(zip(shown.categories, shown.channel or [], strict=False)),
+        "epsilon": epsilon_words(shown.epsilon, spec.mechanism, discrete),
+        "margin": margin_words(shown.margin, discrete, respondents),
+    }
+
+
+def problems_text(errors: Any) -> str:
+    """``{"mechanism": ["..."]}`` as one line, ``mechanism: ...`` (as the API's ``detail``)."""
+    if isinstance(errors, dict):
+        return "; ".join(
+            message if field == "non_field_errors" else f"{field}: {message}"
+            for field, problems in errors.items()
+            for message in [problems_text(problems)]
         )
-    return previews
+    if isinstance(errors, (list, tuple)):
+        return " ".join(problems_text(item) for item in errors if item)
+    return str(errors)
+
+
+def mechanism_previews(survey: Survey, respondents: int) -> list[dict[str, Any]]:
+    return [
+        question_preview(_as_api(question), respondents)
+        for question in selectors.survey_questions(survey)
+    ]

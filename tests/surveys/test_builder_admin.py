@@ -7,10 +7,10 @@ import json
 
 import numpy as np
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.utils.html import escape
 
-from consultations.models import AuditEvent
+from consultations.models import AuditEvent, StaffMembership
 from consultations.services import consultation_create
 from privacy.mechanisms import randomised_response
 from surveys.models import Question, Survey
@@ -162,3 +162,93 @@ def test_margins_shrink_with_respondents_and_grow_with_noise():
     quiet = continuous_margin(0, 100, "additive_uniform", {"half_width": 1}, 400)
     noisy = continuous_margin(0, 100, "additive_uniform", {"half_width": 50}, 400)
     assert noisy > quiet
+
+
+# --------------------------------------------------------------------------- live preview
+
+PREVIEW = "/admin/surveys/survey/preview/"
+QUESTION_FIELDS = {
+    "key",
+    "text",
+    "type",
+    "categories",
+    "range",
+    "step",
+    "mechanism",
+    "translations",
+}
+
+
+def test_the_live_preview_follows_unsaved_values(staff, consultation):
+    data = {"consultation": consultation.pk, "respondents": "400", **management(2),
+            **question_row(0, key="sex", text="Sex", categories="F\nM",
+                           mechanism="randomised_response", mechanism_params='{"retain": 0.9}'),
+            **question_row(1, key="age", type="continuous", range_low="16", range_high="100",
+                           mechanism="additive_uniform", mechanism_params='{"half_width": 10}')}  # fmt: skip
+    response = staff.post(PREVIEW, data)
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["respondents"] == 400
+    sex, age = body["previews"]
+    assert sex["rows"] == [["F", [0.9, 0.1]], ["M", [0.1, 0.9]]]
+    assert "ε = 2.20" in sex["epsilon"] and "at 400 respondents" in sex["margin"]
+    assert "of the mean at 400 respondents" in age["margin"]
+    assert "<td>0.90</td>" in body["html"] and 'id="preview-age"' in body["html"]
+    assert (
+        not Survey.objects.exists()
+        and not AuditEvent.objects.filter(action__startswith="survey.").exists()
+    )  # nothing saved
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"key": "site", "type": "nominal", "categories": "A\nB\nC",
+         "mechanism": "randomised_response", "mechanism_params": '{"retain": 0.3}'},
+        {"key": "sex", "type": "binary", "categories": "F\nM", "mechanism": "none",
+         "translations": '{"fr": {"text": "Sexe", "labels": ["F", "H"]}}'},
+        {"key": "age", "type": "continuous", "range_low": "50", "range_high": "10",
+         "mechanism": "none"},
+    ],
+    ids=["singular-rr", "foreign-language", "empty-range"],
+)  # fmt: skip
+def test_the_live_preview_shows_the_messages_saving_would_show(staff, consultation, row):
+    data = {"consultation": consultation.pk, **management(1), **question_row(0, **row)}
+    (item,) = staff.post(PREVIEW, data).json()["previews"]
+    saved = staff.post(
+        "/admin/surveys/survey/add/",
+        {"consultation": consultation.pk, "kind": "opinion", "title": "T", **data},
+    ).content.decode()
+    assert item["error"]
+    for part in item["error"].split("; "):
+        field, _colon, message = part.partition(": ")
+        assert field in QUESTION_FIELDS, part  # "field: the message"
+        assert escape(message) in saved, (message, item["error"])
+
+
+def test_the_live_preview_is_for_staff_of_the_organisation_only(client, consultation):
+    data = {"consultation": consultation.pk, **management(1),
+            **question_row(0, key="sex", categories="F\nM")}  # fmt: skip
+    anonymous = client.post(PREVIEW, data)
+    assert anonymous.status_code == 302 and "/admin/login/" in anonymous["Location"]
+    User.objects.create_user("resident", "r@example.org", "a-long-passw0rd")
+    client.login(username="resident", password="a-long-passw0rd")
+    assert client.post(PREVIEW, data).status_code == 302  # not staff
+    other = tenant_factory().organisation
+    staff_user = User.objects.create_user(
+        "clerk", "c@example.org", "a-long-passw0rd", is_staff=True
+    )
+    staff_user.user_permissions.add(
+        *Permission.objects.filter(codename__in=["add_survey", "change_survey", "view_survey"])
+    )
+    StaffMembership.objects.create(user=staff_user, organisation=other)
+    client.login(username="clerk", password="a-long-passw0rd")
+    assert client.post(PREVIEW, data).status_code == 404  # another council's consultation
+    survey = Survey.objects.create(consultation=consultation, kind="opinion", title="Theirs")
+    assert (
+        client.post(PREVIEW, {**data, "consultation": "", "survey": survey.pk}).status_code == 404
+    )
+    StaffMembership.objects.create(user=staff_user, organisation=consultation.organisation)
+    response = client.post(PREVIEW, data)
+    assert response.status_code == 200 and response.json()["previews"][0]["key"] == "sex"
+    assert client.get(PREVIEW).status_code == 405
