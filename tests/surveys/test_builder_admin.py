@@ -184,7 +184,8 @@ def test_the_live_preview_follows_unsaved_values(staff, consultation):
             **question_row(0, key="sex", text="Sex", categories="F\nM",
                            mechanism="randomised_response", mechanism_params='{"retain": 0.9}'),
             **question_row(1, key="age", type="continuous", range_low="16", range_high="100",
-                           mechanism="additive_uniform", mechanism_params='{"half_width": 10}')}  # fmt: skip
+                           mechanism="additive_uniform", mechanism_params='{"half_width": 10}'),
+            }  # fmt: skip
     response = staff.post(PREVIEW, data)
     assert response.status_code == 200, response.content
     body = response.json()
