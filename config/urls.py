@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from config.health import healthz
 from reconstruction.views import (
     admin_analysis_export,
+    admin_panel_probabilities,
     admin_report_download,
     admin_report_export,
 )
@@ -32,6 +33,11 @@ urlpatterns = [
         "admin/analyses/<int:analysis_id>/export/",
         admin_analysis_export,
         name="admin-analysis-export",
+    ),
+    path(
+        "admin/analyses/<int:analysis_id>/probabilities.csv",
+        admin_panel_probabilities,
+        name="admin-panel-probabilities",
     ),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -47,10 +47,23 @@ class AnalysisJobAdmin(JobAdmin):
     list_display = ("id", "kind", "survey", "status", "progress", "requested_by", "created_at")
     list_filter = ("status", "kind", "organisation")
     readonly_fields = ("organisation", "survey", "kind", "spec", "result", *JOB_FIELDS)
+    exclude = ("attachment",)
     change_form_template = "admin/reconstruction/analysisjob/result_change_form.html"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.is_staff)
+
+    def get_urls(self) -> list[Any]:
+        from django.urls import path
+
+        from reconstruction.admin_analysis import request_panel_view
+
+        panel = path(
+            "panel/",
+            self.admin_site.admin_view(lambda request: request_panel_view(self, request)),
+            name="reconstruction_analysisjob_panel",
+        )
+        return [panel, *super().get_urls()]
 
     def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None) -> Any:
         from reconstruction.admin_analysis import request_analysis_view
@@ -78,6 +91,23 @@ class AnalysisJobAdmin(JobAdmin):
                 else "",
                 exports=reverse("admin-analysis-export", args=[job.pk]),
             )
+            if job.kind == "panel" and job.status == Job.Status.SUCCEEDED:
+                from reconstruction.presentation import (
+                    panel_caveat,
+                    panel_chart_svg,
+                    panel_probabilities,
+                    panel_quota_rows,
+                )
+
+                context.update(
+                    panel=result,
+                    quota_rows=panel_quota_rows(result),
+                    caveat=panel_caveat(),
+                    chart=mark_safe(  # matplotlib's own SVG
+                        panel_chart_svg(result, panel_probabilities(job.attachment))
+                    ),
+                    probabilities=reverse("admin-panel-probabilities", args=[job.pk]),
+                )
         return super().change_view(request, object_id, form_url, extra_context=context)
 
 

@@ -166,9 +166,191 @@ def request_analysis_view(model_admin: admin.ModelAdmin, request: HttpRequest) -
     context = {
         **model_admin.admin_site.each_context(request),
         "title": _("Ask for an analysis"),
+        "panel_url": reverse("admin:reconstruction_analysisjob_panel"),
         "opts": model_admin.model._meta,
         "surveys": surveys,
         "survey": survey,
         "form": form,
+    }
+    return TemplateResponse(request, "admin/reconstruction/analysis_request.html", context)
+
+
+# --------------------------------------------------------------------------- panels
+
+ELIGIBILITY_ROWS = 2
+QUOTA_ROWS = 6
+
+
+def _condition_value(op: str, raw: str) -> Any:
+    raw = (raw or "").strip()
+    if op == "in":
+        return [part.strip() for part in raw.split(",") if part.strip()]
+    if op == "between":
+        return [_number(part) for part in raw.split(",")]
+    return _number(raw)
+
+
+def _bound(text: Any) -> Any:
+    """A quota bound as typed: an integer when it is one, else as is (the serializer
+    names the problem, e.g. a non-integer or negative bound)."""
+    text = str(text).strip()
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+class PanelRequestForm(forms.Form):
+    """A panel request (issue 14): size, reserves, seed, objective, eligibility and quotas,
+    each quota a condition on one of the survey's questions with its band."""
+
+    size = forms.IntegerField(label=gettext_lazy("Panel size"), min_value=1, initial=30)
+    reserves = forms.IntegerField(label=gettext_lazy("Reserves"), min_value=0, initial=0)
+    seed = forms.IntegerField(
+        label=gettext_lazy("Seed"), min_value=0, required=False,
+        help_text=gettext_lazy("leave empty for a random seed (the result states it)"),
+    )  # fmt: skip
+    objective = forms.ChoiceField(
+        label=gettext_lazy("Fairness objective"),
+        choices=[
+            ("maximin", gettext_lazy("maximin: raise the lowest selection probability")),
+            ("leximin", gettext_lazy("leximin: then the next lowest, and so on")),
+            ("nash", gettext_lazy("nash: maximise the product of the probabilities")),
+        ],
+    )
+
+    def __init__(self, *args: Any, survey: Survey, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        attributes = attribute_choices(survey)
+        for i in range(ELIGIBILITY_ROWS):
+            self.fields[f"where_{i}_attribute"] = forms.ChoiceField(
+                label=_("Eligibility %(n)s: question") % {"n": i + 1},
+                choices=[("", "—"), *attributes], required=False,
+            )  # fmt: skip
+            self.fields[f"where_{i}_op"] = forms.ChoiceField(
+                label=_("operator"), choices=OPS, required=False
+            )
+            self.fields[f"where_{i}_value"] = forms.CharField(
+                label=_("value"), required=False,
+                help_text=_("categories separated by commas; a number; or a, b for between"),
+            )  # fmt: skip
+        for i in range(QUOTA_ROWS):
+            self.fields[f"quota_{i}_attribute"] = forms.ChoiceField(
+                label=_("Quota %(n)s: question") % {"n": i + 1},
+                choices=[("", "—"), *attributes], required=False,
+            )  # fmt: skip
+            self.fields[f"quota_{i}_op"] = forms.ChoiceField(
+                label=_("operator"), choices=OPS, required=False
+            )
+            self.fields[f"quota_{i}_value"] = forms.CharField(label=_("value"), required=False)
+            self.fields[f"quota_{i}_min"] = forms.CharField(
+                label=_("at least"), required=False, max_length=12
+            )
+            self.fields[f"quota_{i}_max"] = forms.CharField(
+                label=_("at most"), required=False, max_length=12
+            )
+
+    def spec(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        spec: dict[str, Any] = {
+            "kind": "panel",
+            "size": data["size"],
+            "reserves": data.get("reserves") or 0,
+            "objective": data.get("objective") or "maximin",
+        }
+        if data.get("seed") is not None:
+            spec["seed"] = data["seed"]
+        where = []
+        for i in range(ELIGIBILITY_ROWS):
+            attribute = data.get(f"where_{i}_attribute")
+            if attribute:
+                op = data.get(f"where_{i}_op") or "in"
+                where.append(
+                    {
+                        "attribute": attribute,
+                        "op": op,
+                        "value": _condition_value(op, data.get(f"where_{i}_value") or ""),
+                    }
+                )
+        if where:
+            spec["where"] = where
+        quotas = []
+        for i in range(QUOTA_ROWS):
+            attribute = data.get(f"quota_{i}_attribute")
+            if not attribute:
+                continue
+            op = data.get(f"quota_{i}_op") or "in"
+            quotas.append(
+                {
+                    "where": [
+                        {
+                            "attribute": attribute,
+                            "op": op,
+                            "value": _condition_value(op, data.get(f"quota_{i}_value") or ""),
+                        }
+                    ],
+                    "min": _bound(data.get(f"quota_{i}_min") or 0),
+                    "max": _bound(data.get(f"quota_{i}_max") or data["size"]),
+                }
+            )
+        spec["quotas"] = quotas
+        return spec
+
+
+def request_panel_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> HttpResponse:
+    """The panel form: the survey first, then size, quotas and options; submitted through
+    the API's serializer and service (same checks, same audit trail)."""
+    surveys = scope_queryset(
+        request,
+        Survey.objects.exclude(status=Survey.Status.DRAFT).select_related("consultation"),
+    )
+    survey = None
+    if request.GET.get("survey"):
+        survey = get_object_or_404(surveys, pk=request.GET["survey"])
+    form = None
+    if survey is not None:
+        form = PanelRequestForm(request.POST or None, survey=survey)
+        if request.method == "POST" and form.is_valid():
+            spec = {"survey": survey.pk, **form.spec()}
+            serializer = AnalysisRequestSerializer(data=spec)
+            if not serializer.is_valid():
+                for message in _flatten(serializer.errors):
+                    form.add_error(None, message)
+            else:
+                try:
+                    job = services.analysis_create(
+                        organisation=survey.consultation.organisation,
+                        survey=survey,
+                        spec=dict(serializer.validated_data),
+                        requested_by=staff_actor(request),
+                    )
+                except AnalysisInputError as exc:
+                    for message in _flatten(exc.errors):
+                        form.add_error(None, message)
+                else:
+                    model_admin.message_user(
+                        request, _("Panel %(id)s was queued.") % {"id": job.pk},
+                        messages.SUCCESS,
+                    )  # fmt: skip
+                    return HttpResponseRedirect(
+                        reverse("admin:reconstruction_analysisjob_change", args=[job.pk])
+                    )
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": _("Draw a panel"),
+        "opts": model_admin.model._meta,
+        "surveys": surveys,
+        "survey": survey,
+        "form": form,
+        "form_id": "panel-form",
+        "submit_id": "start-panel",
+        "submit_label": _("Draw the panel"),
+        "intro": _(
+            "Candidates' answers were distorted on their devices, so quotas apply to the "
+            "expected true counts (sums of posterior probabilities), not to certain counts."
+        ),
     }
     return TemplateResponse(request, "admin/reconstruction/analysis_request.html", context)

@@ -179,6 +179,8 @@ def condition_keys(spec: Mapping[str, Any]) -> list[str]:
     keys = [item["attribute"] for item in spec.get("where", [])]
     for stratum in spec.get("strata", []):
         keys += [item["attribute"] for item in stratum["where"]]
+    for quota in spec.get("quotas", []):  # a panel's quota categories
+        keys += [item["attribute"] for item in quota["where"]]
     return keys
 
 

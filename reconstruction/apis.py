@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import exceptions, status
@@ -158,6 +158,27 @@ ANALYSIS_EXAMPLES = [
         },
     ),
     OpenApiExample(
+        "Panel with quotas",
+        request_only=True,
+        value={
+            "survey": 3,
+            "kind": "panel",
+            "size": 30,
+            "reserves": 5,
+            "seed": 20261123,
+            "objective": "maximin",
+            "where": [{"attribute": "age", "op": "gt", "value": 15}],
+            "quotas": [
+                {"where": [{"attribute": "sex", "op": "in", "value": ["F"]}], "min": 14, "max": 16},
+                {
+                    "where": [{"attribute": "age", "op": "between", "value": [16, 30]}],
+                    "min": 5,
+                    "max": 9,
+                },
+            ],
+        },
+    ),
+    OpenApiExample(
         "Count result",
         response_only=True,
         status_codes=["200"],
@@ -243,6 +264,71 @@ class AnalysisDetailApi(APIView):
         if job is None:
             raise exceptions.NotFound("No analysis with this id in your organisation.")
         return Response(AnalysisSerializer(job).data)
+
+
+def _analysis_or_404(request: Request, analysis_id: Any) -> AnalysisJob:
+    job = selectors.analysis_get(organisation=request.user.organisation, pk=analysis_id)
+    if job is None:
+        raise exceptions.NotFound("No analysis with this id in your organisation.")
+    return job
+
+
+class AnalysisCancelApi(APIView):
+    permission_classes = [IsAnalyst]
+
+    @extend_schema(
+        summary="Cancel an unfinished analysis",
+        description=(
+            "A queued analysis is never run; a running one (e.g. a long panel) stops at its "
+            "next progress report. Either ends `failed` with the reason `Cancelled by ...`. "
+            "A finished analysis is returned unchanged."
+        ),
+        request=None,
+        responses={200: AnalysisSerializer},
+    )
+    def post(self, request: Request, analysis_id: int) -> Response:
+        job = _analysis_or_404(request, analysis_id)
+        job = services.analysis_cancel(job=job, requested_by=audit_actor(request.user))
+        return Response(AnalysisSerializer(job).data)
+
+
+def probabilities_chunks(text: str, size: int = 64 * 1024) -> Any:
+    for start in range(0, len(text), size):
+        yield text[start : start + size]
+
+
+class PanelProbabilitiesApi(APIView):
+    permission_classes = [IsAnalyst]
+
+    @extend_schema(
+        summary="Every candidate's selection probability of a panel (CSV)",
+        description=(
+            "One row per candidate of the eligible pool: `participant`, "
+            "`selection_probability` (in the lottery that was drawn), `selected` (1 for the "
+            "panel's members) and `reserve_rank` (1, 2, ... for the reserves, in order). "
+            "Streamed; only for a panel that succeeded."
+        ),
+        responses={(200, "text/csv"): OpenApiTypes.STR},
+    )
+    def get(self, request: Request, analysis_id: int) -> StreamingHttpResponse:
+        return panel_probabilities_file(_analysis_or_404(request, analysis_id))
+
+
+def panel_probabilities_file(job: AnalysisJob) -> StreamingHttpResponse:
+    """A panel's selection probabilities as a streamed CSV (the API and the admin site)."""
+    if job.kind != "panel":
+        raise exceptions.NotFound("Only a panel has selection probabilities.")
+    if job.status != Job.Status.SUCCEEDED:
+        raise exceptions.ValidationError(
+            {"analysis": f"The panel is {job.status}; download it once it has succeeded."}
+        )
+    response = StreamingHttpResponse(
+        probabilities_chunks(job.attachment), content_type="text/csv; charset=utf-8"
+    )
+    response["Content-Disposition"] = (
+        f'attachment; filename="survey-{job.survey_id}-panel-{job.pk}-probabilities.csv"'
+    )
+    return response
 
 
 class ReportCreateApi(APIView):

@@ -91,3 +91,63 @@ def check_cost(request: AnalysisRequest) -> int:
             }
         )
     return cost
+
+
+# --------------------------------------------------------------------------- panels
+
+PANEL_N_BOOT = 100
+"""Bootstrap replicates behind a panel's intervals (``select_panel``'s ``n_boot``)."""
+
+
+def panel_cost(request: AnalysisRequest) -> int:
+    """The estimated cost of a panel (issue 14), in the same units plus the solver's.
+
+    - fits: the eligible pool and each quota category within it are counted with an
+      interval (``N_BOOT`` replicates), then the eligibility and every quota are refitted
+      for the posteriors (``PANEL_N_BOOT`` replicates), each over the joint table of its
+      attributes;
+    - posteriors: ``participants x (quotas + 1) x PANEL_N_BOOT`` per-candidate
+      replicates are held in memory;
+    - solver: every pricing problem is a MILP over the candidate *types* (distinct
+      reported cells of the quota attributes, at most the participants) with the panel
+      size as its scale, ``size x types x (quotas + 1)``.
+
+    The weights are not calibrated by ``bench/bench_cost.py`` (bench/bench_panel.py
+    times the solver); they keep a panel of 100 from a pool of 10,000 on a few
+    attributes within the budget and refuse panels of thousands over fine-grained types.
+    """
+    spec = request.spec
+    where = list(spec.get("where") or [])
+    quotas = list(spec.get("quotas") or [])
+    n = max(int(request.participants), 1)
+    where_keys = list(dict.fromkeys(c["attribute"] for c in where))
+    total = 0
+    if where:
+        total += fit_cells(request.questions, where_keys, where) * (1 + N_BOOT + PANEL_N_BOOT)
+    quota_keys: list[str] = []
+    for quota in quotas:
+        conditions = [*where, *quota.get("where", [])]
+        keys = list(dict.fromkeys(c["attribute"] for c in conditions))
+        total += fit_cells(request.questions, keys, conditions) * (1 + N_BOOT + PANEL_N_BOOT)
+        quota_keys += [c["attribute"] for c in quota.get("where", [])]
+    total += n * (len(quotas) + 1) * PANEL_N_BOOT // 10
+    type_keys = list(dict.fromkeys(quota_keys))
+    types = min(n, fit_cells(request.questions, type_keys, []) if type_keys else 1)
+    total += int(spec.get("size") or 0) * types * (len(quotas) + 1)
+    return int(total)
+
+
+def check_panel_cost(request: AnalysisRequest) -> int:
+    """Refuse a panel whose estimated cost exceeds ``ANALYSIS_COST_BUDGET``; returns it."""
+    budget = int(settings.ANALYSIS_COST_BUDGET)
+    cost = panel_cost(request)
+    if cost > budget:
+        raise AnalysisInputError(
+            {
+                "size": f"this panel would cost about {cost:,} units (fits, posteriors and "
+                f"the solver's panel size x candidate types), above the budget of {budget:,} "
+                "(ANALYSIS_COST_BUDGET); ask for a smaller panel, fewer quotas or quotas on "
+                "attributes with fewer categories"
+            }
+        )
+    return cost

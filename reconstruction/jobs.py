@@ -62,6 +62,12 @@ class JobRefused(Exception):
         self.reason = reason
 
 
+class JobCancelled(Exception):
+    """Raised by the progress writer when the job was ended elsewhere while it ran
+    (cancelled through the API or the admin, or failed as stuck): the computation stops
+    and nothing is stored."""
+
+
 def job_send(task_name: str, job_id: int) -> None:
     """Send the task ``task_name`` with ``job_id`` to the workers, under their own limits.
 
@@ -99,9 +105,11 @@ def _progress_writer(model: type[J], job_id: int) -> Progress:
         if now - last["at"] < 0.5 and fraction < 1.0:
             return  # at most two writes a second
         last["at"] = now
-        model.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
+        updated = model.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
             progress=max(0.0, min(1.0, float(fraction)))
         )
+        if not updated:  # no longer running: cancelled (or ended) elsewhere
+            raise JobCancelled(f"{model.__name__} {job_id} is no longer running")
 
     return report
 
@@ -132,6 +140,7 @@ def job_execute(
     - The result is written with a conditional update, so two concurrent runs
       of the same job store one result.
     - :class:`JobRefused` ends the job as ``refused`` with its reason;
+    - :class:`JobCancelled` (the job was cancelled while it ran) stores nothing;
       :class:`JobInputError` / ``ValueError`` and the soft time limit end it as
       ``failed`` with a readable error; transient database and broker errors
       (:data:`TRANSIENT_ERRORS`) propagate so the task can retry.
@@ -154,6 +163,8 @@ def job_execute(
         result = compute(job, _progress_writer(model, job_id))
     except SoftTimeLimitExceeded:
         job_fail(model, job_id, "The job ran past its time limit and was stopped.")
+    except JobCancelled:
+        logger.info("%s %s was cancelled while it ran; nothing stored", model.__name__, job_id)
     except JobRefused as exc:
         job_fail(model, job_id, exc.reason, status=Job.Status.REFUSED)
     except ValueError as exc:  # includes JobInputError and the engine's input checks

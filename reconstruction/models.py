@@ -75,6 +75,10 @@ class AnalysisJob(Job):
     survey = models.ForeignKey("surveys.Survey", on_delete=models.CASCADE, related_name="analyses")
     kind = models.CharField(max_length=16, help_text="A kind of reconstruction.registry")
     spec = models.JSONField()
+    attachment = models.TextField(
+        blank=True,
+        help_text="A CSV table that comes with the result (a panel's selection probabilities)",
+    )
 
     class Meta(Job.Meta):
         indexes = [

@@ -348,3 +348,105 @@ def result_chart_svg(result: dict[str, Any]) -> str:
         figure.savefig(buffer, format="svg")
     svg = buffer.getvalue()
     return svg[svg.index("<svg") :]
+
+
+# --------------------------------------------------------------------------- panels
+
+
+def panel_quota_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """A panel's quotas against the expected true counts, for the report table."""
+    rows = []
+    for quota in result.get("quotas") or []:
+        ci = quota.get("ci95") or [None, None]
+        expected = float(quota["expected"])
+        rows.append(
+            {
+                "label": quota.get("label", ""),
+                "band": f"{quota['min']} to {quota['max']}",
+                "expected": f"{expected:.1f}",
+                "ci95": "—" if None in ci else f"{float(ci[0]):.1f} to {float(ci[1]):.1f}",
+                "within": quota["min"] - 1e-6 <= expected <= quota["max"] + 1e-6,
+            }
+        )
+    return rows
+
+
+def panel_probabilities(attachment: str) -> list[float]:
+    """The selection probabilities of a panel's candidates, from its CSV attachment."""
+    import csv
+
+    reader = csv.DictReader(io.StringIO(attachment))
+    return [float(row["selection_probability"]) for row in reader]
+
+
+def panel_chart_svg(result: dict[str, Any], probabilities: list[float]) -> str:
+    """Two charts of a panel: every candidate's selection probability (a histogram, with
+    the equal share size / candidates marked) and each quota's band against the expected
+    true count of the drawn panel with its 95% interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    quotas = result.get("quotas") or []
+    rows = 2 if quotas else 1
+    height = 2.6 + (0.45 * len(quotas) + 1.2 if quotas else 0)
+    figure = Figure(figsize=(CHART_WIDTH, height))
+    FigureCanvasAgg(figure)
+    ratios = [2.6, 0.45 * len(quotas) + 1.2] if quotas else [1]
+    grid = figure.add_gridspec(rows, 1, height_ratios=ratios)
+    axes = figure.add_subplot(grid[0])
+    values = np.asarray(probabilities, dtype=np.float64)
+    if values.size:
+        axes.hist(values, bins=min(30, max(5, values.size // 5)), color=ESTIMATE_COLOUR)
+        share = len(result.get("participants") or []) / values.size
+        axes.axvline(share, color=NAIVE_COLOUR, linestyle="--", label=_("equal share"))
+        axes.legend(frameon=False, fontsize=8)
+    axes.set_xlabel(_("selection probability"), fontsize=9)
+    axes.set_ylabel(_("candidates"), fontsize=9)
+    axes.spines[["top", "right"]].set_visible(False)
+    if quotas:
+        bands = figure.add_subplot(grid[1])
+        position = np.arange(len(quotas))
+        for i, quota in enumerate(quotas):
+            bands.plot(
+                [quota["min"], quota["max"]], [i, i], color=NAIVE_COLOUR, linewidth=8,
+                solid_capstyle="butt", label=_("quota band") if i == 0 else None,
+            )  # fmt: skip
+            expected = float(quota["expected"])
+            ci = quota.get("ci95") or [expected, expected]
+            low = expected if ci[0] is None else float(ci[0])
+            high = expected if ci[1] is None else float(ci[1])
+            bands.errorbar(
+                [expected], [i], xerr=[[expected - low], [high - expected]], fmt="o",
+                color=ESTIMATE_COLOUR, capsize=4,
+                label=_("expected true count (95%% interval)") % {} if i == 0 else None,
+            )  # fmt: skip
+        bands.set_yticks(position, [str(q.get("label", "")) for q in quotas], fontsize=8)
+        bands.invert_yaxis()
+        bands.set_xlabel(_("panel members"), fontsize=9)
+        bands.spines[["top", "right"]].set_visible(False)
+        bands.legend(frameon=False, fontsize=8, loc="lower right")
+    figure.tight_layout()
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "panel"}):
+        figure.savefig(buffer, format="svg")
+    svg = buffer.getvalue()
+    return svg[svg.index("<svg") :]
+
+
+def panel_caveat() -> str:
+    """The privacy caveat of every panel report."""
+    return (
+        _(
+            "Candidates' answers were distorted on their own devices before they were sent, so "
+            "nobody's true category is known, not even to the organisers. The quotas therefore "
+            "hold for the expected true counts (sums of posterior probabilities); the realised "
+            "numbers of women, young people and so on in the panel may differ, within the 95%% "
+            "intervals shown. Candidates with the same reported answers have the same selection "
+            "probability."
+        )
+        % {}
+    )

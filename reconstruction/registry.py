@@ -56,7 +56,11 @@ class AnalysisKind:
     ``needs_where``
         The request needs at least one condition.
     ``sampling``
-        The kind takes ``size``, ``seed`` and ``strata`` (no other kind may).
+        The kind takes ``size`` and ``seed`` (no other kind may), and ``strata`` unless
+        ``request_fields`` says otherwise.
+    ``request_fields``
+        Further request fields only this kind takes (the panel's ``quotas``,
+        ``reserves`` and ``objective``; see :mod:`reconstruction.panels`).
     ``group_threshold``
         The disclosure threshold a condition's estimated group must reach:
         ``"min_cell"`` (option-level) or ``"min_responses"`` (question-level),
@@ -85,6 +89,7 @@ class AnalysisKind:
     attribute: Literal["required", "forbidden"] = "forbidden"
     needs_where: bool = False
     sampling: bool = False
+    request_fields: tuple[str, ...] = ()
     group_threshold: Literal["min_cell", "min_responses"] = "min_responses"
     methods_for: Callable[[AnalysisRequest], tuple[str, ...]] | None = None
     validate: Callable[[AnalysisRequest], None] = _no_check
@@ -425,6 +430,11 @@ register(
         compute=_sample,
     )
 )
+
+# The panel kind lives in its own module (issue 14); it registers itself on import.
+from reconstruction import panels as _panels  # noqa: E402
+
+del _panels
 
 __all__ = [
     "KINDS",

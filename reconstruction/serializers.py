@@ -104,6 +104,23 @@ class StratumSerializer(serializers.Serializer[Any]):
     size = serializers.IntegerField(min_value=1)
 
 
+class QuotaSerializer(serializers.Serializer[Any]):
+    where = ConditionSerializer(many=True, allow_empty=False, max_length=10)
+    min = serializers.IntegerField(min_value=0, max_value=100_000)
+    max = serializers.IntegerField(min_value=0, max_value=100_000)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["min"] > attrs["max"]:
+            raise serializers.ValidationError(
+                {"min": f"min {attrs['min']} is larger than max {attrs['max']}."}
+            )
+        return attrs
+
+
+PANEL_OBJECTIVES = ("maximin", "nash", "leximin")
+PANEL_FIELDS = ("quotas", "reserves", "objective")
+
+
 class AnalysisRequestSerializer(serializers.Serializer[Any]):
     """api.md, Analyses: what an analyst may ask for (the kinds of ``reconstruction.registry``)."""
 
@@ -115,6 +132,18 @@ class AnalysisRequestSerializer(serializers.Serializer[Any]):
     size = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
     seed = serializers.IntegerField(min_value=0, max_value=2**63 - 1, required=False)
     strata = StratumSerializer(many=True, required=False, max_length=50)
+    quotas = QuotaSerializer(
+        many=True, required=False, max_length=50,
+        help_text="panel: bands for the expected true count of members meeting each condition",
+    )  # fmt: skip
+    reserves = serializers.IntegerField(
+        min_value=0, max_value=1000, required=False,
+        help_text="panel: replacements drawn in order after the panel",
+    )  # fmt: skip
+    objective = serializers.ChoiceField(
+        choices=PANEL_OBJECTIVES, required=False,
+        help_text="panel: maximin (default), nash or leximin (Flanigan et al. 2021)",
+    )  # fmt: skip
 
     def get_fields(self) -> dict[str, Any]:
         # Read the registry when used, not at import: a kind registered later counts too.
@@ -145,6 +174,14 @@ class AnalysisRequestSerializer(serializers.Serializer[Any]):
                 if name in attrs:
                     takers = " or ".join(k.name for k in registry.KINDS.values() if k.sampling)
                     errors[name] = f"Only a {takers} takes {name!r}."
+        if "strata" in attrs and "quotas" in kind.request_fields:
+            errors["strata"] = f"A {kind.name} takes quotas, not strata."
+        for name in PANEL_FIELDS:
+            if name in attrs and name not in kind.request_fields:
+                takers = " or ".join(
+                    k.name for k in registry.KINDS.values() if name in k.request_fields
+                )
+                errors[name] = f"Only a {takers} takes {name!r}."
         if errors:
             raise serializers.ValidationError(errors)
         return attrs

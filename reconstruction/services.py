@@ -18,7 +18,7 @@ from django.template.loader import render_to_string
 
 from consultations.models import Organisation
 from consultations.services import audit_record
-from reconstruction import auditing, registry, selectors
+from reconstruction import auditing, panels, registry, selectors
 from reconstruction.algorithms.methods import reconstruct, reconstruction_as_dict
 from reconstruction.analysis import AnalysisInputError
 from reconstruction.jobs import (
@@ -30,8 +30,9 @@ from reconstruction.jobs import (
     Progress,
     job_enqueue,
     job_execute,
+    job_fail,
 )
-from reconstruction.models import AggregateReconstruction, AnalysisJob, Report
+from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
 from reconstruction.quotas import check_active_jobs
 from surveys.models import Survey
 
@@ -85,7 +86,10 @@ def aggregate_reconstruction_run(*, job_id: int) -> AggregateReconstruction | No
 
 
 def _audit_details(spec: dict[str, Any]) -> dict[str, Any]:
-    keep = ("kind", "attribute", "where", "method", "size", "seed", "strata")
+    keep = (
+        "kind", "attribute", "where", "method", "size", "seed", "strata",
+        "quotas", "reserves", "objective",
+    )  # fmt: skip
     return {key: spec[key] for key in keep if key in spec}
 
 
@@ -136,6 +140,10 @@ def _compute_analysis(job: AnalysisJob, progress: Progress) -> dict[str, Any]:
     request = registry.validate_request(job.survey, job.spec, count=False)
     try:
         payload = registry.compute(request, progress)
+        attachment = payload.pop(panels.ATTACHMENT_KEY, None)
+        if attachment is not None:  # a panel's selection probabilities (CSV download)
+            AnalysisJob.objects.filter(pk=job.pk).update(attachment=attachment)
+            payload["probabilities_url"] = panels.probabilities_url(job.pk)
         # Query auditing (issue 13): judged with the published results, stored atomically.
         auditing.publish(job, request, payload)
         return payload
@@ -152,6 +160,26 @@ def _compute_analysis(job: AnalysisJob, progress: Progress) -> dict[str, Any]:
 
 def analysis_run(*, job_id: int) -> AnalysisJob | None:
     return job_execute(AnalysisJob, job_id, _compute_analysis)
+
+
+def analysis_cancel(*, job: AnalysisJob, requested_by: str) -> AnalysisJob:
+    """Cancel an unfinished analysis: it ends ``failed`` with the reason at once.
+
+    A queued job is then never run (finished jobs are left alone); a running one stops at
+    its next progress report (:class:`reconstruction.jobs.JobCancelled`). A finished job
+    is returned unchanged.
+    """
+    if job.status not in Job.FINISHED:
+        job_fail(AnalysisJob, job.pk, f"Cancelled by {requested_by}.")
+        audit_record(
+            organisation=job.organisation,
+            actor=requested_by,
+            action="analysis.cancel",
+            target=f"survey {job.survey_id}, analysis {job.pk}",
+            details={"kind": job.kind},
+        )
+    job.refresh_from_db()
+    return job
 
 
 # --------------------------------------------------------------------------- reports

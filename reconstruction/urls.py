@@ -5,6 +5,16 @@ from reconstruction import apis, export_apis
 urlpatterns = [
     path("analyses/", apis.AnalysisListCreateApi.as_view(), name="analysis-list"),
     path("analyses/<int:analysis_id>/", apis.AnalysisDetailApi.as_view(), name="analysis-detail"),
+    path(
+        "analyses/<int:analysis_id>/cancel/",
+        apis.AnalysisCancelApi.as_view(),
+        name="analysis-cancel",
+    ),
+    path(
+        "analyses/<int:analysis_id>/probabilities.csv",
+        apis.PanelProbabilitiesApi.as_view(),
+        name="analysis-probabilities",
+    ),
     path("surveys/<int:survey_id>/reports/", apis.ReportCreateApi.as_view(), name="report-create"),
     path("reports/<int:report_id>/", apis.ReportDetailApi.as_view(), name="report-detail"),
     path(

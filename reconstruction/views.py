@@ -58,3 +58,23 @@ def admin_report_export(request: HttpRequest, report_id: int) -> HttpResponse:
             return report_export_response(report, request.GET.get("format", "csv"), language)
     except ValidationError as exc:
         return HttpResponseBadRequest(str(exc.detail))
+
+
+@staff_member_required
+def admin_panel_probabilities(request: HttpRequest, analysis_id: int) -> HttpResponse:
+    from rest_framework.exceptions import NotFound
+
+    from reconstruction.apis import panel_probabilities_file
+    from reconstruction.models import AnalysisJob
+
+    jobs = AnalysisJob.objects.select_related("survey__consultation").filter(pk=analysis_id)
+    # Only analyses of the staff user's organisations (all for superusers); others are 404.
+    job = scope_queryset(request, jobs).first()
+    if job is None:
+        raise Http404("No such analysis.")
+    try:
+        return panel_probabilities_file(job)  # type: ignore[return-value]
+    except NotFound as exc:
+        raise Http404(str(exc.detail)) from None
+    except ValidationError as exc:
+        return HttpResponseBadRequest(str(exc.detail))

@@ -1,0 +1,401 @@
+"""The ``panel`` analysis kind (issue 14): a fair lottery over quota-satisfying panels.
+
+The registry entry of api.md's ``kind: "panel"``: request checks that need the schema only
+(:func:`validate_panel`), and the worker's computation (:func:`compute_panel`), which reads
+the answers in bounded columns (:func:`reconstruction.analysis.load`, as ``sample`` does),
+applies disclosure control to the eligible pool and to every quota category, and calls the
+pure maths of :func:`reconstruction.algorithms.panel.select_panel` (maximin, Nash or
+LEXIMIN of Flanigan et al., "Fair algorithms for selecting citizens' assemblies", Nature
+2021, on posteriors of the distorted answers; see that module for where and why it
+differs). Every candidate's selection probability is stored as a CSV attachment of the job
+and served by ``GET /api/v1/analyses/{id}/probabilities.csv``.
+
+What the quotas guarantee is said plainly in the result (``guarantee``): answers are
+distorted, so quotas hold for the *expected* true counts only; each quota's 95% interval
+shows how far the realised count plausibly lies from it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.utils.translation import gettext as _
+
+from privacy.mechanisms import group_publishable
+from reconstruction import analysis, cost
+from reconstruction.algorithms import queries
+from reconstruction.algorithms.panel import (
+    InfeasibleQuotas,
+    PanelResult,
+    Quota,
+    select_panel,
+)
+from reconstruction.analysis import AnalysisInputError, AnalysisRequest, interval_json
+from reconstruction.jobs import JobInputError, JobRefused
+from reconstruction.registry import AnalysisKind, Progress, register
+
+OBJECTIVES = ("maximin", "nash", "leximin")
+ATTACHMENT_KEY = "_attachment"
+"""Key of the payload under which the worker hands the probabilities CSV to the service
+(popped before the result is stored; see ``services._compute_analysis``)."""
+REFERENCE_CHUNK = 5000
+
+
+def probabilities_url(job_id: int) -> str:
+    return f"/api/v1/analyses/{job_id}/probabilities.csv"
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def condition_label(item: Mapping[str, Any]) -> str:
+    """``sex in [F]``, ``age between [16, 30)``: a condition as users wrote it."""
+    op, value = item["op"], item.get("value")
+    if op == "in" and isinstance(value, (list, tuple)):
+        return f"{item['attribute']} in [{', '.join(str(v) for v in value)}]"
+    if op == "between" and isinstance(value, (list, tuple)) and len(value) == 2:
+        return f"{item['attribute']} between [{value[0]:g}, {value[1]:g})"
+    symbol = {"gt": ">", "lte": "<="}.get(op, op)
+    return f"{item['attribute']} {symbol} {value}"
+
+
+def quota_label(index: int, quota: Mapping[str, Any]) -> str:
+    return f"quotas[{index}] ({' and '.join(condition_label(c) for c in quota['where'])})"
+
+
+# --------------------------------------------------------------------------- request checks
+
+
+@dataclass(frozen=True)
+class _Region:
+    """The values of one attribute a quota's conditions admit: codes, or an interval."""
+
+    codes: frozenset[int] | None = None
+    low: float = -math.inf
+    low_closed: bool = True
+    high: float = math.inf
+    high_closed: bool = True
+
+    def meets(self, other: _Region) -> bool:
+        """Whether the two regions share a value."""
+        if self.codes is not None and other.codes is not None:
+            return bool(self.codes & other.codes)
+        low, low_closed = max(
+            (self.low, self.low_closed),
+            (other.low, other.low_closed),
+            key=lambda p: (p[0], not p[1]),
+        )
+        high, high_closed = min(
+            (self.high, self.high_closed),
+            (other.high, other.high_closed),
+            key=lambda p: (p[0], p[1]),
+        )
+        return low < high or (low == high and low_closed and high_closed)
+
+
+def _region(conditions: Sequence[queries.Condition], question: Any) -> _Region:
+    if question.is_discrete:
+        codes = frozenset(range(len(question.categories)))
+        for condition in conditions:
+            codes &= condition.value  # type: ignore[operator]
+        return _Region(codes=codes)
+    low, low_closed = float(question.range_low), True
+    high, high_closed = float(question.range_high), True
+    for condition in conditions:
+        if condition.op == "gt":
+            pieces = [(float(condition.value), False, math.inf, True)]  # type: ignore[arg-type]
+        elif condition.op == "lte":
+            pieces = [(-math.inf, True, float(condition.value), True)]  # type: ignore[arg-type]
+        else:
+            a, b = condition.value  # type: ignore[misc]
+            pieces = [(float(a), True, float(b), False)]
+        for a, a_closed, b, b_closed in pieces:
+            if (a, not a_closed) > (low, not low_closed):
+                low, low_closed = a, a_closed
+            if (b, b_closed) < (high, high_closed):
+                high, high_closed = b, b_closed
+    return _Region(None, low, low_closed, high, high_closed)
+
+
+def _covers(regions: Sequence[_Region], question: Any) -> bool:
+    """Whether the regions together admit every value of the question."""
+    if question.is_discrete:
+        union: frozenset[int] = frozenset()
+        for region in regions:
+            union |= region.codes or frozenset()
+        return union == frozenset(range(len(question.categories)))
+    reach, reach_closed = float(question.range_low), False  # nothing covered yet
+    for region in sorted(regions, key=lambda r: (r.low, not r.low_closed)):
+        if region.low > reach or (
+            region.low == reach and not region.low_closed and not reach_closed
+        ):
+            return False
+        if (region.high, region.high_closed) > (reach, reach_closed):
+            reach, reach_closed = region.high, region.high_closed
+    top = float(question.range_high)
+    return reach > top or (reach == top and reach_closed)
+
+
+def _check_bands(
+    request: AnalysisRequest, quotas: Sequence[tuple[list[queries.Condition], int, int]], size: int
+) -> None:
+    """Quotas on one attribute whose categories do not overlap: their minimums cannot sum
+    above the panel size, nor (when they cover every value) their maximums below it."""
+    raw = request.spec.get("quotas") or []
+    by_attribute: dict[str, list[int]] = {}
+    for j, (where, _low, _high) in enumerate(quotas):
+        keys = {c.attribute for c in where}
+        if len(keys) == 1:
+            by_attribute.setdefault(next(iter(keys)), []).append(j)
+    for key, members in by_attribute.items():
+        question = request.questions[key]
+        regions = [_region(quotas[j][0], question) for j in members]
+        overlap = any(
+            regions[a].meets(regions[b])
+            for a in range(len(regions))
+            for b in range(a + 1, len(regions))
+        )
+        if overlap:
+            continue  # overlapping categories: the solver decides (InfeasibleQuotas)
+        names = ", ".join(quota_label(j, raw[j]) for j in members)
+        low = sum(quotas[j][1] for j in members)
+        if low > size:
+            raise AnalysisInputError(
+                {
+                    "quotas": f"the minimums of the quotas on {key!r} ({names}) add up to "
+                    f"{low}, more than the panel size {size}; these categories do not overlap, "
+                    "so no panel can meet them all"
+                }
+            )
+        high = sum(quotas[j][2] for j in members)
+        if high < size and _covers(regions, question):
+            raise AnalysisInputError(
+                {
+                    "quotas": f"the maximums of the quotas on {key!r} ({names}) add up to "
+                    f"{high}, less than the panel size {size}; these categories cover every "
+                    f"value of {key!r}, so every member counts in one of them"
+                }
+            )
+
+
+def parse_quotas(request: AnalysisRequest) -> list[tuple[list[queries.Condition], int, int]]:
+    """The request's quotas as engine conditions with their bounds (400s on bad ones)."""
+    parsed = []
+    for j, quota in enumerate(request.spec.get("quotas") or []):
+        where = analysis.parse_where(quota["where"], request.questions, f"quotas[{j}].where")
+        low, high = quota["min"], quota["max"]
+        for name, value in (("min", low), ("max", high)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise AnalysisInputError(
+                    {f"quotas[{j}].{name}": f"must be a non-negative integer, got {value!r}"}
+                )
+        if low > high:
+            raise AnalysisInputError({f"quotas[{j}]": f"min {low} is larger than max {high}"})
+        parsed.append((where, int(low), int(high)))
+    return parsed
+
+
+def validate_panel(request: AnalysisRequest) -> None:
+    """Request-time checks (schema and one participant count, no fit)."""
+    spec = request.spec
+    if spec.get("strata"):
+        raise AnalysisInputError({"strata": "a panel takes quotas, not strata"})
+    if "size" not in spec:
+        raise AnalysisInputError({"size": "a panel needs its size"})
+    size = int(spec["size"])
+    reserves = int(spec.get("reserves") or 0)
+    objective = spec.get("objective") or "maximin"
+    if objective not in OBJECTIVES:
+        raise AnalysisInputError(
+            {"objective": f"unknown objective {objective!r}; use one of {', '.join(OBJECTIVES)}"}
+        )
+    quotas = parse_quotas(request)
+    raw = spec.get("quotas") or []
+    for j, (_where, low, _high) in enumerate(quotas):
+        if low > size:
+            raise AnalysisInputError(
+                {
+                    "quotas": f"{quota_label(j, raw[j])}: min {low} is larger than the panel "
+                    f"size {size}"
+                }
+            )
+    _check_bands(request, quotas, size)
+    if size + reserves > request.participants:
+        raise AnalysisInputError(
+            {
+                "size": f"a panel of {size} with {reserves} reserves is larger than the "
+                f"{request.participants} participants who answered"
+            }
+        )
+    cost.check_panel_cost(request)
+
+
+# --------------------------------------------------------------------------- worker
+
+
+def _publishable(result: queries.CountResult, needed: int) -> bool:
+    """The same rule as counts, judged on the interval of the group's size."""
+    return group_publishable(result.ci95, threshold=needed)
+
+
+def _references(prepared: analysis.PreparedAnalysis, rows: np.ndarray[Any, Any]) -> list[str]:
+    out: list[str] = []
+    for start in range(0, len(rows), REFERENCE_CHUNK):
+        out += analysis.references(prepared, rows[start : start + REFERENCE_CHUNK])
+    return out
+
+
+def probabilities_csv(
+    references: Sequence[str],
+    probabilities: np.ndarray[Any, Any],
+    selected: set[str],
+    reserves: Sequence[str],
+) -> str:
+    """Every candidate's selection probability (the attachment served as CSV)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["participant", "selection_probability", "selected", "reserve_rank"])
+    rank = {ref: i + 1 for i, ref in enumerate(reserves)}
+    for ref, p in zip(references, probabilities, strict=True):
+        writer.writerow([ref, f"{float(p):.6f}", int(ref in selected), rank.get(ref, "")])
+    return out.getvalue()
+
+
+def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
+    spec = request.spec
+    size = int(spec["size"])
+    reserves = int(spec.get("reserves") or 0)
+    objective = str(spec.get("objective") or "maximin")
+    seed = spec.get("seed")
+    if seed is None:  # the result names the seed that reproduces the draw
+        seed = secrets.randbelow(2**63)
+    seed = int(seed)
+    min_cell = request.thresholds.min_cell
+    raw = list(spec.get("quotas") or [])
+    parsed = parse_quotas(request)
+    prepared = analysis.load(request)
+    progress(0.15)
+
+    # Disclosure control (issue 14): the eligible pool and every quota category within it
+    # pass the same threshold as a count; refusals never state a below-threshold number.
+    rng = np.random.default_rng(seed)
+    if request.where:
+        pool = queries.count(prepared.table, prepared.where, rng=rng)
+        if not _publishable(pool, min_cell):
+            raise JobRefused("the eligible pool: " + analysis.group_too_small(min_cell))
+        if size + reserves > pool.ci95[0]:
+            raise JobInputError(
+                f"a panel of {size} with {reserves} reserves is larger than the lower end of "
+                "the 95% interval of the eligible pool (participants estimated to truly meet "
+                "'where'); ask for a smaller panel or widen the eligibility"
+            )
+    for j, (where, _low, _high) in enumerate(parsed):
+        category = queries.count(prepared.table, [*prepared.where, *where], rng=rng)
+        if not _publishable(category, min_cell):
+            raise JobRefused(
+                f"{quota_label(j, raw[j])}: the quota category within the eligible pool is too "
+                f"small to publish (fewer than {min_cell} estimated participants, judged on its "
+                "95% interval)"
+            )
+    progress(0.25)
+
+    quotas = [
+        Quota(tuple(where), low, high, quota_label(j, raw[j]))
+        for j, (where, low, high) in enumerate(parsed)
+    ]
+
+    def solving(fraction: float) -> None:
+        progress(0.25 + 0.65 * fraction)
+
+    try:
+        result: PanelResult = select_panel(
+            prepared.table,
+            size,
+            quotas,
+            prepared.where,
+            reserves=reserves,
+            objective=objective,  # type: ignore[arg-type]
+            rng=np.random.default_rng(seed),
+            progress=solving,
+        )
+    except InfeasibleQuotas:
+        raise
+    except ValueError as exc:
+        if "larger than the eligible pool" not in str(exc):
+            raise
+        # The engine's message states the pool; say it without the number.
+        raise JobInputError(
+            f"a panel of {size} with {reserves} reserves is larger than the eligible pool "
+            "(candidates whose answers make them more likely than not to meet 'where')"
+        ) from None
+    progress(0.9)
+
+    participants = _references(prepared, result.rows)
+    reserve_refs = _references(prepared, result.reserves)
+    candidates = _references(prepared, result.candidates)
+    attachment = probabilities_csv(
+        candidates,
+        result.probabilities[result.candidates],
+        set(participants),
+        reserve_refs,
+    )
+    return {
+        "participants": participants,
+        "reserves": reserve_refs,
+        "seed": seed,
+        "objective": result.objective,
+        "quotas": [
+            {
+                "where": raw[j]["where"],
+                "label": quota_label(j, raw[j]),
+                "min": outcome.min,
+                "max": outcome.max,
+                "expected": float(outcome.expected),
+                "ci95": interval_json(outcome.ci95),
+            }
+            for j, outcome in enumerate(result.quotas)
+        ],
+        "selection_probability": result.selection_summary,
+        "candidates": int(result.candidates.size),
+        "expected_eligible": float(result.expected_eligible),
+        "lottery_size": int(result.lottery_size),
+        "lottery_draw": int(result.lottery_draw),
+        "guarantee": result.guarantee,
+        "method": f"{result.objective} (Flanigan et al. 2021, on posteriors)",
+        "notes": [*result.notes, privacy_caveat()],
+        "probabilities_url": None,  # set by the service once the job's id is known
+        ATTACHMENT_KEY: attachment,
+    }
+
+
+def privacy_caveat() -> str:
+    return (
+        _(
+            "Answers were distorted on residents' devices: nobody's true category is known, so "
+            "quotas hold for expected true counts only, within the 95%% intervals shown."
+        )
+        % {}
+    )
+
+
+register(
+    AnalysisKind(
+        name="panel",
+        summary="a panel drawn by a fair lottery over quota-satisfying panels (maximin, nash "
+        "or leximin of Flanigan et al. 2021 on the posteriors of the distorted answers)",
+        methods=(),
+        default_method=None,
+        sampling=True,
+        request_fields=("quotas", "reserves", "objective"),
+        group_threshold="min_cell",
+        validate=validate_panel,
+        compute=compute_panel,
+    )
+)

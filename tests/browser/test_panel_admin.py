@@ -1,0 +1,142 @@
+"""Browser test of the admin panel form (issue 14) in headless Debian Chromium: an organiser
+draws a panel with quotas built from the survey's questions, reads the panel report
+(quotas against expected true counts, the chart, the caveat) and downloads every
+candidate's selection probability; a bad quota is answered on the form, naming it."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from django.contrib.auth.models import User
+
+from consultations.services import consultation_create, organisation_create
+from reconstruction.models import AnalysisJob
+from surveys.services import responses_submit_bulk, survey_create, survey_open
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+N = 80
+
+
+@pytest.fixture
+def profile_survey():  # type: ignore[no-untyped-def]
+    organisation = organisation_create(slug="panel-town", name="Panel Town")
+    consultation = consultation_create(organisation=organisation, title="Assembly", min_cell=5)
+    survey = survey_create(
+        organisation=organisation,
+        consultation=consultation,
+        kind="profile",
+        title="Assembly candidates",
+        questions=[
+            {
+                "key": "sex",
+                "text": "Sex",
+                "type": "binary",
+                "categories": ["F", "M"],
+                "mechanism": {"name": "none"},
+            },
+            {
+                "key": "district",
+                "text": "District",
+                "type": "nominal",
+                "categories": ["N", "S"],
+                "mechanism": {"name": "none"},
+            },
+        ],
+    )
+    survey = survey_open(survey=survey)
+    responses_submit_bulk(
+        survey=survey,
+        responses=[
+            {
+                "participant": f"b-{i:03d}",
+                "answers": {"sex": "FM"[i % 2], "district": "NS"[(i // 2) % 2]},
+            }
+            for i in range(N)
+        ],
+    )
+    return survey
+
+
+def _login(page, live_server) -> None:  # type: ignore[no-untyped-def]
+    User.objects.create_superuser("organiser", "organiser@example.org", "a-long-passw0rd")
+    page.goto(f"{live_server.url}/admin/login/")
+    page.fill("#id_username", "organiser")
+    page.fill("#id_password", "a-long-passw0rd")
+    page.click('input[type="submit"]')
+    page.wait_for_selector("#site-name")
+
+
+def _quota(page, row: int, attribute: str, value: str, low: str, high: str) -> None:  # type: ignore[no-untyped-def]
+    page.select_option(f"#id_quota_{row}_attribute", attribute)
+    page.select_option(f"#id_quota_{row}_op", "in")
+    page.fill(f"#id_quota_{row}_value", value)
+    page.fill(f"#id_quota_{row}_min", low)
+    page.fill(f"#id_quota_{row}_max", high)
+
+
+def test_organiser_draws_a_panel_with_quotas_and_reads_its_report(
+    browser, live_server, profile_survey
+):  # type: ignore[no-untyped-def]
+    survey = profile_survey
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    _login(page, live_server)
+
+    # From the analysis form to the panel form, keeping the survey.
+    page.goto(f"{live_server.url}/admin/reconstruction/analysisjob/add/?survey={survey.pk}")
+    page.click("#panel-link")
+    page.wait_for_selector("#panel-form")
+    assert "expected true counts" in page.inner_text("#form-intro")
+    options = page.locator("#id_quota_0_attribute option").all_inner_texts()
+    assert any(o.startswith("sex") for o in options) and any(
+        o.startswith("district") for o in options
+    ), options
+
+    # A bad quota (minimums above the panel size) is named on the form; no job is made.
+    page.fill("#id_size", "10")
+    _quota(page, 0, "sex", "F", "6", "8")
+    _quota(page, 1, "sex", "M", "6", "8")
+    page.click("#start-panel")
+    page.wait_for_selector("#analysis-errors")
+    assert "minimums" in page.inner_text("#analysis-errors")
+    assert not AnalysisJob.objects.filter(kind="panel").exists()
+
+    # A good request: 5 women, 4-6 from the north, two reserves, a fixed seed.
+    page.fill("#id_size", "10")
+    page.fill("#id_reserves", "2")
+    page.fill("#id_seed", "42")
+    page.select_option("#id_objective", "leximin")
+    _quota(page, 0, "sex", "F", "5", "5")
+    _quota(page, 1, "district", "N", "4", "6")
+    page.click("#start-panel")
+    page.wait_for_selector("#panel-report", timeout=60_000)  # the page refreshes itself
+    job = AnalysisJob.objects.get(kind="panel")
+    assert job.status == "succeeded", job.error
+    assert job.requested_by == "staff:organiser"
+    assert job.spec["objective"] == "leximin" and job.spec["seed"] == 42
+
+    report = page.inner_text("#panel-report")
+    assert "seed 42" in report
+    quotas = page.locator("#panel-quotas tbody tr").all_inner_texts()
+    assert len(quotas) == 2 and "sex in [F]" in quotas[0] and "5 to 5" in quotas[0], quotas
+    assert "5.0" in quotas[0]  # exact answers: the expected count is the true count
+    assert page.locator("#panel-chart svg").count() == 1
+    assert "selection probability" in page.inner_text("#panel-chart")
+    assert "expected true counts" in page.inner_text("#panel-caveat")
+    members = job.result["participants"]
+    assert len(members) == 10 and all(m in page.inner_text("#panel-members") for m in members)
+
+    with page.expect_download() as download:
+        page.click("#panel-probabilities")
+    path = download.value.path()
+    with open(path, encoding="utf-8") as handle:
+        rows = list(csv.DictReader(io.StringIO(handle.read())))
+    assert len(rows) == N
+    assert {r["participant"] for r in rows if r["selected"] == "1"} == set(members)
+    assert sum(float(r["selection_probability"]) for r in rows) == pytest.approx(10, abs=0.01)
+    page.close()
+    assert errors == [], errors

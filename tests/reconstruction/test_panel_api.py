@@ -1,0 +1,455 @@
+"""Panels through the API (issue 14; api.md, Analyses, ``kind: "panel"``), on SQLite.
+
+The exact consultation: answers sent without distortion (mechanism ``none``), so every
+posterior is 0 or 1, the expected true count of a quota is the true count, and every
+panel of the lottery must meet every quota exactly. The distorted one
+(tests/reconstruction/data.py) checks that a panel is drawn from noisy answers too.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+from django.db import transaction
+from rest_framework.test import APIClient
+
+from consultations.models import AuditEvent, Organisation
+from consultations.services import consultation_create
+from reconstruction import panels
+from reconstruction.models import AnalysisJob
+from surveys.services import responses_submit_bulk, survey_create, survey_open
+from tests.reconstruction.conftest import client_for
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/analyses/"
+N = 160
+DISTRICTS = ("N", "S", "E", "W")
+
+
+@dataclass
+class Exact:
+    survey: int
+    sex: dict[str, str]
+    district: dict[str, str]
+    age: dict[str, float]
+
+
+@dataclass
+class World:
+    exact: Exact
+    analyst: APIClient
+    other_analyst: APIClient
+
+
+def _exact_consultation(organisation: Organisation) -> Exact:
+    rng = np.random.default_rng(14)
+    consultation = consultation_create(
+        organisation=organisation,
+        title="Exact panel consultation",
+        min_responses=10,
+        min_cell=5,
+        actor="tests",
+    )
+    survey = survey_create(
+        organisation=organisation,
+        consultation=consultation,
+        kind="profile",
+        title="Candidates",
+        questions=[
+            {
+                "key": "sex",
+                "type": "binary",
+                "categories": ["F", "M"],
+                "mechanism": {"name": "none"},
+            },
+            {
+                "key": "district",
+                "type": "nominal",
+                "categories": list(DISTRICTS),
+                "mechanism": {"name": "none"},
+            },
+            {
+                "key": "age",
+                "type": "continuous",
+                "range": [16, 100],
+                "step": 1,
+                "mechanism": {"name": "none"},
+            },
+        ],
+        actor="tests",
+    )
+    survey = survey_open(survey=survey, actor="tests")
+    refs = [f"c-{i:04d}" for i in range(N)]
+    sex = ["F" if i % 2 == 0 else "M" for i in range(N)]
+    # District W holds only 3 candidates (below min_cell 5): quotas on it are refused.
+    district = ["W" if i < 3 else DISTRICTS[i % 3] for i in range(N)]
+    age = [float(a) for a in rng.integers(16, 80, size=N)]
+    responses_submit_bulk(
+        survey=survey,
+        responses=[
+            {"participant": r, "answers": {"sex": s, "district": d, "age": a}}
+            for r, s, d, a in zip(refs, sex, district, age, strict=True)
+        ],
+        actor="tests",
+    )
+    return Exact(
+        survey.pk,
+        dict(zip(refs, sex, strict=True)),
+        dict(zip(refs, district, strict=True)),
+        dict(zip(refs, age, strict=True)),
+    )
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            analyst = client_for("north", "analyst")
+            organisation = Organisation.objects.get(slug="north")
+            yield World(
+                exact=_exact_consultation(organisation),
+                analyst=analyst,
+                other_analyst=client_for("south", "analyst"),
+            )
+        finally:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+def panel_body(world: World, **changes: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "survey": world.exact.survey,
+        "kind": "panel",
+        "size": 20,
+        "reserves": 4,
+        "seed": 20261123,
+        "where": [{"attribute": "age", "op": "gt", "value": 17}],
+        "quotas": [
+            {"where": [{"attribute": "sex", "op": "in", "value": ["F"]}], "min": 9, "max": 11},
+            {
+                "where": [{"attribute": "age", "op": "between", "value": [16, 30]}],
+                "min": 3,
+                "max": 6,
+            },
+            {"where": [{"attribute": "district", "op": "in", "value": ["N"]}], "min": 6, "max": 8},
+        ],
+    }
+    body.update(changes)
+    return body
+
+
+def run(client: APIClient, capture: Any, body: dict[str, Any]) -> dict[str, Any]:
+    """POST a panel, run its task in-process, return the job as GET shows it."""
+    with capture(execute=True):
+        response = client.post(URL, body, format="json")
+    assert response.status_code == 202, response.json()
+    return client.get(response.json()["url"]).json()
+
+
+def refused_400(client: APIClient, body: dict[str, Any]) -> dict[str, Any]:
+    before = AnalysisJob.objects.count()
+    response = client.post(URL, body, format="json")
+    assert response.status_code == 400, response.json()
+    assert AnalysisJob.objects.count() == before, "a refused panel must not create a job"
+    return response.json()
+
+
+def read_csv(response: Any) -> list[dict[str, str]]:
+    text = b"".join(response.streaming_content).decode()
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+# --------------------------------------------------------------------------- happy path
+
+
+def test_panel_meets_every_quota_exactly_on_undistorted_answers(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    exact = world.exact
+    job = run(world.analyst, django_capture_on_commit_callbacks, panel_body(world))
+    assert job["status"] == "succeeded", job
+    result = job["result"]
+    members, reserves = result["participants"], result["reserves"]
+    assert len(members) == 20 and len(set(members)) == 20
+    assert len(reserves) == 4 and not set(reserves) & set(members)
+    assert result["seed"] == 20261123
+    # Every member is eligible and the true counts lie in the bands.
+    assert all(exact.age[r] > 17 for r in members + reserves)
+    women = sum(exact.sex[r] == "F" for r in members)
+    young = sum(16 <= exact.age[r] < 30 for r in members)
+    north = sum(exact.district[r] == "N" for r in members)
+    assert 9 <= women <= 11 and 3 <= young <= 6 and 6 <= north <= 8, (women, young, north)
+    # Exact answers: the expected true count is the true count, with a zero-width interval.
+    quotas = result["quotas"]
+    assert [q["expected"] for q in quotas] == pytest.approx([women, young, north], abs=1e-6)
+    for q in quotas:
+        assert q["ci95"][0] <= q["expected"] <= q["ci95"][1]
+        assert q["ci95"][1] - q["ci95"][0] < 0.5
+    assert quotas[0]["where"] == panel_body(world)["quotas"][0]["where"]
+    assert (quotas[0]["min"], quotas[0]["max"]) == (9, 11)
+    summary = result["selection_probability"]
+    assert 0 < summary["min"] <= summary["median"] <= summary["max"] <= 1
+    assert "expectation" in result["guarantee"] and "95% interval" in result["guarantee"]
+    assert result["probabilities_url"] == f"/api/v1/analyses/{job['id']}/probabilities.csv"
+
+    # The CSV: every eligible candidate once, probabilities summing to the panel size.
+    response = world.analyst.get(result["probabilities_url"])
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    rows = read_csv(response)
+    eligible = {r for r, a in exact.age.items() if a > 17}
+    assert {row["participant"] for row in rows} == eligible
+    probabilities = np.array([float(row["selection_probability"]) for row in rows])
+    assert probabilities.sum() == pytest.approx(20, abs=0.01)
+    assert probabilities.min() == pytest.approx(summary["min"], abs=1e-6)
+    assert probabilities.max() == pytest.approx(summary["max"], abs=1e-6)
+    assert {row["participant"] for row in rows if row["selected"] == "1"} == set(members)
+    ranked = sorted(
+        (int(row["reserve_rank"]), row["participant"]) for row in rows if row["reserve_rank"]
+    )
+    assert [ref for _, ref in ranked] == reserves
+
+    # Same seed, same panel; the request is in the audit trail with its quotas.
+    again = run(world.analyst, django_capture_on_commit_callbacks, panel_body(world))
+    assert again["result"]["participants"] == members
+    assert again["result"]["reserves"] == reserves
+    event = AuditEvent.objects.filter(action="analysis.create").order_by("-pk").first()
+    assert event is not None and event.details["kind"] == "panel"
+    assert event.details["quotas"] == panel_body(world)["quotas"]
+    assert event.details["reserves"] == 4
+
+
+@pytest.mark.parametrize("objective", ["nash", "leximin"])
+def test_other_objectives_meet_the_quotas(
+    world: World, django_capture_on_commit_callbacks: Any, objective: str
+) -> None:
+    job = run(
+        world.analyst, django_capture_on_commit_callbacks, panel_body(world, objective=objective)
+    )
+    assert job["status"] == "succeeded", job
+    members = job["result"]["participants"]
+    women = sum(world.exact.sex[r] == "F" for r in members)
+    assert 9 <= women <= 11
+    assert job["result"]["objective"] == objective
+
+
+def test_panel_without_seed_reports_the_seed_that_reproduces_it(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    body = panel_body(world)
+    del body["seed"]
+    first = run(world.analyst, django_capture_on_commit_callbacks, body)["result"]
+    assert isinstance(first["seed"], int)
+    again = run(world.analyst, django_capture_on_commit_callbacks, {**body, "seed": first["seed"]})
+    assert again["result"]["participants"] == first["participants"]
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def _quota(attribute: str, op: str, value: Any, low: Any, high: Any) -> dict[str, Any]:
+    return {"where": [{"attribute": attribute, "op": op, "value": value}], "min": low, "max": high}
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "words"),
+    [
+        ({"quotas": [_quota("height", "gt", 3, 1, 2)]}, "where", "height"),
+        ({"quotas": [_quota("sex", "in", ["F"], -1, 2)]}, "quotas", "greater than or equal"),
+        ({"quotas": [_quota("sex", "in", ["F"], 2.5, 4)]}, "quotas", "valid integer"),
+        ({"quotas": [_quota("sex", "in", ["F"], 5, 4)]}, "quotas", "larger than max"),
+        ({"reserves": -1}, "reserves", "greater than or equal"),
+        ({"objective": "utilitarian"}, "objective", "utilitarian"),
+        ({"size": 200}, "size", "participants who answered"),
+        (
+            {"quotas": [_quota("sex", "in", ["F"], 12, 14), _quota("sex", "in", ["M"], 10, 12)]},
+            "quotas",
+            "minimums",
+        ),
+        (
+            {"quotas": [_quota("sex", "in", ["F"], 2, 8), _quota("sex", "in", ["M"], 2, 8)]},
+            "quotas",
+            "maximums",
+        ),
+        (
+            {"quotas": [_quota("age", "lte", 40, 12, 20), _quota("age", "gt", 40, 12, 20)]},
+            "quotas",
+            "minimums",
+        ),
+        ({"quotas": [_quota("sex", "in", ["F"], 25, 30)]}, "quotas", "larger than the panel size"),
+        (
+            {"strata": [{"where": [{"attribute": "sex", "op": "in", "value": ["F"]}], "size": 20}]},
+            "strata",
+            "quotas, not strata",
+        ),
+        ({"method": "posterior"}, "method", "posterior"),
+    ],
+)
+def test_bad_panel_requests_are_400s_naming_the_problem(
+    world: World, changes: dict[str, Any], field: str, words: str
+) -> None:
+    body = refused_400(world.analyst, panel_body(world, **changes))
+    assert field in body["errors"] or field in body["detail"], body
+    assert words in str(body), body
+
+
+def test_quota_fields_belong_to_panels_only(world: World) -> None:
+    body = refused_400(
+        world.analyst,
+        {
+            "survey": world.exact.survey,
+            "kind": "count",
+            "where": [{"attribute": "sex", "op": "in", "value": ["F"]}],
+            "quotas": [_quota("sex", "in", ["F"], 1, 2)],
+            "objective": "nash",
+        },
+    )
+    assert "quotas" in body["errors"] and "objective" in body["errors"]
+
+
+def test_panel_over_the_cost_budget_is_refused_up_front(world: World, settings: Any) -> None:
+    settings.ANALYSIS_COST_BUDGET = 5000
+    body = refused_400(world.analyst, panel_body(world))
+    assert "ANALYSIS_COST_BUDGET" in str(body)
+
+
+# --------------------------------------------------------------------------- in the worker
+
+
+def test_infeasible_quotas_name_the_conflict_and_the_smallest_relaxation(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    quotas = [
+        _quota("sex", "in", ["F"], 9, 11),
+        {"where": [{"attribute": "sex", "op": "in", "value": ["F"]},
+                   {"attribute": "district", "op": "in", "value": ["N"]}],
+         "min": 13, "max": 15},
+    ]  # fmt: skip
+    job = run(world.analyst, django_capture_on_commit_callbacks, panel_body(world, quotas=quotas))
+    assert job["status"] == "failed", job
+    error = job["error"]
+    assert "quotas[0] (sex in [F])" in error and "quotas[1]" in error, error
+    assert "Smallest feasible relaxation" in error
+    # Fewest seats moved: F up to 13, or F-and-N down to 11 (two seats either way).
+    assert "9-11 -> 9-13" in error or "13-15 -> 11-15" in error, error
+
+
+def test_panel_larger_than_the_eligible_pool_fails_without_stating_it(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    young = [{"attribute": "age", "op": "lte", "value": 20}]
+    pool = sum(a <= 20 for a in world.exact.age.values())
+    job = run(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        panel_body(world, where=young, size=pool - 2, quotas=[], reserves=4),
+    )
+    assert job["status"] == "failed", job
+    assert "eligible pool" in job["error"]
+    assert not re.search(rf"\b{pool}\b", job["error"]), job["error"]
+
+
+def test_small_quota_category_is_refused_without_a_below_threshold_number(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    quotas = [_quota("district", "in", ["W"], 0, 1)]  # 3 candidates, min_cell 5
+    job = run(world.analyst, django_capture_on_commit_callbacks, panel_body(world, quotas=quotas))
+    assert job["status"] == "refused", job
+    assert "too small to publish" in job["error"] and "fewer than 5" in job["error"]
+    assert not re.search(r"\b[0-4]\b(?!\])", job["error"].replace("quotas[0]", "")), job["error"]
+    assert job["result"] is None
+    refusal = AuditEvent.objects.filter(action="analysis.refused").order_by("-pk").first()
+    assert refusal is not None and refusal.details["quotas"] == quotas
+
+
+def test_small_eligible_pool_is_refused(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    where = [{"attribute": "district", "op": "in", "value": ["W"]}]
+    job = run(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        panel_body(world, where=where, quotas=[], size=1, reserves=0),
+    )
+    assert job["status"] == "refused", job
+    assert job["error"].startswith("the eligible pool")
+
+
+# --------------------------------------------------------------------------- downloads
+
+
+def test_probabilities_csv_only_for_a_finished_panel_of_ones_organisation(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    job = run(world.analyst, django_capture_on_commit_callbacks, panel_body(world))
+    url = job["result"]["probabilities_url"]
+    assert world.other_analyst.get(url).status_code == 404
+    count = run(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        {"survey": world.exact.survey, "kind": "count",
+         "where": [{"attribute": "sex", "op": "in", "value": ["F"]}]},
+    )  # fmt: skip
+    assert world.analyst.get(f"{URL}{count['id']}/probabilities.csv").status_code == 404
+    with django_capture_on_commit_callbacks(execute=False):
+        queued = world.analyst.post(URL, panel_body(world), format="json").json()
+    response = world.analyst.get(f"{URL}{queued['id']}/probabilities.csv")
+    assert response.status_code == 400 and "queued" in response.json()["detail"]
+
+
+# --------------------------------------------------------------------------- cancellation
+
+
+def test_a_queued_panel_cancelled_is_never_run(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    from reconstruction.services import analysis_run
+
+    with django_capture_on_commit_callbacks(execute=False):
+        created = world.analyst.post(URL, panel_body(world), format="json").json()
+    response = world.analyst.post(f"{URL}{created['id']}/cancel/")
+    assert response.status_code == 200
+    assert response.json()["status"] == "failed"
+    assert response.json()["error"].startswith("Cancelled by")
+    analysis_run(job_id=created["id"])  # the queued message arrives later: nothing runs
+    job = world.analyst.get(created["url"]).json()
+    assert job["status"] == "failed" and job["result"] is None
+    assert AuditEvent.objects.filter(action="analysis.cancel").exists()
+    assert world.other_analyst.post(f"{URL}{created['id']}/cancel/").status_code == 404
+
+
+def test_a_running_panel_stops_when_cancelled(
+    world: World, django_capture_on_commit_callbacks: Any, monkeypatch: Any
+) -> None:
+    from reconstruction import services
+
+    real = panels.select_panel
+    calls: list[float] = []
+
+    def cancelling(*args: Any, progress: Any, **kwargs: Any) -> Any:
+        def report(fraction: float) -> None:
+            calls.append(fraction)
+            if len(calls) == 1:  # the analyst cancels while the solver runs
+                job = AnalysisJob.objects.get(status="running")
+                services.analysis_cancel(job=job, requested_by="analyst")
+            progress(fraction)
+
+        return real(*args, progress=report, **kwargs)
+
+    monkeypatch.setattr(panels, "select_panel", cancelling)
+    monkeypatch.setattr("reconstruction.jobs.time.monotonic", iter(range(10, 10_000, 10)).__next__)
+    job = run(world.analyst, django_capture_on_commit_callbacks, panel_body(world))
+    assert calls, "the solver never reported progress"
+    assert job["status"] == "failed" and job["error"] == "Cancelled by analyst."
+    assert job["result"] is None
+    assert len(calls) == 1, "the solver went on after the cancellation"
