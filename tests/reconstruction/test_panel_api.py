@@ -25,7 +25,9 @@ from consultations.services import consultation_create
 from reconstruction import panels
 from reconstruction.models import AnalysisJob
 from surveys.services import responses_submit_bulk, survey_create, survey_open
+from tests.coverage import widened
 from tests.reconstruction.conftest import client_for
+from tests.reconstruction.data import Consultation, distorted_consultation
 
 pytestmark = pytest.mark.django_db
 
@@ -45,6 +47,7 @@ class Exact:
 @dataclass
 class World:
     exact: Exact
+    distorted: Consultation
     analyst: APIClient
     other_analyst: APIClient
 
@@ -118,6 +121,7 @@ def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
             organisation = Organisation.objects.get(slug="north")
             yield World(
                 exact=_exact_consultation(organisation),
+                distorted=distorted_consultation(organisation, n=800, seed=1414),
                 analyst=analyst,
                 other_analyst=client_for("south", "analyst"),
             )
@@ -252,6 +256,45 @@ def test_panel_without_seed_reports_the_seed_that_reproduces_it(
     assert isinstance(first["seed"], int)
     again = run(world.analyst, django_capture_on_commit_callbacks, {**body, "seed": first["seed"]})
     assert again["result"]["participants"] == first["participants"]
+
+
+def test_panel_from_distorted_answers_meets_quotas_in_expectation_with_honest_intervals(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    """Randomised sex (75% kept) and ages with uniform noise of +-10: quotas on the
+    posteriors (age bands from noisy ages), the drawn panel's true counts inside the
+    reported intervals (widened to 99.99%, tests/coverage.py)."""
+    data = world.distorted
+    body = {
+        "survey": data.profile.pk,
+        "kind": "panel",
+        "size": 20,
+        "reserves": 3,
+        "seed": 7,
+        "quotas": [
+            _quota("sex", "in", ["F"], 8, 12),
+            _quota("age", "between", [16, 30], 3, 6),
+        ],
+    }
+    job = run(world.analyst, django_capture_on_commit_callbacks, body)
+    assert job["status"] == "succeeded", job
+    result = job["result"]
+    rows = data.index_of(result["participants"])
+    truths = [
+        int(np.sum(data.pool.sex[rows] == 0)),
+        int(np.sum((data.pool.age[rows] >= 16) & (data.pool.age[rows] < 30))),
+    ]
+    # Randomised response never makes a sex certain: the interval has real width. (Uniform
+    # noise of +-10 does make many age bands certain: reported 45 is truly over 30.)
+    assert result["quotas"][0]["ci95"][1] - result["quotas"][0]["ci95"][0] > 1.0
+    for quota, truth in zip(result["quotas"], truths, strict=True):
+        assert quota["min"] - 1e-6 <= quota["expected"] <= quota["max"] + 1e-6, quota
+        low, high = quota["ci95"]
+        wide = widened([low, high], alpha=1e-4)
+        assert wide[0] <= truth <= wide[1], (quota, truth)
+    summary = result["selection_probability"]
+    assert summary["min"] > 0 and summary["max"] < 1
+    assert summary["min"] <= 20 / 800 <= summary["max"]
 
 
 # --------------------------------------------------------------------------- bad input
