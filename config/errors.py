@@ -15,6 +15,8 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -24,7 +26,7 @@ from surveys.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
 
 class ConflictError(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
-    default_detail = "The request conflicts with what is stored."
+    default_detail = gettext_lazy("The request conflicts with what is stored.")
     default_code = "conflict"
 
 
@@ -62,8 +64,11 @@ class PayloadTooLarge(exceptions.APIException):
 def _too_large() -> PayloadTooLarge:
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     return PayloadTooLarge(
-        f"The request body is larger than the limit of {limit} bytes "
-        "(DJANGO_MAX_REQUEST_BYTES); send fewer responses per request."
+        _(
+            "The request body is larger than the limit of %(limit)s bytes "
+            "(DJANGO_MAX_REQUEST_BYTES); send fewer responses per request."
+        )
+        % {"limit": limit}
     )
 
 
@@ -81,8 +86,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     data = response.data
     if isinstance(exc, exceptions.ValidationError):
         errors = data if isinstance(data, dict) else {"non_field_errors": data}
-        detail = getattr(exc, "summary", None) or f"Invalid input: {_summary(errors)}"
-        response.data = {"detail": detail, "errors": errors}
+        detail = getattr(exc, "summary", None) or _("Invalid input: %(problem)s") % {
+            "problem": _summary(errors)
+        }
+        response.data = {"detail": str(detail), "errors": errors}
     elif isinstance(data, dict) and "detail" in data:
         response.data = {"detail": str(data["detail"]), "errors": data.get("errors", {})}
     else:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext_lazy
 from rest_framework import exceptions
 from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
@@ -56,5 +57,14 @@ class ApiView(GenericAPIView):
         return self.validated(serializer_class, request.query_params)
 
 
+NOT_FOUND_MESSAGES = {
+    "Consultation": gettext_lazy("Consultation not found."),
+    "Portal origin": gettext_lazy("Portal origin not found."),
+    "Survey": gettext_lazy("Survey not found."),
+    "Webhook": gettext_lazy("Webhook not found."),
+}
+
+
 def not_found(what: str) -> exceptions.NotFound:
-    return exceptions.NotFound(f"{what} not found.")
+    message = NOT_FOUND_MESSAGES.get(what)
+    return exceptions.NotFound(str(message) if message is not None else f"{what} not found.")

@@ -7,6 +7,7 @@ import threading
 import time
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
@@ -34,13 +35,13 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         header = authentication.get_authorization_header(request).decode("latin-1")
         if not header:
             return None
-        scheme, _, key = header.partition(" ")
+        scheme, _space, key = header.partition(" ")
         if scheme.lower() != self.keyword.lower():
             return None
         key = key.strip()
         prefix, dot, _secret = key.partition(".")
         if not dot or not prefix:
-            raise exceptions.AuthenticationFailed("Malformed API key.")
+            raise exceptions.AuthenticationFailed(_("Malformed API key."))
         digest = hash_key(key)
         ttl = float(getattr(settings, "API_KEY_CACHE_SECONDS", 0))
         cached = _verified.get(digest) if ttl > 0 else None
@@ -52,11 +53,11 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         )
         api_key = found[0] if found else None
         if api_key is None or not hmac.compare_digest(api_key.hashed_key, digest):
-            raise exceptions.AuthenticationFailed("Invalid API key.")
+            raise exceptions.AuthenticationFailed(_("Invalid API key."))
         if api_key.revoked_at is not None:
-            raise exceptions.AuthenticationFailed("This API key has been revoked.")
+            raise exceptions.AuthenticationFailed(_("This API key has been revoked."))
         if not api_key.is_usable():
-            raise exceptions.AuthenticationFailed("This API key has expired.")
+            raise exceptions.AuthenticationFailed(_("This API key has expired."))
         if ttl > 0:
             with _verified_lock:
                 if len(_verified) > 10_000:

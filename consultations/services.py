@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from consultations.models import ApiKey, AuditEvent, Consultation, Organisation, PortalOrigin
 
@@ -170,9 +171,11 @@ def consultation_delete(*, consultation: Consultation, actor: str = "system") ->
 
     if consultation.surveys.exclude(status="draft").exists():
         raise Conflict(
-            "A consultation with surveys that have been opened cannot be deleted; "
-            "close its surveys instead.",
-            {"consultation": ["Has surveys that have been opened."]},
+            _(
+                "A consultation with surveys that have been opened cannot be deleted; "
+                "close its surveys instead."
+            ),
+            {"consultation": [_("Has surveys that have been opened.")]},
         )
     organisation, pk = consultation.organisation, consultation.pk
     consultation.surveys.all().delete()
@@ -202,7 +205,7 @@ def portal_origin_add(
     except BadOrigin as exc:
         raise InvalidInput(str(exc), {"origin": [str(exc)]}) from None
     if PortalOrigin.objects.filter(organisation=organisation, origin=normalised).exists():
-        message = f"{normalised} is already listed."
+        message = _("%(origin)s is already listed.") % {"origin": normalised}
         raise Conflict(message, {"origin": [message]})
     portal_origin = PortalOrigin.objects.create(organisation=organisation, origin=normalised)
     audit_record(

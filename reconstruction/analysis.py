@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from django.utils.translation import gettext as _
 
 from reconstruction.algorithms import tables
 from reconstruction.algorithms.continuous import IntervalReconstruction
@@ -45,7 +46,7 @@ class AnalysisInputError(InvalidInput, ValueError):
         errors = dict(errors)
         field, problem = next(iter(errors.items()))
         self.message = f"{field}: {problem}"
-        super().__init__(f"Invalid input: {self.message}", errors)
+        super().__init__(_("Invalid input: %(problem)s") % {"problem": self.message}, errors)
 
     def __str__(self) -> str:
         return self.message
@@ -83,14 +84,23 @@ def attribute_questions(survey: Survey, keys: Sequence[str], field: str) -> dict
 def _label_codes(question: Question, values: Any, field: str) -> frozenset[int]:
     labels = [str(label) for label in question.categories]
     if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)):
-        raise AnalysisInputError({field: f"'in' needs a list of categories of {question.key!r}"})
+        raise AnalysisInputError(
+            {field: _("'in' needs a list of categories of %(key)s") % {"key": repr(question.key)}}
+        )
     if not values:
-        raise AnalysisInputError({field: "'in' needs at least one category (empty condition)"})
+        raise AnalysisInputError({field: _("'in' needs at least one category (empty condition)")})
     codes = set()
     for value in values:
         if str(value) not in labels:
             raise AnalysisInputError(
-                {field: f"{value!r} is not a category of {question.key!r} ({', '.join(labels)})"}
+                {
+                    field: _("%(value)s is not a category of %(key)s (%(categories)s)")
+                    % {
+                        "value": repr(value),
+                        "key": repr(question.key),
+                        "categories": ", ".join(labels),
+                    }
+                }
             )
         codes.add(labels.index(str(value)))
     return frozenset(codes)
@@ -114,11 +124,17 @@ def parse_where(
         op = item["op"]
         if question.is_discrete and op not in DISCRETE_OPS:
             raise AnalysisInputError(
-                {item_field: f"{question.key!r} is {question.type}: use op 'in', not {op!r}"}
+                {
+                    item_field: _("%(key)s is %(type)s: use op 'in', not %(op)s")
+                    % {"key": repr(question.key), "type": question.type, "op": repr(op)}
+                }
             )
         if not question.is_discrete and op not in CONTINUOUS_OPS:
             raise AnalysisInputError(
-                {item_field: f"{question.key!r} is continuous: use gt, lte or between, not {op!r}"}
+                {
+                    item_field: _("%(key)s is continuous: use gt, lte or between, not %(op)s")
+                    % {"key": repr(question.key), "op": repr(op)}
+                }
             )
         value = item.get("value")
         if op == "in":
@@ -145,7 +161,10 @@ def _check_satisfiable(
                 allowed &= condition.value  # type: ignore[operator]
             if not allowed:
                 raise AnalysisInputError(
-                    {field: f"contradictory condition: no category of {key!r} meets all of it"}
+                    {
+                        field: _("contradictory condition: no category of %(key)s meets all of it")
+                        % {"key": repr(key)}
+                    }
                 )
             continue
         # Intersect the half-open pieces with the declared range [low, high].
@@ -169,8 +188,15 @@ def _check_satisfiable(
         if low > high or (low == high and (low_open or high_open)):
             raise AnalysisInputError(
                 {
-                    field: f"contradictory condition: no value of {key!r} in its range "
-                    f"[{question.range_low:g}, {question.range_high:g}] meets all of it"
+                    field: _(
+                        "contradictory condition: no value of %(key)s in its range "
+                        "[%(low)s, %(high)s] meets all of it"
+                    )
+                    % {
+                        "key": repr(key),
+                        "low": f"{question.range_low:g}",
+                        "high": f"{question.range_high:g}",
+                    }
                 }
             )
 
@@ -329,7 +355,10 @@ def check_method_fits(question: Question, method: str) -> None:
         check_method(selectors.question_channel(question), method)
     except ValueError as exc:
         raise AnalysisInputError(
-            {"method": f"{exc} ({question.key!r} uses {question.mechanism})"}
+            {
+                "method": _("%(problem)s (%(key)s uses %(mechanism)s)")
+                % {"problem": exc, "key": repr(question.key), "mechanism": question.mechanism}
+            }
         ) from None
 
 
@@ -361,11 +390,11 @@ def too_few_responses(request: AnalysisRequest, n: int) -> str | None:
     needed = request.thresholds.min_responses
     if n >= needed:
         return None
-    keys = ", ".join(repr(key) for key in request.keys) or "this survey"
-    return (
-        f"fewer than {needed} participants answered {keys}; at least {needed} are needed "
+    keys = ", ".join(repr(key) for key in request.keys) or _("this survey")
+    return _(
+        "fewer than %(needed)s participants answered %(keys)s; at least %(needed)s are needed "
         "before anything is published"
-    )
+    ) % {"needed": needed, "keys": keys}
 
 
 def plan(request: AnalysisRequest, n: int, *, target: str | None = None) -> tables.CellPlan:

@@ -4,6 +4,7 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import exceptions, status
@@ -45,14 +46,14 @@ def _accepted(job: Job, url: str) -> Response:
 def _survey_or_404(request: Request, survey_id: Any) -> Any:
     survey = survey_selectors.survey_get(organisation=request.user.organisation, pk=survey_id)
     if survey is None:
-        raise exceptions.NotFound("No survey with this id in your organisation.")
+        raise exceptions.NotFound(_("No survey with this id in your organisation."))
     return survey
 
 
 def _report_or_404(request: Request, report_id: Any) -> Report:
     report = selectors.report_get(organisation=request.user.organisation, pk=report_id)
     if report is None:
-        raise exceptions.NotFound("No report with this id in your organisation.")
+        raise exceptions.NotFound(_("No report with this id in your organisation."))
     return report
 
 
@@ -110,7 +111,7 @@ class AggregateReconstructionDetailApi(APIView):
             organisation=request.user.organisation, pk=job_id
         )
         if job is None:
-            raise exceptions.NotFound("No aggregate reconstruction with this id.")
+            raise exceptions.NotFound(_("No aggregate reconstruction with this id."))
         return Response(AggregateReconstructionSerializer(job).data)
 
 
@@ -262,14 +263,14 @@ class AnalysisDetailApi(APIView):
     def get(self, request: Request, analysis_id: int) -> Response:
         job = selectors.analysis_get(organisation=request.user.organisation, pk=analysis_id)
         if job is None:
-            raise exceptions.NotFound("No analysis with this id in your organisation.")
+            raise exceptions.NotFound(_("No analysis with this id in your organisation."))
         return Response(AnalysisSerializer(job).data)
 
 
 def _analysis_or_404(request: Request, analysis_id: Any) -> AnalysisJob:
     job = selectors.analysis_get(organisation=request.user.organisation, pk=analysis_id)
     if job is None:
-        raise exceptions.NotFound("No analysis with this id in your organisation.")
+        raise exceptions.NotFound(_("No analysis with this id in your organisation."))
     return job
 
 
@@ -317,10 +318,13 @@ class PanelProbabilitiesApi(APIView):
 def panel_probabilities_file(job: AnalysisJob) -> StreamingHttpResponse:
     """A panel's selection probabilities as a streamed CSV (the API and the admin site)."""
     if job.kind != "panel":
-        raise exceptions.NotFound("Only a panel has selection probabilities.")
+        raise exceptions.NotFound(_("Only a panel has selection probabilities."))
     if job.status != Job.Status.SUCCEEDED:
         raise exceptions.ValidationError(
-            {"analysis": f"The panel is {job.status}; download it once it has succeeded."}
+            {
+                "analysis": _("The panel is %(status)s; download it once it has succeeded.")
+                % {"status": job.status}
+            }
         )
     response = StreamingHttpResponse(
         probabilities_chunks(job.attachment), content_type="text/csv; charset=utf-8"
@@ -371,11 +375,17 @@ def report_file(report: Report, fmt: str, language: str | None = None) -> HttpRe
     in ``language`` (rendered again from the stored document unless it is the default)."""
     if fmt not in DOWNLOAD_TYPES:
         raise exceptions.ValidationError(
-            {"format": f"Unknown format {fmt!r}; use html, csv or json."}
+            {
+                "format": _("Unknown format %(format)s; use html, csv or json.")
+                % {"format": repr(fmt)}
+            }
         )
     if report.status != Job.Status.SUCCEEDED:
         raise exceptions.ValidationError(
-            {"report": f"The report is {report.status}; download it once it has succeeded."}
+            {
+                "report": _("The report is %(status)s; download it once it has succeeded.")
+                % {"status": report.status}
+            }
         )
     filename = f"survey-{report.survey_id}-report-{report.pk}.{fmt}"
     if fmt == "json":

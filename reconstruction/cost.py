@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from reconstruction.analysis import AnalysisInputError, AnalysisRequest
 
@@ -85,9 +86,12 @@ def check_cost(request: AnalysisRequest) -> int:
     if cost > budget:
         raise AnalysisInputError(
             {
-                "where": f"this analysis would cost about {cost:,} units (joint-table cells x "
-                f"fits), above the budget of {budget:,} (ANALYSIS_COST_BUDGET); use fewer "
-                "conditions or attributes with fewer categories"
+                "where": _(
+                    "this analysis would cost about %(cost)s units (joint-table cells x fits), "
+                    "above the budget of %(budget)s (ANALYSIS_COST_BUDGET); use fewer "
+                    "conditions or attributes with fewer categories"
+                )
+                % {"cost": f"{cost:,}", "budget": f"{budget:,}"}
             }
         )
     return cost

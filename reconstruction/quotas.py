@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 from rest_framework.request import Request
 
 from consultations.models import Organisation
@@ -65,7 +66,11 @@ def check_active_jobs(organisation: Organisation) -> None:
     Organisation.objects.select_for_update().filter(pk=organisation.pk).first()
     if active_jobs(organisation) >= limit:
         raise QuotaExceeded(
-            f"Your organisation already has {limit} jobs queued or running, the most it may "
-            "have at once (JOBS_MAX_ACTIVE_PER_ORGANISATION); retry when one has finished.",
+            _(
+                "Your organisation already has %(limit)s jobs queued or running, the most it "
+                "may have at once (JOBS_MAX_ACTIVE_PER_ORGANISATION); retry when one has "
+                "finished."
+            )
+            % {"limit": limit},
             retry_after=int(settings.JOBS_QUOTA_RETRY_SECONDS),
         )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
+from django.utils.translation import gettext as _
 
 from reconstruction import analysis
 from reconstruction.algorithms import queries, tables
@@ -115,7 +116,10 @@ def get(name: str) -> AnalysisKind:
         return KINDS[name]
     except KeyError:
         raise AnalysisInputError(
-            {"kind": f"unknown kind {name!r}; choose one of {', '.join(KINDS)}"}
+            {
+                "kind": _("unknown kind %(kind)s; choose one of %(choices)s")
+                % {"kind": repr(name), "choices": ", ".join(KINDS)}
+            }
         ) from None
 
 
@@ -161,12 +165,16 @@ def validate_request(
         if method not in allowed:
             raise AnalysisInputError(
                 {
-                    "method": f"{method!r} does not apply to this {kind.name}; choose one of "
-                    f"{', '.join(allowed)}"
+                    "method": _(
+                        "%(method)s does not apply to this %(kind)s; choose one of %(choices)s"
+                    )
+                    % {"method": repr(method), "kind": kind.name, "choices": ", ".join(allowed)}
                 }
             )
     if kind.needs_where and not request.where:
-        raise AnalysisInputError({"where": f"a {kind.name} needs at least one condition"})
+        raise AnalysisInputError(
+            {"where": _("a %(kind)s needs at least one condition") % {"kind": kind.name}}
+        )
     if not count:
         return request
     check_cost(request)  # before any answer is read (issue 13)
@@ -255,8 +263,10 @@ def _validate_mean(request: AnalysisRequest) -> None:
     if question.is_discrete:
         raise AnalysisInputError(
             {
-                "attribute": f"{question.key!r} is {question.type}: a mean needs a continuous "
-                "question (use a distribution)"
+                "attribute": _(
+                    "%(key)s is %(type)s: a mean needs a continuous question (use a distribution)"
+                )
+                % {"key": repr(question.key), "type": question.type}
             }
         )
 
@@ -319,8 +329,11 @@ def _validate_distribution(request: AnalysisRequest) -> None:
         # silently ignored.
         raise AnalysisInputError(
             {
-                "method": f"{method!r} applies only to a distribution without conditions; "
-                "within a group the joint EM is used (leave out 'method')"
+                "method": _(
+                    "%(method)s applies only to a distribution without conditions; within a "
+                    "group the joint EM is used (leave out 'method')"
+                )
+                % {"method": repr(method)}
             }
         )
     question = request.target
@@ -367,8 +380,11 @@ def _validate_sample(request: AnalysisRequest) -> None:
     if size > request.participants:
         raise AnalysisInputError(
             {
-                "size": f"a sample of {size} is larger than the {request.participants} "
-                "participants who answered"
+                "size": _(
+                    "a sample of %(size)s is larger than the %(participants)s participants "
+                    "who answered"
+                )
+                % {"size": size, "participants": request.participants}
             }
         )
 

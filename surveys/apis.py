@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
 from rest_framework.request import Request
@@ -203,7 +204,7 @@ class SurveyListApi(SurveyScopedApi):
         data = self.validated(SurveyInputSerializer, request.data)
         consultation = consultation_get(organisation=self.organisation, pk=data["consultation"])
         if consultation is None:
-            raise exceptions.ValidationError({"consultation": ["No such consultation."]})
+            raise exceptions.ValidationError({"consultation": [_("No such consultation.")]})
         survey = services.survey_create(
             organisation=self.organisation,
             consultation=consultation,
@@ -233,11 +234,13 @@ class SurveyDetailApi(SurveyScopedApi):
         data = self.validated(SurveyUpdateSerializer, request.data, partial=partial)
         if not partial and ("title" not in data or "questions" not in data):
             raise exceptions.ValidationError(
-                {k: ["This field is required."] for k in ("title", "questions") if k not in data}
+                {k: [_("This field is required.")] for k in ("title", "questions") if k not in data}
             )
         for name, current in (("consultation", survey.consultation_id), ("kind", survey.kind)):
             if name in data and data[name] != current:
-                raise exceptions.ValidationError({name: [f"Cannot change a survey's {name}."]})
+                raise exceptions.ValidationError(
+                    {name: [_("Cannot change a survey's %(field)s.") % {"field": name}]}
+                )
         services.survey_update(
             survey=survey,
             title=data.get("title"),

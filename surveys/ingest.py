@@ -20,6 +20,7 @@ from typing import Any
 import psycopg
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from surveys.errors import Conflict, InvalidInput
 from surveys.models import Answer, Participant, Response, Survey
@@ -33,8 +34,9 @@ def this_hour(now: datetime | None = None) -> datetime:
 def require_open(survey: Survey) -> None:
     if survey.status != Survey.Status.OPEN:
         raise InvalidInput(
-            f"Survey {survey.pk} is {survey.status}; it accepts responses only while open.",
-            {"survey": [f"Is {survey.status}, not open."]},
+            _("Survey %(survey)s is %(status)s; it accepts responses only while open.")
+            % {"survey": survey.pk, "status": survey.status},
+            {"survey": [_("Is %(status)s, not open.") % {"status": survey.status}]},
         )
 
 
@@ -83,8 +85,12 @@ def _already_answered(survey: Survey, references: Sequence[str]) -> dict[str, bo
 def _conflict(batch: Batch, answered: dict[str, bool], single: bool) -> Conflict:
     def why(ref: str) -> str:
         if answered.get(ref, False):
-            return f"Participant {ref!r} withdrew from this survey and cannot answer again."
-        return f"Participant {ref!r} has already answered this survey."
+            return _(
+                "Participant %(participant)s withdrew from this survey and cannot answer again."
+            ) % {"participant": repr(ref)}
+        return _("Participant %(participant)s has already answered this survey.") % {
+            "participant": repr(ref)
+        }
 
     if single:
         ref = batch.participants[0]
@@ -95,7 +101,8 @@ def _conflict(batch: Batch, answered: dict[str, bool], single: bool) -> Conflict
         if ref in answered
     }
     return Conflict(
-        f"{len(items)} participant(s) already answered this survey; nothing was stored.",
+        _("%(count)s participant(s) already answered this survey; nothing was stored.")
+        % {"count": len(items)},
         {"responses": items},
     )
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from django.utils.translation import gettext as _
 from numpy.typing import NDArray
 
 from privacy.mechanisms import (
@@ -101,17 +102,20 @@ def _step(
     if raw is None:
         return None
     if qtype != "continuous":
-        errors["step"] = ["Only a continuous question has a step."]
+        errors["step"] = [_("Only a continuous question has a step.")]
         return None
     if not is_number(raw) or not math.isfinite(raw) or not raw > 0:
-        errors["step"] = [f"Must be a positive number, got {raw!r}."]
+        errors["step"] = [_("Must be a positive number, got %(value)s.") % {"value": repr(raw)}]
         return None
     if value_range is not None:
         count = (value_range[1] - value_range[0]) / raw
         if abs(count - round(count)) > 1e-6 * max(1.0, count):
             errors["step"] = [
-                f"The range [{value_range[0]:g}, {value_range[1]:g}] must be a whole number "
-                f"of steps of {raw:g}: the true values are low, low + step, ..., high."
+                _(
+                    "The range [%(low)s, %(high)s] must be a whole number of steps of "
+                    "%(step)s: the true values are low, low + step, ..., high."
+                )
+                % {"low": f"{value_range[0]:g}", "high": f"{value_range[1]:g}", "step": f"{raw:g}"}
             ]
             return None
     return float(raw)
@@ -127,29 +131,35 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
         ``range``, ``mechanism``, ...).
     """
     if not isinstance(raw, Mapping):
-        raise QuestionInvalid({"non_field_errors": ["A question must be a JSON object."]})
+        raise QuestionInvalid({"non_field_errors": [_("A question must be a JSON object.")]})
     errors: dict[str, list[str]] = {}
     known = {
         "key", "text", "type", "required", "categories", "range", "step", "mechanism",
         "translations",
     }  # fmt: skip
     for name in sorted(set(raw) - known):
-        errors[str(name)] = [f"Unknown field; a question has {', '.join(sorted(known))}."]
+        errors[str(name)] = [
+            _("Unknown field; a question has %(fields)s.") % {"fields": ", ".join(sorted(known))}
+        ]
 
     key = raw.get("key")
     if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
-        errors["key"] = ["Must be 1-64 characters: a letter, then letters, digits or underscores."]
+        errors["key"] = [
+            _("Must be 1-64 characters: a letter, then letters, digits or underscores.")
+        ]
     text = raw.get("text", "")
     if text is None:
         text = ""
     if not isinstance(text, str) or len(text) > MAX_TEXT_LENGTH:
-        errors["text"] = [f"Must be a string of at most {MAX_TEXT_LENGTH} characters."]
+        errors["text"] = [
+            _("Must be a string of at most %(limit)s characters.") % {"limit": MAX_TEXT_LENGTH}
+        ]
     required = raw.get("required", True)
     if not isinstance(required, bool):
-        errors["required"] = ["Must be true or false."]
+        errors["required"] = [_("Must be true or false.")]
     qtype = raw.get("type")
     if qtype not in QUESTION_TYPES:
-        errors["type"] = [f"Must be one of {', '.join(QUESTION_TYPES)}."]
+        errors["type"] = [_("Must be one of %(choices)s.") % {"choices": ", ".join(QUESTION_TYPES)}]
         qtype = None
 
     categories: tuple[str, ...] = ()
@@ -158,7 +168,9 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
     raw_range = raw.get("range")
     if qtype in DISCRETE_TYPES:
         if raw_range is not None:
-            errors["range"] = [f"A {qtype} question has categories, not a range."]
+            errors["range"] = [
+                _("A %(type)s question has categories, not a range.") % {"type": qtype}
+            ]
         categories_error = _categories_error(raw_categories, qtype, max_categories)
         if categories_error:
             errors["categories"] = [categories_error]
@@ -166,19 +178,26 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
             categories = tuple(raw_categories)
     elif qtype == "continuous":
         if raw_categories not in (None, []):
-            errors["categories"] = ["A continuous question has a range, not categories."]
+            errors["categories"] = [_("A continuous question has a range, not categories.")]
         if (
             not isinstance(raw_range, (list, tuple))
             or len(raw_range) != 2
             or not all(is_number(v) and math.isfinite(v) for v in raw_range)
         ):
-            errors["range"] = ["Must be [low, high], two finite numbers."]
+            errors["range"] = [_("Must be [low, high], two finite numbers.")]
         elif not raw_range[0] < raw_range[1]:
-            errors["range"] = [f"low must be below high, got [{raw_range[0]}, {raw_range[1]}]."]
+            errors["range"] = [
+                _("low must be below high, got [%(low)s, %(high)s].")
+                % {"low": raw_range[0], "high": raw_range[1]}
+            ]
         elif not all(abs(v) <= RANGE_BOUND for v in raw_range):
             errors["range"] = [
-                f"Both ends must lie within [-{RANGE_BOUND:g}, {RANGE_BOUND:g}], "
-                f"got [{raw_range[0]:g}, {raw_range[1]:g}]."
+                _("Both ends must lie within [-%(bound)s, %(bound)s], got [%(low)s, %(high)s].")
+                % {
+                    "bound": f"{RANGE_BOUND:g}",
+                    "low": f"{raw_range[0]:g}",
+                    "high": f"{raw_range[1]:g}",
+                }
             ]
         else:
             value_range = (float(raw_range[0]), float(raw_range[1]))
@@ -188,7 +207,7 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
     mechanism, params = "", {}
     raw_mechanism = raw.get("mechanism")
     if not isinstance(raw_mechanism, Mapping) or not isinstance(raw_mechanism.get("name"), str):
-        errors["mechanism"] = ['Must be an object with a "name", e.g. {"name": "none"}.']
+        errors["mechanism"] = [_('Must be an object with a "name", e.g. {"name": "none"}.')]
     elif qtype is not None:
         mechanism = raw_mechanism["name"]
         params = {k: v for k, v in raw_mechanism.items() if k != "name"}
@@ -202,7 +221,9 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
     if qtype is not None and "categories" not in errors:
         problem = translations_shape_error(translations, qtype, categories)
         if problem:
-            errors["translations"] = [f"Question {key!r}: {problem}"]
+            errors["translations"] = [
+                _("Question %(key)s: %(problem)s") % {"key": repr(key), "problem": problem}
+            ]
 
     if errors:
         raise QuestionInvalid(errors)
@@ -231,10 +252,13 @@ def parse_questions(
         With one entry per question (``{}`` for a good one), as DRF reports nested lists.
     """
     if not isinstance(raw, list):
-        raise QuestionListInvalid(["Must be a list of questions."])
+        raise QuestionListInvalid([_("Must be a list of questions.")])
     if len(raw) > max_questions:
         raise QuestionListInvalid(
-            [f"A survey has at most {max_questions} questions, got {len(raw)}."]
+            [
+                _("A survey has at most %(limit)s questions, got %(count)s.")
+                % {"limit": max_questions, "count": len(raw)}
+            ]
         )
     item_errors: list[dict[str, list[str]]] = []
     specs: list[QuestionSpec] = []
@@ -249,7 +273,8 @@ def parse_questions(
             specs.append(spec)
             if spec.key in first_index:
                 problems["key"] = [
-                    f"Duplicate key {spec.key!r}: question {first_index[spec.key]} has it."
+                    _("Duplicate key %(key)s: question %(index)s has it.")
+                    % {"key": repr(spec.key), "index": first_index[spec.key]}
                 ]
             else:
                 first_index[spec.key] = index
@@ -263,30 +288,37 @@ def translations_shape_error(raw: Any, qtype: str, categories: tuple[str, ...]) 
     """Why a question's ``translations`` is malformed: ``{language: {"text": str,
     "labels": [one per category]}}`` (labels only for discrete questions)."""
     if not isinstance(raw, Mapping):
-        return 'Must be an object {"<language>": {"text": ..., "labels": [...]}}.'
+        return _('Must be an object {"<language>": {"text": ..., "labels": [...]}}.')
     for language, entry in raw.items():
         if not isinstance(entry, Mapping) or set(entry) - {"text", "labels"}:
-            return f'Language {language!r}: must be an object with "text" and "labels".'
+            return _('Language %(language)s: must be an object with "text" and "labels".') % {
+                "language": repr(language)
+            }
         text = entry.get("text", "")
         if not isinstance(text, str) or len(text) > MAX_TEXT_LENGTH:
-            return (
-                f"Language {language!r}: text must be a string of at most "
-                f"{MAX_TEXT_LENGTH} characters."
-            )
+            return _(
+                "Language %(language)s: text must be a string of at most %(limit)s characters."
+            ) % {"language": repr(language), "limit": MAX_TEXT_LENGTH}
         labels = entry.get("labels")
         if qtype not in DISCRETE_TYPES:
             if labels is not None:
-                return f"Language {language!r}: a continuous question has no category labels."
+                return _("Language %(language)s: a continuous question has no category labels.") % {
+                    "language": repr(language)
+                }
             continue
         if (
             not isinstance(labels, list)
             or len(labels) != len(categories)
             or not all(isinstance(v, str) and 0 < len(v) <= MAX_LABEL_LENGTH for v in labels)
         ):
-            return (
-                f"Language {language!r}: a label is missing; give {len(categories)} labels, "
-                f"one per category {list(categories)!r}, in order."
-            )
+            return _(
+                "Language %(language)s: a label is missing; give %(count)s labels, one per "
+                "category %(categories)s, in order."
+            ) % {
+                "language": repr(language),
+                "count": len(categories),
+                "categories": repr(list(categories)),
+            }
     return None
 
 
@@ -302,8 +334,15 @@ def translations_error(
                 return (
                     index,
                     spec.key,
-                    f"Question {spec.key!r}: language {language!r} is not one of the "
-                    f"organisation's languages ({', '.join(allowed) or 'none'}).",
+                    _(
+                        "Question %(key)s: language %(language)s is not one of the "
+                        "organisation's languages (%(languages)s)."
+                    )
+                    % {
+                        "key": repr(spec.key),
+                        "language": repr(language),
+                        "languages": ", ".join(allowed) or _("none"),
+                    },
                 )
     return None
 
@@ -319,22 +358,24 @@ class QuestionListInvalid(ValueError):
 
 def _categories_error(raw: Any, qtype: str, max_categories: int = MAX_CATEGORIES) -> str | None:
     if not isinstance(raw, list) or not all(isinstance(c, str) for c in raw):
-        return "Must be a list of category labels (strings)."
+        return _("Must be a list of category labels (strings).")
     if qtype == "binary" and len(raw) != 2:
-        return f"A binary question has exactly 2 categories, got {len(raw)}."
+        return _("A binary question has exactly 2 categories, got %(count)s.") % {"count": len(raw)}
     limit = min(max_categories, MAX_CATEGORIES)
     if not 2 <= len(raw) <= limit:
-        return f"Must have between 2 and {limit} categories, got {len(raw)}."
+        return _("Must have between 2 and %(limit)s categories, got %(count)s.") % {
+            "limit": limit,
+            "count": len(raw),
+        }
     for label in raw:
         if not 1 <= len(label) <= MAX_LABEL_LENGTH or label != label.strip():
-            return (
-                f"Labels must be 1-{MAX_LABEL_LENGTH} characters without surrounding spaces, "
-                f"got {label!r}."
-            )
+            return _(
+                "Labels must be 1-%(limit)s characters without surrounding spaces, got %(label)s."
+            ) % {"limit": MAX_LABEL_LENGTH, "label": repr(label)}
     seen: set[str] = set()
     for label in raw:
         if label in seen:
-            return f"Duplicate category label {label!r}."
+            return _("Duplicate category label %(label)s.") % {"label": repr(label)}
         seen.add(label)
     return None
 
@@ -350,27 +391,46 @@ def mechanism_error(
     discrete = qtype in DISCRETE_TYPES
     table = DISCRETE_MECHANISMS if discrete else CONTINUOUS_MECHANISMS
     if name not in table:
-        return f"{name!r} is not a mechanism for a {qtype} question; use one of {', '.join(table)}."
+        return _("%(name)s is not a mechanism for a %(type)s question; use one of %(choices)s.") % {
+            "name": repr(name),
+            "type": qtype,
+            "choices": ", ".join(table),
+        }
     unexpected = sorted(set(params) - set(table[name]))
     if unexpected:
-        allowed = ", ".join(table[name]) or "no parameters"
-        return f"{name} does not take {', '.join(unexpected)} (it takes {allowed})."
+        allowed = ", ".join(table[name]) or _("no parameters")
+        return _("%(name)s does not take %(unexpected)s (it takes %(allowed)s).") % {
+            "name": name,
+            "unexpected": ", ".join(unexpected),
+            "allowed": allowed,
+        }
     if name == "negative_gaussian" and qtype != "ordinal":
-        return "negative_gaussian needs ordered categories: use it on an ordinal question."
+        return _("negative_gaussian needs ordered categories: use it on an ordinal question.")
     for param, value in params.items():
         if param == "matrix":
             continue
         if not is_number(value):
-            return f"{param} must be a number, got {value!r}."
+            return _("%(param)s must be a number, got %(value)s.") % {
+                "param": param,
+                "value": repr(value),
+            }
         if not math.isfinite(value):
-            return f"{param} must be a finite number, got {value!r}."
+            return _("%(param)s must be a finite number, got %(value)s.") % {
+                "param": param,
+                "value": repr(value),
+            }
         if value_range is not None and param in ("sigma", "half_width", "scale"):
             limit = NOISE_RANGE_FACTOR * (value_range[1] - value_range[0])
             if value > limit:
-                return (
-                    f"{param} must be at most {NOISE_RANGE_FACTOR:g} times the range's width "
-                    f"({limit:g}), got {value:g}."
-                )
+                return _(
+                    "%(param)s must be at most %(factor)s times the range's width "
+                    "(%(limit)s), got %(value)s."
+                ) % {
+                    "param": param,
+                    "factor": f"{NOISE_RANGE_FACTOR:g}",
+                    "limit": f"{limit:g}",
+                    "value": f"{value:g}",
+                }
     try:
         if discrete:
             channel = discrete_channel(len(categories), name, params)
@@ -399,27 +459,30 @@ def discrete_channel(
         return np.eye(k)
     if name == "randomised_response":
         if ("retain" in params) == ("matrix" in params):
-            raise ValueError("give either retain (a probability) or matrix (k x k), not both")
+            raise ValueError(_("give either retain (a probability) or matrix (k x k), not both"))
         if "retain" in params:
             return randomised_response(k, params["retain"])
         matrix = params["matrix"]
         if not isinstance(matrix, list) or not all(
             isinstance(row, list) and all(is_number(v) for v in row) for row in matrix
         ):
-            raise ValueError("matrix must be a list of rows of numbers")
+            raise ValueError(_("matrix must be a list of rows of numbers"))
         shape = (len(matrix), len(matrix[0]) if matrix else 0)
         if len(matrix) != k or any(len(row) != k for row in matrix):
-            raise ValueError(f"matrix must be {k} x {k} (one row per category), got {shape}")
+            raise ValueError(
+                _("matrix must be %(k)s x %(k)s (one row per category), got %(shape)s")
+                % {"k": k, "shape": shape}
+            )
         return custom_channel(matrix)
     if name == "negative_uniform":
         return negative_uniform(k)
     if name == "negative_gaussian":
         if "sigma" not in params:
-            raise ValueError("needs sigma (in category steps)")
+            raise ValueError(_("needs sigma (in category steps)"))
         return negative_gaussian(k, params["sigma"])
     if name == "negative_manual":
         return manual_negative(k, pairs)
-    raise ValueError(f"unknown discrete mechanism {name!r}")
+    raise ValueError(_("unknown discrete mechanism %(name)s") % {"name": repr(name)})
 
 
 def continuous_noise(value_range: tuple[float, float], name: str, params: Mapping[str, Any]):
@@ -547,54 +610,60 @@ def check_response(
     """
     errors: dict[str, Any] = {}
     if not isinstance(item, dict):
-        return None, [], {"non_field_errors": ["A response must be a JSON object."]}
+        return None, [], {"non_field_errors": [_("A response must be a JSON object.")]}
     extra = [k for k in item if k not in ("participant", "answers")]
     if extra:
         for name in extra:
-            errors[str(name)] = ['Unknown field; a response has "participant" and "answers".']
+            errors[str(name)] = [_('Unknown field; a response has "participant" and "answers".')]
     participant = item.get("participant")
     if not isinstance(participant, str) or not PARTICIPANT_PATTERN.fullmatch(participant):
-        errors["participant"] = ["Must be 1-64 characters of A-Z, a-z, 0-9, _ and -."]
+        errors["participant"] = [_("Must be 1-64 characters of A-Z, a-z, 0-9, _ and -.")]
         participant = None
     answers = item.get("answers")
     rows: list[AnswerRow] = []
     if not isinstance(answers, dict):
-        errors["answers"] = ["Must be an object mapping question keys to answers."]
+        errors["answers"] = [_("Must be an object mapping question keys to answers.")]
         return participant, rows, errors
     answer_errors: dict[str, list[str]] = {}
     by_key = form.by_key
     for key, answer in answers.items():
         rule = by_key.get(key)
         if rule is None:
-            answer_errors[str(key)] = ["Unknown question key."]
+            answer_errors[str(key)] = [_("Unknown question key.")]
             continue
         if answer is None:
             if rule.required:
-                answer_errors[key] = ["This answer is required."]
+                answer_errors[key] = [_("This answer is required.")]
             continue
         codes = rule.codes
         if codes is not None:
             code = codes.get(answer) if isinstance(answer, str) else None
             if code is None:
                 answer_errors[key] = [
-                    f"Must be one of the categories {list(codes)}, got {answer!r}."
+                    _("Must be one of the categories %(categories)s, got %(value)s.")
+                    % {"categories": list(codes), "value": repr(answer)}
                 ]
             else:
                 rows.append((rule.question_id, code, None, rule.n_categories))
         else:
             if not is_number(answer) or not math.isfinite(answer):
-                answer_errors[key] = [f"Must be a finite number, got {answer!r}."]
+                answer_errors[key] = [
+                    _("Must be a finite number, got %(value)s.") % {"value": repr(answer)}
+                ]
             elif not rule.low <= answer <= rule.high:
                 answer_errors[key] = [
-                    f"{answer!r} could not have been produced by the mechanism from the "
-                    f"question's range: reported values lie in {rule.describe_range()}."
+                    _(
+                        "%(value)s could not have been produced by the mechanism from the "
+                        "question's range: reported values lie in %(range)s."
+                    )
+                    % {"value": repr(answer), "range": rule.describe_range()}
                 ]
             else:
                 rows.append((rule.question_id, None, float(answer), 0))
     if len(answers) < len(form.required_keys) or not form.required_keys.issubset(answers):
         for key in form.required_keys:
             if key not in answers:
-                answer_errors[key] = ["This answer is required."]
+                answer_errors[key] = [_("This answer is required.")]
     if answer_errors:
         errors["answers"] = answer_errors
     return participant, rows, errors

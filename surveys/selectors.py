@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from django.db import connection
 from django.db.models import Count, Prefetch, Q, QuerySet
+from django.utils.translation import gettext as _
 from numpy.typing import NDArray
 
 from consultations.models import Organisation
@@ -274,10 +275,14 @@ def attribute_question(survey: Survey, key: str) -> Question:
             key=key,
         ).first()
     if question is None:
-        where = "this survey" + (
-            " or its consultation's profile survey" if survey.kind == Survey.Kind.OPINION else ""
-        )
-        raise ValueError(f"unknown attribute {key!r}: no question of {where} has that key")
+        if survey.kind == Survey.Kind.OPINION:
+            message = _(
+                "unknown attribute %(key)s: no question of this survey or its consultation's "
+                "profile survey has that key"
+            )
+        else:
+            message = _("unknown attribute %(key)s: no question of this survey has that key")
+        raise ValueError(message % {"key": repr(key)})
     return question
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -291,10 +292,11 @@ class ResponseListField(serializers.Field):
 
     def to_internal_value(self, data: Any) -> list[Any]:
         if not isinstance(data, list):
-            raise serializers.ValidationError("Must be a list of responses.")
+            raise serializers.ValidationError(_("Must be a list of responses."))
         if not 1 <= len(data) <= MAX_BULK:
             raise serializers.ValidationError(
-                f"Must hold 1 to {MAX_BULK} responses, got {len(data)}."
+                _("Must hold 1 to %(limit)s responses, got %(count)s.")
+                % {"limit": MAX_BULK, "count": len(data)}
             )
         return data
 

@@ -18,6 +18,8 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from consultations.models import Consultation, Organisation
 from consultations.services import audit_record, consultation_create  # noqa: F401  (re-export)
@@ -78,9 +80,10 @@ def _parse_question_list(questions: Any) -> list[schemes.QuestionSpec]:
     except schemes.QuestionListInvalid as exc:
         bad = [i for i, e in enumerate(exc.errors) if e and isinstance(e, dict)]
         detail = (
-            f"Invalid question{'s' if len(bad) > 1 else ''} {', '.join(map(str, bad))}."
+            ngettext("Invalid question %(items)s.", "Invalid questions %(items)s.", len(bad))
+            % {"items": ", ".join(map(str, bad))}
             if bad
-            else "questions: must be a list of questions."
+            else _("questions: must be a list of questions.")
         )
         raise InvalidInput(detail, {"questions": exc.errors}) from None
 
@@ -126,27 +129,24 @@ def survey_create(
     ``required``). Every mechanism is validated by :mod:`privacy.mechanisms`.
     """
     if consultation.organisation_id != organisation.pk:
-        raise NotFound("Consultation not found.", {"consultation": ["Not found."]})
+        raise NotFound(_("Consultation not found."), {"consultation": [_("Not found.")]})
     if kind not in Survey.Kind.values:
         raise InvalidInput(
-            f"kind must be profile or opinion, got {kind!r}.", {"kind": ["Invalid."]}
+            _("kind must be profile or opinion, got %(kind)s.") % {"kind": repr(kind)},
+            {"kind": [_("Invalid.")]},
         )
     if not isinstance(title, str) or not 1 <= len(title) <= 200:
-        raise InvalidInput("title must be 1-200 characters.", {"title": ["1-200 characters."]})
+        raise InvalidInput(
+            _("title must be 1-200 characters."), {"title": [_("1-200 characters.")]}
+        )
     specs = _parse_questions(questions, organisation)
     if kind == Survey.Kind.PROFILE and _has_profile(consultation):
-        raise InvalidInput(
-            "This consultation already has a profile survey.",
-            {"kind": ["This consultation already has a profile survey (at most one)."]},
-        )
+        raise _second_profile()
     try:
         with transaction.atomic():
             survey = Survey.objects.create(consultation=consultation, kind=kind, title=title)
     except IntegrityError:  # a concurrent request created the profile survey first
-        raise InvalidInput(
-            "This consultation already has a profile survey.",
-            {"kind": ["This consultation already has a profile survey (at most one)."]},
-        ) from None
+        raise _second_profile() from None
     _store_questions(survey, specs)
     audit_record(
         organisation=organisation,
@@ -158,15 +158,25 @@ def survey_create(
     return survey
 
 
+def _second_profile() -> InvalidInput:
+    return InvalidInput(
+        _("This consultation already has a profile survey."),
+        {"kind": [_("This consultation already has a profile survey (at most one).")]},
+    )
+
+
 def _has_profile(consultation: Consultation) -> bool:
     return Survey.objects.filter(consultation=consultation, kind=Survey.Kind.PROFILE).exists()
 
 
 def _frozen(survey: Survey) -> InvalidInput:
     return InvalidInput(
-        f"Survey {survey.pk} is {survey.status}: questions and mechanisms are frozen once a "
-        "survey opens.",
-        {"questions": ["Frozen once the survey opens."]},
+        _(
+            "Survey %(survey)s is %(status)s: questions and mechanisms are frozen once a "
+            "survey opens."
+        )
+        % {"survey": survey.pk, "status": survey.status},
+        {"questions": [_("Frozen once the survey opens.")]},
     )
 
 
@@ -183,7 +193,9 @@ def survey_update(
     changed = []
     if title is not None and title != survey.title:
         if not isinstance(title, str) or not 1 <= len(title) <= 200:
-            raise InvalidInput("title must be 1-200 characters.", {"title": ["1-200 characters."]})
+            raise InvalidInput(
+                _("title must be 1-200 characters."), {"title": [_("1-200 characters.")]}
+            )
         survey.title = title
         survey.save(update_fields=["title"])
         changed.append("title")
@@ -212,8 +224,9 @@ def survey_delete(*, survey: Survey, actor: str = "system") -> None:
     survey = Survey.objects.select_for_update().get(pk=survey.pk)
     if survey.status != Survey.Status.DRAFT:
         raise Conflict(
-            f"Survey {survey.pk} is {survey.status}; only draft surveys can be deleted.",
-            {"status": [f"Is {survey.status}."]},
+            _("Survey %(survey)s is %(status)s; only draft surveys can be deleted.")
+            % {"survey": survey.pk, "status": survey.status},
+            {"status": [_("Is %(status)s.") % {"status": survey.status}]},
         )
     organisation = survey.consultation.organisation
     pk = survey.pk
@@ -227,12 +240,13 @@ def survey_open(*, survey: Survey, actor: str = "system") -> Survey:
     survey = Survey.objects.select_for_update().select_related("consultation").get(pk=survey.pk)
     if survey.status != Survey.Status.DRAFT:
         raise Conflict(
-            f"Survey {survey.pk} is {survey.status}; only a draft survey can be opened.",
-            {"status": [f"Is {survey.status}."]},
+            _("Survey %(survey)s is %(status)s; only a draft survey can be opened.")
+            % {"survey": survey.pk, "status": survey.status},
+            {"status": [_("Is %(status)s.") % {"status": survey.status}]},
         )
     if not survey.questions.exists():
         raise InvalidInput(
-            "A survey needs at least one question to open.", {"questions": ["Empty."]}
+            _("A survey needs at least one question to open."), {"questions": [_("Empty.")]}
         )
     survey.status = Survey.Status.OPEN
     survey.opened_at = timezone.now()
@@ -252,8 +266,9 @@ def survey_close(*, survey: Survey, actor: str = "system") -> Survey:
     survey = Survey.objects.select_for_update().select_related("consultation").get(pk=survey.pk)
     if survey.status != Survey.Status.OPEN:
         raise Conflict(
-            f"Survey {survey.pk} is {survey.status}; only an open survey can be closed.",
-            {"status": [f"Is {survey.status}."]},
+            _("Survey %(survey)s is %(status)s; only an open survey can be closed.")
+            % {"survey": survey.pk, "status": survey.status},
+            {"status": [_("Is %(status)s.") % {"status": survey.status}]},
         )
     survey.status = Survey.Status.CLOSED
     survey.closed_at = timezone.now()
@@ -290,8 +305,11 @@ def _validate(survey: Survey, items: Sequence[Any]) -> Batch:
         if participant in first_seen:
             duplicates[str(index)] = {
                 "participant": [
-                    f"Participant {participant!r} appears twice in this batch "
-                    f"(also item {first_seen[participant]})."
+                    _(
+                        "Participant %(participant)s appears twice in this batch "
+                        "(also item %(item)s)."
+                    )
+                    % {"participant": repr(participant), "item": first_seen[participant]}
                 ]
             }
             continue
@@ -307,14 +325,20 @@ def _validate(survey: Survey, items: Sequence[Any]) -> Batch:
     if errors:
         count = len(errors)
         raise InvalidInput(
-            f"{count} of {len(items)} response{'s' if len(items) != 1 else ''} "
-            f"{'is' if count == 1 else 'are'} invalid; nothing was stored.",
+            ngettext(
+                "%(count)s of %(total)s responses is invalid; nothing was stored.",
+                "%(count)s of %(total)s responses are invalid; nothing was stored.",
+                count,
+            )
+            % {"count": count, "total": len(items)}
+            if len(items) != 1
+            else _("1 of 1 response is invalid; nothing was stored."),
             {"responses": errors},
         )
     if duplicates:
         raise Conflict(
-            f"{len(duplicates)} response(s) repeat a participant of the same batch; "
-            "nothing was stored.",
+            _("%(count)s response(s) repeat a participant of the same batch; nothing was stored.")
+            % {"count": len(duplicates)},
             {"responses": duplicates},
         )
     return Batch(
@@ -374,8 +398,8 @@ def responses_submit_bulk(
     require_open(survey)
     if not isinstance(responses, list) or not 1 <= len(responses) <= MAX_BULK:
         raise InvalidInput(
-            f"responses must be a list of 1 to {MAX_BULK} responses.",
-            {"responses": [f"Must be a list of 1 to {MAX_BULK} responses."]},
+            _("responses must be a list of 1 to %(limit)s responses.") % {"limit": MAX_BULK},
+            {"responses": [_("Must be a list of 1 to %(limit)s responses.") % {"limit": MAX_BULK}]},
         )
     batch = _validate(survey, responses)
     store(survey, batch, single=False)
@@ -415,8 +439,9 @@ def response_withdraw(*, survey: Survey, participant: str, actor: str = "system"
     )
     if response is None:
         raise NotFound(
-            f"No response of participant {participant!r} to survey {survey.pk}.",
-            {"participant": ["No response from this participant."]},
+            _("No response of participant %(participant)s to survey %(survey)s.")
+            % {"participant": repr(participant), "survey": survey.pk},
+            {"participant": [_("No response from this participant.")]},
         )
     if response.withdrawn_at is None:
         response.answers.all().delete()
@@ -431,7 +456,9 @@ def response_withdraw(*, survey: Survey, participant: str, actor: str = "system"
     return response
 
 
-NO_SUCH_WITHDRAWAL = "No response to withdraw for this participant and withdrawal token."
+NO_SUCH_WITHDRAWAL = gettext_lazy(
+    "No response to withdraw for this participant and withdrawal token."
+)
 
 
 @transaction.atomic
@@ -482,8 +509,9 @@ def calibration_upload(
     """
     if survey.status == Survey.Status.CLOSED:
         raise InvalidInput(
-            f"Survey {survey.pk} is closed; calibration data can no longer change.",
-            {"survey": ["Is closed."]},
+            _("Survey %(survey)s is closed; calibration data can no longer change.")
+            % {"survey": survey.pk},
+            {"survey": [_("Is closed.")]},
         )
     target = (
         Question.objects.filter(survey=survey, key=question).first()
@@ -492,19 +520,28 @@ def calibration_upload(
     )
     if target is None:
         raise InvalidInput(
-            f"Survey {survey.pk} has no question {question!r}.",
-            {"question": [f"Unknown question {question!r}."]},
+            _("Survey %(survey)s has no question %(question)s.")
+            % {"survey": survey.pk, "question": repr(question)},
+            {"question": [_("Unknown question %(question)s.") % {"question": repr(question)}]},
         )
     if target.mechanism != "negative_manual":
         raise InvalidInput(
-            f"Question {question!r} uses {target.mechanism}; calibration pairs are only for "
-            "negative_manual questions.",
-            {"question": ["Not a negative_manual question."]},
+            _(
+                "Question %(question)s uses %(mechanism)s; calibration pairs are only for "
+                "negative_manual questions."
+            )
+            % {"question": repr(question), "mechanism": target.mechanism},
+            {"question": [_("Not a negative_manual question.")]},
         )
     if not isinstance(pairs, list) or not 1 <= len(pairs) <= MAX_CALIBRATION_PAIRS:
         raise InvalidInput(
-            f"pairs must be a list of 1 to {MAX_CALIBRATION_PAIRS} [true, negative] pairs.",
-            {"pairs": [f"Must be a list of 1 to {MAX_CALIBRATION_PAIRS} pairs."]},
+            _("pairs must be a list of 1 to %(limit)s [true, negative] pairs.")
+            % {"limit": MAX_CALIBRATION_PAIRS},
+            {
+                "pairs": [
+                    _("Must be a list of 1 to %(limit)s pairs.") % {"limit": MAX_CALIBRATION_PAIRS}
+                ]
+            },
         )
     codes = {label: code for code, label in enumerate(target.categories)}
     errors: dict[str, list[str]] = {}
@@ -515,22 +552,27 @@ def calibration_upload(
             or len(pair) != 2
             or not all(isinstance(x, str) for x in pair)
         ):
-            errors[str(index)] = ["Must be [true label, negative label]."]
+            errors[str(index)] = [_("Must be [true label, negative label].")]
             continue
         unknown = [label for label in pair if label not in codes]
         if unknown:
             errors[str(index)] = [
-                f"Unknown categor{'ies' if len(unknown) > 1 else 'y'} {unknown}; "
-                f"the question's are {target.categories}."
+                ngettext(
+                    "Unknown category %(unknown)s; the question's are %(categories)s.",
+                    "Unknown categories %(unknown)s; the question's are %(categories)s.",
+                    len(unknown),
+                )
+                % {"unknown": unknown, "categories": target.categories}
             ]
             continue
         if pair[0] == pair[1]:
-            errors[str(index)] = ["The negative answer must differ from the true one."]
+            errors[str(index)] = [_("The negative answer must differ from the true one.")]
             continue
         rows.append((codes[pair[0]], codes[pair[1]]))
     if errors:
         raise InvalidInput(
-            f"{len(errors)} of {len(pairs)} calibration pairs are invalid; nothing was stored.",
+            _("%(count)s of %(total)s calibration pairs are invalid; nothing was stored.")
+            % {"count": len(errors), "total": len(pairs)},
             {"pairs": errors},
         )
     uploaded_at = this_hour()

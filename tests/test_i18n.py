@@ -10,7 +10,9 @@ import polib
 import pytest
 from django.test import Client, override_settings
 
-from tests.factories import tenant_factory
+from reconstruction.models import AnalysisJob
+from surveys.models import Survey
+from tests.factories import consultation_factory, survey_factory, tenant_factory
 
 LOCALE = Path(__file__).resolve().parents[1] / "locale"
 PLACEHOLDER = re.compile(r"%\(\w+\)[sdr]|\{\w+\}")
@@ -66,3 +68,80 @@ def test_the_example_page_speaks_the_residents_language(db, query, header, expec
     # The script's sentences come in the same language.
     if "pl" in query:
         assert "Wyślij te odpowiedzi" in html and '"language": "pl"' in html
+
+
+# --------------------------------------------------------------------------- domain errors
+
+
+def both_languages(send):
+    """The same request in English (no header) and in German (Accept-Language: de)."""
+    english = send()
+    german = send(HTTP_ACCEPT_LANGUAGE="de-DE,de;q=0.9")
+    assert english.status_code == german.status_code, (english.json(), german.json())
+    return english, german
+
+
+def test_a_refused_survey_is_explained_in_german(db):
+    tenant = tenant_factory()
+    consultation = consultation_factory(tenant.organisation)
+    body = {
+        "consultation": consultation.pk, "kind": "opinion", "title": "Parks",
+        "questions": [
+            {"key": "colour", "type": "tricolour", "categories": ["a", "b"],
+             "mechanism": {"name": "none"}},
+            {"key": "site", "type": "nominal", "categories": ["A", "B", "C"],
+             "mechanism": {"name": "randomised_response", "retain": "high"}},
+            {"key": "age", "type": "continuous", "range": [50, 10], "mechanism": {"name": "none"}},
+        ],
+    }  # fmt: skip
+    english, german = both_languages(
+        lambda **headers: tenant.analyst.post("/api/v1/surveys/", body, format="json", **headers)
+    )
+    assert english.status_code == 400
+    en, de = english.json(), german.json()
+    assert en["detail"].startswith("Invalid input: questions: type: Must be one of binary")
+    assert de["detail"] == (
+        "Ungültige Eingabe: questions: type: "
+        "Muss eines von binary, nominal, ordinal, continuous sein."
+    )
+    colour, site, age = de["errors"]["questions"]
+    assert colour["type"] == ["Muss eines von binary, nominal, ordinal, continuous sein."]
+    assert site["mechanism"] == ["retain muss eine Zahl sein, erhalten: 'high'."]
+    assert age["range"] == ["unten muss kleiner als oben sein, erhalten: [50, 10]."]
+    assert en["errors"]["questions"][2]["range"] == ["low must be below high, got [50, 10]."]
+    assert not Survey.objects.exists()
+
+
+def test_a_refused_analysis_is_explained_in_german(db):
+    tenant = tenant_factory()
+    survey = survey_factory(consultation_factory(tenant.organisation))
+    cases = [
+        ({"attribute": "nope", "op": "in", "value": ["x"]}, "unbekanntes Merkmal 'nope'"),
+        ({"attribute": "sex", "op": "in", "value": ["X"]}, "'X' ist keine Kategorie von 'sex'"),
+        ({"attribute": "sex", "op": "gt", "value": 3}, "'sex' ist binary: verwenden Sie op 'in'"),
+    ]
+    for condition, expected in cases:
+        body = {"survey": survey.pk, "kind": "count", "where": [condition]}
+        english, german = both_languages(
+            lambda body=body, **headers: tenant.analyst.post(
+                "/api/v1/analyses/", body, format="json", **headers
+            )
+        )
+        assert english.status_code == 400, english.json()
+        assert german.json()["detail"].startswith("Ungültige Eingabe: where"), german.json()
+        assert expected in german.json()["detail"], german.json()
+        assert english.json()["detail"].startswith("Invalid input: where")
+    assert not AnalysisJob.objects.exists()
+
+
+def test_a_refused_job_quota_is_explained_in_german(db, settings):
+    settings.JOBS_MAX_ACTIVE_PER_ORGANISATION = 0
+    tenant = tenant_factory()
+    survey = survey_factory(consultation_factory(tenant.organisation))
+    english, german = both_languages(
+        lambda **headers: tenant.analyst.post(f"/api/v1/surveys/{survey.pk}/reports/", **headers)
+    )
+    assert english.status_code == 429 and int(german["Retry-After"]) >= 1
+    assert english.json()["detail"].startswith("Your organisation already has 0 jobs")
+    assert german.json()["detail"].startswith("Ihre Organisation hat bereits 0 Aufträge")
+    assert "Your organisation" not in german.json()["detail"]
