@@ -150,7 +150,7 @@ def main() -> int:
         seconds = time.perf_counter() - started
         report.refresh_from_db()
         assert report.status == "succeeded", report.error
-        charts = report.html.count("data:image/png;base64,")
+        charts = report.html.count("<svg")  # inline SVG charts (issue 12), one per question
 
     table = Table(
         f"Report of {n:,} responses x {len(QUESTIONS)} questions on PostgreSQL "
