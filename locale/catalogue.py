@@ -180,6 +180,8 @@ DE: dict[str, str | list[str]] = {
     "Band": "Spanne",
     "Expected true count": "Erwartete wahre Anzahl",
     "every candidate's selection probability (CSV)": "Auswahlwahrscheinlichkeit aller Kandidierenden (CSV)",
+    "empty for a panel member; 1, 2, ... for the reserves": "leer für ein Mitglied des Gremiums; 1, 2, ... für die Nachrückenden",
+    "%(label)s: quota %(min)s to %(max)s, expected true count %(expected)s (95%% interval %(low)s to %(high)s)": "%(label)s: Quote %(min)s bis %(max)s, erwartete wahre Anzahl %(expected)s (95%%-Intervall %(low)s bis %(high)s)",
 }
 
 PL: dict[str, str | list[str]] = {
@@ -364,6 +366,8 @@ PL: dict[str, str | list[str]] = {
     "Band": "Przedział",
     "Expected true count": "Oczekiwana prawdziwa liczebność",
     "every candidate's selection probability (CSV)": "prawdopodobieństwo wyboru każdego kandydata (CSV)",
+    "empty for a panel member; 1, 2, ... for the reserves": "puste dla członka panelu; 1, 2, ... dla osób rezerwowych",
+    "%(label)s: quota %(min)s to %(max)s, expected true count %(expected)s (95%% interval %(low)s to %(high)s)": "%(label)s: kwota od %(min)s do %(max)s, oczekiwana prawdziwa liczebność %(expected)s (przedział 95%% od %(low)s do %(high)s)",
 }
 
 # API error messages (domain layer), German.

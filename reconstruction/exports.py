@@ -164,6 +164,35 @@ def analysis_export(
         return Export(pd.DataFrame(rows), columns, notes)
     if isinstance(result.get("participants"), list):
         data = pd.DataFrame({"participant": result["participants"]})
+        reserves = result.get("reserves")
+        if isinstance(reserves, list):  # a panel: members, then the reserves in order
+            data = pd.DataFrame(
+                {
+                    "participant": [*result["participants"], *reserves],
+                    "reserve_rank": pd.array(
+                        [None] * len(result["participants"]) + list(range(1, len(reserves) + 1)),
+                        dtype="Int64",
+                    ),
+                }
+            )
+            columns["reserve_rank"] = _("empty for a panel member; 1, 2, ... for the reserves")
+        for quota in result.get("quotas") or []:
+            if isinstance(quota, dict) and "expected" in quota:
+                low, high = _pair(quota.get("ci95"))
+                notes.append(
+                    _(
+                        "%(label)s: quota %(min)s to %(max)s, expected true count %(expected)s "
+                        "(95%% interval %(low)s to %(high)s)"
+                    )
+                    % {
+                        "label": quota.get("label", ""),
+                        "min": quota.get("min"),
+                        "max": quota.get("max"),
+                        "expected": f"{float(quota['expected']):.2f}",
+                        "low": "—" if low is None else f"{float(low):.2f}",
+                        "high": "—" if high is None else f"{float(high):.2f}",
+                    }
+                )
         for name, value in result.items():
             if name != "participants" and not isinstance(value, list | dict):
                 notes.append(f"{name}: {value}")

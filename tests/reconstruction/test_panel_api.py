@@ -223,6 +223,15 @@ def test_panel_meets_every_quota_exactly_on_undistorted_answers(
     )
     assert [ref for _, ref in ranked] == reserves
 
+    # The export: members then reserves in order, the quotas in the notes.
+    export = world.analyst.get(f"{URL}{job['id']}/export/?format=csv")
+    assert export.status_code == 200
+    text = export.content.decode()
+    assert "quotas[0] (sex in [F]): quota 9 to 11, expected true count" in text
+    table = list(csv.DictReader(line for line in io.StringIO(text) if not line.startswith("#")))
+    assert [row["participant"] for row in table] == members + reserves
+    assert [row["reserve_rank"] for row in table[-4:]] == ["1", "2", "3", "4"]
+
     # Same seed, same panel; the request is in the audit trail with its quotas.
     again = run(world.analyst, django_capture_on_commit_callbacks, panel_body(world))
     assert again["result"]["participants"] == members
