@@ -24,11 +24,14 @@ panel 100 p95 <= 300 s and <= 1 GB. Exit status 1 when a target is missed.
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import resource
+import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +39,7 @@ from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import Table, finish_all
 from privacy.mechanisms import AdditiveLaplace, NoNoise, randomised_response
 from reconstruction.algorithms.panel import InfeasibleQuotas, PanelResult, Quota, select_panel
 from reconstruction.algorithms.queries import (
@@ -205,14 +209,17 @@ def library_maximin(pool: Pool, size: int, quota_list: list[Quota]) -> tuple[flo
 
 @dataclass
 class Figures:
+    """What one method (tightened or plain bands) achieved at one eps, over the pools."""
+
     support_ok: int = 0
     support_total: int = 0
     covered: int = 0
     intervals: int = 0
-    outside: list[NDArray[np.float64]] | None = None
-    ratios: list[float] | None = None
-    seconds: list[float] | None = None
+    outside: list[NDArray[np.float64]] = field(default_factory=list)
+    ratios: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
     relaxed: int = 0
+    loosened: int = 0
 
 
 def draw_panels(
@@ -233,6 +240,37 @@ def draw_panels(
     return panels
 
 
+def run(
+    table: dict[str, DiscreteAttribute | ContinuousAttribute],
+    size: int,
+    quota_list: list[Quota],
+    seed: int,
+    figures: Figures,
+    max_outside: float | None,
+) -> PanelResult:
+    """``select_panel`` timed; infeasible bands get the proposed relaxation (counted)."""
+    start = time.perf_counter()
+    try:
+        result = select_panel(
+            table, size, quota_list, rng=np.random.default_rng(seed), max_outside=max_outside
+        )
+    except InfeasibleQuotas as error:
+        # What a user would do: accept the proposed smallest relaxation. The bands measured
+        # stay the original ones.
+        figures.relaxed += 1
+        relaxed = [
+            Quota(q.where, lo, hi, q.label)
+            for q, (lo, hi) in zip(quota_list, error.relaxation, strict=True)
+        ]
+        result = select_panel(
+            table, size, relaxed, rng=np.random.default_rng(seed), max_outside=max_outside
+        )
+    figures.seconds.append(time.perf_counter() - start)
+    if max_outside is not None:
+        figures.loosened += sum(o.outside_level != max_outside for o in result.quotas)
+    return result
+
+
 def measure(
     pool: Pool,
     result: PanelResult,
@@ -241,6 +279,7 @@ def measure(
     rng: np.random.Generator,
     draws: int,
 ) -> None:
+    """Bands in the support, interval coverage, seats outside the bands on TRUE counts."""
     truth = dict(pool.categories())
     lower = np.array([q.min for q in quota_list], dtype=float)
     upper = np.array([q.max for q in quota_list], dtype=float)
@@ -257,12 +296,52 @@ def measure(
     for panel in draw_panels(result, draws, rng):
         counts = masks[:, panel].sum(axis=1)
         outside += np.maximum(lower - counts, 0) + np.maximum(counts - upper, 0)
-    assert figures.outside is not None
     figures.outside.append(outside / draws)
 
 
+# --------------------------------------------------------------------------- pool 10,000
+
+
+def scale_child(seed: int) -> None:
+    """One pool of 10,000 / panel 100 at eps=4, in its own process: prints seconds, RSS."""
+    rng = np.random.default_rng(seed)
+    pool = make_pool(10_000, rng)
+    table = distort(pool, 4.0, rng)
+    start = time.perf_counter()
+    select_panel(table, 100, quotas(pool, 100, 3), rng=np.random.default_rng(seed))
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "peak_mb": peak}))
+
+
+def library_child(seed: int, n: int, size: int) -> None:
+    """The library's maximin on one pool's true attributes, in its own process."""
+    rng = np.random.default_rng(seed)
+    pool = make_pool(n, rng)
+    optimum, seconds = library_maximin(pool, size, quotas(pool, size, 3))
+    print(json.dumps({"seconds": seconds, "optimum": optimum}))
+
+
+def child(args: list[str], timeout: float) -> dict[str, float] | None:
+    """Run this script with ``args`` in a fresh process; its JSON line, None on timeout."""
+    try:
+        done = subprocess.run(
+            [sys.executable, __file__, *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=True,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+# --------------------------------------------------------------------------- main
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
         "--quick", action="store_true", help="3 pools of 300 / panel 20, the library on the first"
     )
@@ -271,10 +350,26 @@ def main() -> int:
         "--library-pools",
         type=int,
         default=None,
-        help="pools on which the library's maximin runs (it is slow)",
+        help="pools on which the library's maximin runs (it takes minutes per pool)",
     )
+    parser.add_argument("--scale-pools", type=int, default=3, help="runs of pool 10,000 / 100")
     parser.add_argument("--no-scale", action="store_true", help="skip pool 10,000 / panel 100")
+    parser.add_argument(
+        "--library-scale",
+        type=float,
+        default=0.0,
+        help="also run the library on one pool of 10,000 / 100, with this timeout in s",
+    )
+    parser.add_argument("--scale-child", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--library-child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.scale_child is not None:
+        scale_child(args.scale_child)
+        return 0
+    if args.library_child is not None:
+        library_child(args.library_child, 10_000, 100)
+        return 0
+
     n, size = (300, 20) if args.quick else (1000, 30)
     n_pools = args.pools or (3 if args.quick else 20)
     library_pools = (
@@ -282,9 +377,8 @@ def main() -> int:
     )
     draws = 100 if args.quick else 200
     rng = np.random.default_rng(20261123)
-    results: dict[float, Figures] = {
-        eps: Figures(outside=[], ratios=[], seconds=[]) for eps in (2.0, 4.0)
-    }
+    methods: dict[str, float | None] = {"tightened": 0.2, "plain": None}
+    results = {(eps, m): Figures() for eps in (2.0, 4.0) for m in methods}
     library_seconds: list[float] = []
     ours_true_seconds: list[float] = []
     ours_true_ratio: list[float] = []
@@ -301,127 +395,139 @@ def main() -> int:
             )
             ours_true_seconds.append(time.perf_counter() - start)
             ours_true_ratio.append(ours.optimum / optimum)
-        for eps, figures in results.items():
+        for eps in (2.0, 4.0):
             table = distort(pool, eps, rng)
-            start = time.perf_counter()
-            try:
-                result = select_panel(table, size, quota_list, rng=np.random.default_rng(index))
-            except InfeasibleQuotas as error:
-                # What a user would do: accept the proposed smallest relaxation. The bands
-                # measured below stay the original ones.
-                figures.relaxed += 1
-                relaxed = [
-                    Quota(q.where, lo, hi, q.label)
-                    for q, (lo, hi) in zip(quota_list, error.relaxation, strict=True)
-                ]
-                result = select_panel(table, size, relaxed, rng=np.random.default_rng(index))
-            assert figures.seconds is not None and figures.ratios is not None
-            figures.seconds.append(time.perf_counter() - start)
-            if optimum is not None:
-                figures.ratios.append(result.selection_summary["min"] / optimum)
-            measure(pool, result, quota_list, figures, rng, draws)
+            for method, max_outside in methods.items():
+                figures = results[(eps, method)]
+                result = run(table, size, quota_list, index, figures, max_outside)
+                if optimum is not None:
+                    figures.ratios.append(result.selection_summary["min"] / optimum)
+                measure(pool, result, quota_list, figures, np.random.default_rng(index), draws)
         print(f"pool {index + 1}/{n_pools} done", file=sys.stderr, flush=True)
 
-    failed = False
-    rows: list[tuple[str, str, str, str]] = []
-
-    def row(name: str, ours: str, target: str, library: str, ok: bool) -> None:
-        nonlocal failed
-        failed |= not ok
-        rows.append((name, ours, target + ("" if ok else "  MISSED"), library))
-
-    for eps, figures in results.items():
-        assert figures.outside is not None and figures.ratios is not None
-        assert figures.seconds is not None
-        outside = np.array(figures.outside)
-        worst = float(outside.mean(axis=0).max())
+    lib_time = float(np.mean(library_seconds)) if library_seconds else None
+    tables = []
+    for eps in (2.0, 4.0):
+        ours, plain = results[(eps, "tightened")], results[(eps, "plain")]
+        table = Table(
+            f"eps={eps:g} per attribute: {n_pools} pools of {n} / panel {size}, bands +-2 "
+            f"(16 quotas), {draws} lottery draws per pool"
+        )
+        table.add(
+            "pools whose bands were infeasible (relaxation applied)",
+            ours.relaxed,
+            target="0",
+            ok=ours.relaxed == 0,
+        )
+        table.add(
+            "panels in the support meeting every band (expected counts)",
+            f"{ours.support_ok}/{ours.support_total}",
+            target="all",
+            ok=ours.support_ok == ours.support_total,
+        )
+        coverage = ours.covered / max(ours.intervals, 1)
+        table.add(
+            f"95% intervals covering the realised true count ({ours.intervals} intervals)",
+            coverage,
+            unit="%",
+            baseline=plain.covered / max(plain.intervals, 1),
+            baseline_name="plain bands",
+            target="93-97%",
+            ok=0.93 <= coverage <= 0.97,
+        )
         limit = 0.5 if eps == 2.0 else 0.2
-        row(
-            f"eps={eps:g}: pools whose +-2 quotas were infeasible (relaxation applied)",
-            f"{figures.relaxed}/{n_pools}",
-            "0",
-            "-",
-            figures.relaxed == 0,
+        worst = float(np.mean(ours.outside, axis=0).max())
+        table.add(
+            "seats outside the band, worst category (mean over pools and draws)",
+            worst,
+            baseline=float(np.mean(plain.outside, axis=0).max()),
+            baseline_name="plain bands",
+            target=f"<= {limit}",
+            ok=worst <= limit,
         )
-        row(
-            f"eps={eps:g}: panels in support meeting every band (expected counts)",
-            f"{figures.support_ok}/{figures.support_total}",
-            "all",
-            "-",
-            figures.support_ok == figures.support_total,
+        table.add(
+            "seats outside the band, mean over categories",
+            float(np.mean(ours.outside)),
+            baseline=float(np.mean(plain.outside)),
+            baseline_name="plain bands",
         )
-        coverage = figures.covered / max(figures.intervals, 1)
-        row(
-            f"eps={eps:g}: 95% intervals covering the realised true count",
-            f"{coverage:.1%} of {figures.intervals}",
-            "93-97%",
-            "-",
-            0.93 <= coverage <= 0.97,
+        table.add(
+            f"quota bands kept at a looser bound than 0.2 (of {16 * n_pools})",
+            ours.loosened,
         )
-        row(
-            f"eps={eps:g}: seats outside the band, worst category (mean over panels)",
-            f"{worst:.2f} (mean over categories {outside.mean():.2f})",
-            f"<= {limit}",
-            "-",
-            worst <= limit,
-        )
-        if figures.ratios:
-            ratio = min(figures.ratios)
+        if ours.ratios:
             need = 0.9 if eps == 4.0 else 0.5
-            row(
-                f"eps={eps:g}: lowest selection probability / library's true-data optimum",
-                f"{ratio:.2f} (worst of {len(figures.ratios)} pools)",
-                f">= {need}",
-                "1.00 by definition",
-                ratio >= need,
+            ratio = min(ours.ratios)
+            table.add(
+                f"lowest selection probability / library's true-data maximin "
+                f"(worst of {len(ours.ratios)} pools)",
+                ratio,
+                baseline=min(plain.ratios),
+                baseline_name="plain bands",
+                target=f">= {need}",
+                ok=ratio >= need,
             )
-        p95 = float(np.percentile(figures.seconds, 95))
-        row(
-            f"eps={eps:g}: seconds, pool {n} / panel {size} (p95)",
-            f"{p95:.1f}",
-            "<= 10" if n == 1000 else "(full run: 1000/30 <= 10)",
-            f"{np.mean(library_seconds):.1f} on true data" if library_seconds else "-",
-            p95 <= 10 or n != 1000,
+        p95 = float(np.percentile(ours.seconds, 95))
+        table.add(
+            f"seconds per panel, pool {n} / panel {size} (p95 of {len(ours.seconds)})",
+            p95,
+            unit="s",
+            baseline=lib_time,
+            baseline_name="library maximin on true data, mean",
+            target="<= 10 s" if n == 1000 else "",
+            ok=p95 <= 10 if n == 1000 else None,
         )
+        tables.append(table)
     if library_seconds:
-        row(
-            "true data: our optimum / library's optimum",
-            f"{min(ours_true_ratio):.3f}",
-            "~1",
-            "1",
-            min(ours_true_ratio) >= 0.99,
+        table = Table(f"true attributes: ours against sortition-algorithms, pool {n} / {size}")
+        table.add(
+            f"our maximin optimum / library's (worst of {len(ours_true_ratio)} pools)",
+            min(ours_true_ratio),
+            target=">= 0.99",
+            ok=min(ours_true_ratio) >= 0.99,
         )
-        row(
-            f"true data: seconds, pool {n} / panel {size} (mean)",
-            f"{np.mean(ours_true_seconds):.1f}",
-            "-",
-            f"{np.mean(library_seconds):.1f}",
-            True,
+        table.add(
+            "seconds per maximin (mean)",
+            float(np.mean(ours_true_seconds)),
+            unit="s",
+            baseline=lib_time,
+            baseline_name="library",
         )
+        tables.append(table)
 
     if not args.quick and not args.no_scale:
-        times = []
-        for index in range(2):
-            pool = make_pool(10_000, rng)
-            table = distort(pool, 4.0, rng)
-            start = time.perf_counter()
-            select_panel(table, 100, quotas(pool, 100, 3), rng=np.random.default_rng(index))
-            times.append(time.perf_counter() - start)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        row(
-            "pool 10,000 / panel 100: seconds (max of 2 pools, eps=4)",
-            f"{max(times):.0f}",
-            "p95 <= 300",
-            "did not finish in 600 s (issue's measurement; not re-run)",
-            max(times) <= 300,
+        table = Table("pool 10,000 / panel 100, eps=4, bands +-3 (each run in its own process)")
+        runs = [child(["--scale-child", str(1000 + i)], 1800.0) for i in range(args.scale_pools)]
+        finished = [r for r in runs if r is not None]
+        seconds = [r["seconds"] for r in finished]
+        library = None
+        if args.library_scale > 0:
+            library = child(["--library-child", "1000"], args.library_scale)
+        library_text = (
+            "not run (issue 14: did not finish in 600 s)"
+            if args.library_scale <= 0
+            else (
+                f"did not finish in {args.library_scale:.0f} s"
+                if library is None
+                else f"{library['seconds']:.0f} s"
+            )
         )
-        row("peak memory of this process, MB", f"{peak:.0f}", "<= 1024", "-", peak <= 1024)
-
-    width = max(len(r[0]) for r in rows)
-    print(f"{'measure':<{width}}  {'ours':<34}  {'target':<22}  library")
-    for name, ours, target, library in rows:
-        print(f"{name:<{width}}  {ours:<34}  {target:<22}  {library}")
-    return 1 if failed else 0
+        p95 = float(np.percentile(seconds, 95)) if seconds else math.inf
+        table.add(
+            f"seconds (p95 of {len(runs)} pools, {len(runs) - len(finished)} timed out)",
+            p95,
+            unit="s",
+            baseline_name="library on true data: " + library_text,
+            target="<= 300 s",
+            ok=p95 <= 300 and len(finished) == len(runs),
+        )
+        peak = max((r["peak_mb"] for r in finished), default=math.inf)
+        table.add("peak RSS of a run", peak, unit="MB", target="<= 1024 MB", ok=peak <= 1024)
+        tables.append(table)
+    load = Path("/proc/loadavg").read_text().split()[0]
+    for table in tables:
+        table.note(f"load average at the end: {load} on {os.cpu_count()} CPU(s)")
+    return finish_all(tables)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ the conflicting quotas and the smallest feasible relaxation.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,16 +57,14 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+from scipy.optimize import Bounds, LinearConstraint, brentq, linprog, milp
+from scipy.special import ndtr
 
 from reconstruction.algorithms.queries import (
     Attribute,
     Condition,
-    _axes,
-    _group,
-    _joint_fit,
-    _joint_mask,
-    _table_size,
+    condition_posterior,
+    table_size,
 )
 from reconstruction.algorithms.uncertainty import default_rng
 
@@ -93,6 +92,9 @@ _NASH_GAP = 1e-4
 _NEIGHBOURS = 15
 # Seconds an exact pricing MILP may run; its dual bound then still bounds the optimum.
 _MILP_TIME_LIMIT = 60.0
+# Levels of expected seats outside a band tried, as multiples of ``max_outside``, before a
+# quota keeps its plain band (:func:`_tighten`).
+_OUTSIDE_STEPS = (1.0, 1.5, 2.0, 3.0, 5.0)
 # Posterior vectors that agree to this many decimals form one type.
 _TYPE_DECIMALS = 10
 
@@ -153,6 +155,13 @@ class QuotaOutcome:
     pool_expected : float
         Expected number of eligible candidates truly in the category.
     pool_ci95 : (float, float)
+    expected_outside : float
+        Expected number of the drawn panel's seats by which the realised true count falls
+        outside ``[min, max]`` (normal approximation of the Poisson-binomial count).
+    outside_level : float
+        The bound on expected seats outside the band that every panel of the lottery
+        meets for this quota (``inf``: only the expected count is kept in the band; see
+        ``max_outside`` of :func:`select_panel`).
     """
 
     label: str
@@ -162,6 +171,8 @@ class QuotaOutcome:
     ci95: tuple[float, float]
     pool_expected: float
     pool_ci95: tuple[float, float]
+    expected_outside: float = math.nan
+    outside_level: float = math.inf
 
 
 @dataclass(frozen=True)
@@ -272,50 +283,6 @@ class PanelCancelled(Exception):
 # --------------------------------------------------------------------------- posteriors
 
 
-@dataclass(frozen=True)
-class _Posterior:
-    """Per-row posterior of one condition, its bootstrap replicates and the count."""
-
-    values: NDArray[np.float64]  # (n,)
-    replicates: NDArray[np.float64]  # (B, n) as float32-sized, rows on demand
-    estimate: float
-    ci95: tuple[float, float]
-
-
-def _posterior(
-    table: Mapping[str, Attribute],
-    where: Sequence[Condition],
-    *,
-    n_boot: int,
-    tol: float | None,
-    max_iter: int,
-    rng: np.random.Generator,
-) -> _Posterior:
-    """``Pr(true values meet where | reported values)`` for every row.
-
-    The same joint reconstruction as ``sample(method="posterior")`` and ``count_joint``
-    (001_28af1923c784b480.txt, Figure 2's EM over the product channel); the replicates
-    refit it on multinomial resamples of the reported cells (participant bootstrap).
-    """
-    groups = _group(table, where)
-    fit = _joint_fit(_axes(table, groups), tol, max_iter)
-    flat = np.ravel_multi_index(tuple(ax.cells for ax in fit.axes), fit.counts.shape)
-    values = fit.posterior().ravel()[flat]
-    thetas = fit.bootstrap(n_boot, rng, tol, max_iter)
-    cell_replicates = fit.posterior(thetas).reshape(n_boot, -1)
-    mask = _joint_mask(fit.axes)
-    n = fit.n
-    estimate = float(n * fit.theta[mask].sum())
-    counts = n * thetas[:, mask].sum(axis=1)
-    low, high = np.percentile(counts, [2.5, 97.5])
-    return _Posterior(
-        np.asarray(values, dtype=np.float64),
-        np.asarray(cell_replicates[:, flat], dtype=np.float64),
-        estimate,
-        (float(low), float(high)),
-    )
-
-
 def _count_interval(
     values: NDArray[np.float64], replicates: NDArray[np.float64], upper: float
 ) -> tuple[float, float, float]:
@@ -337,22 +304,45 @@ def _count_interval(
 
 @dataclass(frozen=True)
 class _Problem:
-    """Panels as seat vectors over types: ``x[t]`` in ``0..sizes[t]``, ``sum x = k``."""
+    """Panels as seat vectors over types: ``x[t]`` in ``0..sizes[t]``, ``sum x = k``.
+
+    The quota rows are ``lower <= posteriors.T x <= upper`` (the bands on expected true
+    counts); ``tight`` adds rows ``tight_lower <= tight x <= tight_upper`` (the bands
+    tightened for the variance of the realised counts, :func:`_tightened_rows`), used by
+    the optimisation but not by the infeasibility diagnosis, which speaks of the bands.
+    """
 
     sizes: NDArray[np.float64]  # (T,)
     posteriors: NDArray[np.float64]  # (T, q)
     size: int
     lower: NDArray[np.float64]  # (q,)
     upper: NDArray[np.float64]  # (q,)
+    tight: NDArray[np.float64] | None = None  # (r, T)
+    tight_lower: NDArray[np.float64] | None = None  # (r,)
+    tight_upper: NDArray[np.float64] | None = None  # (r,)
+
+    def rows(
+        self, active: NDArray[np.bool_] | None = None
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """The quota rows ``(A, lo, hi)``, ``A`` of shape ``(rows, T)``.
+
+        With ``active`` (a mask over quotas), only those quotas' plain bands.
+        """
+        keep = np.ones(self.lower.size, dtype=bool) if active is None else active
+        a, lo, hi = self.posteriors[:, keep].T, self.lower[keep], self.upper[keep]
+        if active is None and self.tight is not None:
+            assert self.tight_lower is not None and self.tight_upper is not None
+            a = np.vstack([a, self.tight])
+            lo = np.concatenate([lo, self.tight_lower])
+            hi = np.concatenate([hi, self.tight_upper])
+        return a, lo, hi
 
     def constraints(self, active: NDArray[np.bool_] | None = None) -> list[LinearConstraint]:
         t = self.sizes.size
         result = [LinearConstraint(np.ones((1, t)), self.size, self.size)]
-        keep = np.ones(self.lower.size, dtype=bool) if active is None else active
-        if keep.any():
-            result.append(
-                LinearConstraint(self.posteriors[:, keep].T, self.lower[keep], self.upper[keep])
-            )
+        a, lo, hi = self.rows(active)
+        if a.shape[0]:
+            result.append(LinearConstraint(a, lo, hi))
         return result
 
     def best_panel(
@@ -400,10 +390,12 @@ class _Problem:
         value, an upper bound on every panel's value.
         """
         t = self.sizes.size
+        a, lo, hi = self.rows()
+        has_hi, has_lo = np.isfinite(hi), np.isfinite(lo)
         relaxed = linprog(
             -weights,
-            A_ub=np.vstack([self.posteriors.T, -self.posteriors.T]),
-            b_ub=np.concatenate([self.upper, -self.lower]),
+            A_ub=np.vstack([a[has_hi], -a[has_lo]]),
+            b_ub=np.concatenate([hi[has_hi], -lo[has_lo]]),
             A_eq=np.ones((1, t)),
             b_eq=[float(self.size)],
             bounds=np.column_stack([np.zeros(t), self.sizes]),
@@ -417,8 +409,8 @@ class _Problem:
         panel = np.asarray(np.rint(np.where(fractional, 0.0, x)), dtype=np.int64)
         if not fractional.any():
             return panel, bound
-        fixed_counts = panel @ self.posteriors
-        sub = self.posteriors[fractional]
+        fixed_counts = a @ panel
+        sub = a[:, fractional]
         result = milp(
             -weights[fractional],
             constraints=[
@@ -427,7 +419,7 @@ class _Problem:
                     self.size - panel.sum(),
                     self.size - panel.sum(),
                 ),
-                LinearConstraint(sub.T, self.lower - fixed_counts, self.upper - fixed_counts),
+                LinearConstraint(sub, lo - fixed_counts, hi - fixed_counts),
             ],
             integrality=np.ones(int(fractional.sum())),
             bounds=Bounds(np.zeros(int(fractional.sum())), self.sizes[fractional]),
@@ -439,6 +431,122 @@ class _Problem:
 
     def feasible(self, active: NDArray[np.bool_] | None = None) -> bool:
         return self.best_panel(np.zeros(self.sizes.size), active) is not None
+
+
+def _shortfall(z: NDArray[np.float64] | float) -> NDArray[np.float64]:
+    """``E[(Z - z)+]`` for a standard normal ``Z``: ``phi(z) - z (1 - Phi(z))``."""
+    z = np.asarray(z, dtype=np.float64)
+    return np.asarray(np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi) - z * ndtr(-z))
+
+
+def _margin(tau: float, variance: float) -> float:
+    """Distance inside a band edge at which a count has ``tau`` expected seats beyond it.
+
+    A count ``C`` with mean ``mu`` and variance ``s`` (normal approximation, continuity
+    corrected) has ``E[(L - C)+] = sigma * psi((mu - L + 1/2) / sigma)`` expected seats
+    below ``L``; ``mu - L + 1/2 >= _margin(tau, s)`` keeps that at most ``tau``.
+    """
+    sigma = math.sqrt(variance)
+    target = tau / sigma
+    z = brentq(lambda v: float(_shortfall(v)) - target, -target - 10.0, 40.0, xtol=1e-10)
+    return sigma * float(z)
+
+
+def _margin_line(tau: float, variance: float) -> tuple[float, float]:
+    """``(a, b)`` of the tangent ``a + b s`` to ``_margin(tau, s)`` at ``s = variance``.
+
+    The margin is concave in the variance where it matters, so the tangent lies above it
+    and the linear row built from it is conservative; it is exact at ``variance``.
+    """
+    h = 1e-4 * variance
+    slope = (_margin(tau, variance + h) - _margin(tau, variance - h)) / (2.0 * h)
+    return _margin(tau, variance) - slope * variance, slope
+
+
+def _expected_outside(expected: float, variance: float, low: int, high: int, size: int) -> float:
+    """Expected seats of a count outside ``[low, high]`` (normal approximation)."""
+    if variance <= 1e-12:
+        return max(low - expected, 0.0) + max(expected - high, 0.0)
+    sigma = math.sqrt(variance)
+    total = 0.0
+    if low > 0:
+        total += sigma * float(_shortfall((expected - low + 0.5) / sigma))
+    if high < size:
+        total += sigma * float(_shortfall((high + 0.5 - expected) / sigma))
+    return total
+
+
+def _tightened(problem: _Problem, levels: NDArray[np.float64]) -> _Problem:
+    """The problem with each quota's band tightened for its realised count's variance.
+
+    Given the reported answers, a panel's true count in quota ``j`` is a sum of
+    independent Bernoulli variables: mean ``mu = sum_t x_t p_tj`` and variance ``s =
+    sum_t x_t p_tj (1 - p_tj)``, both linear in the seats ``x``. Keeping the expected
+    seats outside the band at most ``levels[j]`` (split between the two edges) asks
+    ``mu - L + 1/2 >= margin(s)`` and ``U + 1/2 - mu >= margin(s)``; the margin is
+    replaced by its tangent at the variance of a panel drawn at random from the pool
+    (:func:`_margin_line`), which turns each edge into one linear row of the MILPs.
+    Infinite levels leave a quota's band as it is.
+    """
+    variances = problem.posteriors * (1.0 - problem.posteriors)
+    rows: list[NDArray[np.float64]] = []
+    lows: list[float] = []
+    highs: list[float] = []
+    total = float(problem.sizes.sum())
+    for j, level in enumerate(levels):
+        if not math.isfinite(level):
+            continue
+        sides = int(problem.lower[j] > 0) + int(problem.upper[j] < problem.size)
+        typical = problem.size * float(problem.sizes @ variances[:, j]) / total
+        if sides == 0 or typical <= 1e-9:
+            continue
+        a, b = _margin_line(float(level) / sides, typical)
+        if problem.lower[j] > 0:
+            rows.append(problem.posteriors[:, j] - b * variances[:, j])
+            lows.append(float(problem.lower[j]) - 0.5 + a)
+            highs.append(math.inf)
+        if problem.upper[j] < problem.size:
+            rows.append(problem.posteriors[:, j] + b * variances[:, j])
+            lows.append(-math.inf)
+            highs.append(float(problem.upper[j]) + 0.5 - a)
+    if not rows:
+        return problem
+    return dataclasses.replace(
+        problem,
+        tight=np.vstack(rows),
+        tight_lower=np.asarray(lows),
+        tight_upper=np.asarray(highs),
+    )
+
+
+def _tighten(problem: _Problem, max_outside: float) -> tuple[_Problem, NDArray[np.float64]]:
+    """The tightest bands (per quota, on a ladder of levels) that still admit a panel.
+
+    First every quota at ``max_outside``; when no panel meets them all, each quota alone
+    finds the lowest level of ``max_outside * _OUTSIDE_STEPS`` that admits a panel, then
+    all tightened quotas are loosened one step at a time until a panel exists (infinite
+    level: the plain band, which is feasible by then).
+    """
+    q = problem.lower.size
+    levels = np.full(q, float(max_outside))
+    candidate = _tightened(problem, levels)
+    if candidate.feasible():
+        return candidate, levels
+    ladder = [max_outside * step for step in _OUTSIDE_STEPS] + [math.inf]
+    steps = np.full(q, len(ladder) - 1)
+    for j in range(q):
+        for k, level in enumerate(ladder[:-1]):
+            trial = np.full(q, math.inf)
+            trial[j] = level
+            if _tightened(problem, trial).feasible():
+                steps[j] = k
+                break
+    while True:
+        levels = np.array([ladder[k] for k in steps])
+        candidate = _tightened(problem, levels)
+        if not np.isfinite(levels).any() or candidate.feasible():
+            return candidate, levels
+        steps = np.minimum(steps + 1, len(ladder) - 1)
 
 
 def _relaxation(problem: _Problem, minimums: Sequence[int], maximums: Sequence[int]) -> list[int]:
@@ -565,14 +673,12 @@ class _ColumnGeneration:
         room = np.flatnonzero(panel < problem.sizes)
         if occupied.size == 0 or room.size == 0:
             return 0
-        counts = panel @ problem.posteriors
-        # change[s, t, j] = P[t, j] - P[s, j]
-        moved = (
-            counts[None, None, :]
-            - problem.posteriors[occupied][:, None, :]
-            + problem.posteriors[room][None, :, :]
-        )
-        ok = np.all((moved >= problem.lower - 1e-9) & (moved <= problem.upper + 1e-9), axis=2) & (
+        a, lo, hi = problem.rows()
+        rows = a.T  # (T, r)
+        counts = panel @ rows
+        # change[s, t, j] = A[j, t] - A[j, s]
+        moved = counts[None, None, :] - rows[occupied][:, None, :] + rows[room][None, :, :]
+        ok = np.all((moved >= lo - 1e-9) & (moved <= hi + 1e-9), axis=2) & (
             occupied[:, None] != room[None, :]
         )
         value = float(weights @ panel) - weights[occupied][:, None] + weights[room][None, :]
@@ -800,8 +906,10 @@ def _lottery(weights: NDArray[np.float64], m: int) -> NDArray[np.int64]:
 # --------------------------------------------------------------------------- guarantee
 
 
-def guarantee_statement(size: int, n_quotas: int, *, eligibility: bool) -> str:
-    """The plain statement returned with every panel."""
+def guarantee_statement(
+    size: int, n_quotas: int, *, eligibility: bool, max_outside: float | None = None
+) -> str:
+    """The plain statement returned with every panel (``max_outside``: the bound kept)."""
     text = (
         f"The panel of {size} was drawn by a published lottery over panels that all meet the "
         f"{n_quotas} quota(s) in expectation: answers were distorted on residents' devices, "
@@ -811,6 +919,13 @@ def guarantee_statement(size: int, n_quotas: int, *, eligibility: bool) -> str:
         "shows by how much it plausibly varies. Every candidate's selection probability is "
         "published; candidates with the same reported answers have the same probability."
     )
+    if max_outside is not None and n_quotas:
+        text += (
+            " The bands were also tightened so that, in every panel of the lottery, the "
+            "realised number of each quota is expected to fall outside its band by at most "
+            f"{max_outside:g} seat(s), where the answers allow it (notes name any quota "
+            "where they did not)."
+        )
     if eligibility:
         text += (
             " Eligibility is also only known in probability: the expected number of members "
@@ -837,6 +952,7 @@ def select_panel(
     max_iter: int = 10_000,
     rng: np.random.Generator | None = None,
     progress: Progress | None = None,
+    max_outside: float | None = 0.2,
 ) -> PanelResult:
     """Draw a panel from a fair lottery whose panels meet quotas on expected true counts.
 
@@ -874,6 +990,13 @@ def select_panel(
     progress : callable(float), optional
         Called with the fraction done; it may raise (for example :class:`PanelCancelled`)
         to stop the run, and the exception propagates unchanged.
+    max_outside : float or None
+        Every panel of the lottery keeps each quota's expected number of seats by which
+        the realised true count falls outside the band at most this (0.2 by default),
+        which tightens the band on the expected count by a margin that grows with the
+        variance of the panel's true count. A quota for which no panel can do so gets the
+        lowest of 1.5, 2, 3 and 5 times the level that admits panels, or its plain band
+        (stated in ``notes`` and ``QuotaOutcome.outside_level``). ``None``: plain bands.
 
     Returns
     -------
@@ -887,7 +1010,7 @@ def select_panel(
         Bad sizes or options, quotas whose bounds cannot hold for any panel size, unknown
         attributes or bad conditions, a panel larger than the eligible pool.
     """
-    n = _table_size(table)
+    n = table_size(table)
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
         raise ValueError(f"size must be a positive integer, got {size!r}")
     if isinstance(reserves, bool) or not isinstance(reserves, (int, np.integer)) or reserves < 0:
@@ -910,7 +1033,7 @@ def select_panel(
 
     # Pool and posteriors.
     if where:
-        eligibility = _posterior(
+        eligibility = condition_posterior(
             table, where, n_boot=n_boot, tol=tol, max_iter=max_iter, rng=generator
         )
         candidates = np.flatnonzero(eligibility.values >= eligibility_threshold).astype(np.intp)
@@ -925,7 +1048,9 @@ def select_panel(
             f"of {candidates.size} candidates"
         )
     posteriors = [
-        _posterior(table, q.where, n_boot=n_boot, tol=tol, max_iter=max_iter, rng=generator)
+        condition_posterior(
+            table, q.where, n_boot=n_boot, tol=tol, max_iter=max_iter, rng=generator
+        )
         for q in quotas
     ]
     if progress is not None:
@@ -964,6 +1089,19 @@ def select_panel(
     )
     if not problem.feasible():
         raise _infeasible(problem, quotas)
+    notes: list[str] = []
+    levels = np.full(q, math.inf)
+    if max_outside is not None and q:
+        if not max_outside > 0:
+            raise ValueError(f"max_outside must be positive or None, got {max_outside!r}")
+        problem, levels = _tighten(problem, float(max_outside))
+        for quota, level in zip(quotas, levels, strict=True):
+            if level != max_outside:
+                notes.append(
+                    f"{quota.label}: no panel keeps the expected seats outside the band "
+                    f"below {max_outside:g}; "
+                    + (f"bound {level:g} used" if math.isfinite(level) else "plain band used")
+                )
 
     cg = _ColumnGeneration(problem, progress)
     selectable = cg.cover(np.zeros(sizes.size, dtype=bool))
@@ -1005,12 +1143,12 @@ def select_panel(
 
     rows = candidates[panel_local]
     outcomes: list[QuotaOutcome] = []
-    for quota, post in zip(quotas, posteriors, strict=True):
-        expected, low, high = _count_interval(
-            post.values[rows], post.replicates[:, rows], float(size)
-        )
+    for quota, post, level in zip(quotas, posteriors, levels, strict=True):
+        values = post.values
+        expected, low, high = _count_interval(values[rows], post.replicates(rows), float(size))
+        binomial = float((values[rows] * (1.0 - values[rows])).sum())
         pool_expected, pool_low, pool_high = _count_interval(
-            post.values[candidates], post.replicates[:, candidates], float(candidates.size)
+            values[candidates], post.replicates(candidates), float(candidates.size)
         )
         outcomes.append(
             QuotaOutcome(
@@ -1021,6 +1159,8 @@ def select_panel(
                 (low, high),
                 pool_expected,
                 (pool_low, pool_high),
+                _expected_outside(expected, binomial, quota.min, quota.max, int(size)),
+                float(level),
             )
         )
     expected_eligible = (
@@ -1028,7 +1168,6 @@ def select_panel(
     )
     if progress is not None:
         progress(1.0)
-    notes: list[str] = []
     unselectable = int(sizes[~selectable].sum())
     if unselectable:
         notes.append(f"{unselectable} eligible candidate(s) fit in no quota-satisfying panel")
@@ -1051,6 +1190,8 @@ def select_panel(
         type_posteriors=type_posteriors,
         support=support,
         weights=lottery_weights,
-        guarantee=guarantee_statement(int(size), q, eligibility=eligibility is not None),
+        guarantee=guarantee_statement(
+            int(size), q, eligibility=eligibility is not None, max_outside=max_outside
+        ),
         notes=tuple(notes),
     )

@@ -231,3 +231,79 @@ def test_bad_quota_bounds_are_refused() -> None:
         Quota((Condition("sex", "in", {0}),), 1.5, 2, "women")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="must be >= 0"):
         Quota((Condition("sex", "in", {0}),), -1, 2, "women")
+
+
+def _normal_outside(mu: np.ndarray, var: np.ndarray, low: int, high: int, size: int) -> np.ndarray:
+    """Expected seats outside [low, high] of a count with mean mu and variance var."""
+    from scipy.stats import norm
+
+    sigma = np.sqrt(var)
+    total = np.zeros_like(mu)
+    if low > 0:
+        z = (mu - low + 0.5) / sigma
+        total += sigma * (norm.pdf(z) - z * norm.sf(z))
+    if high < size:
+        z = (high + 0.5 - mu) / sigma
+        total += sigma * (norm.pdf(z) - z * norm.sf(z))
+    return total
+
+
+def _age_sex_table(eps: float, n: int = 300) -> dict[str, DiscreteAttribute | ContinuousAttribute]:
+    rng = np.random.default_rng(17)
+    ages = rng.integers(16, 86, size=n).astype(float)
+    sex = (rng.random(n) < 0.5).astype(np.intp)
+    retain = np.exp(eps) / (np.exp(eps) + 1)
+    reported = np.where(rng.random(n) < retain, sex, 1 - sex)
+    noise = AdditiveLaplace(70 / eps)
+    return {
+        "age": ContinuousAttribute(noise.distort(ages, rng), noise, 16, 86),
+        "sex": DiscreteAttribute(reported, randomised_response(2, retain)),
+    }
+
+
+def test_tightened_bands_bound_the_expected_seats_outside_every_band() -> None:
+    # Bands +-2 around a panel of 12: at eps = 3 the realised true counts vary by about
+    # 1.5 seats, so plain bands on the expected counts leave seats outside them.
+    table = _age_sex_table(3.0)
+    quotas = [
+        Quota((Condition("sex", "in", {0}),), 4, 8, "women"),
+        Quota((Condition("age", "between", (16, 40)),), 2, 6, "16-39"),
+    ]
+    size = 12
+    tight = select_panel(table, size, quotas, rng=np.random.default_rng(1), max_outside=0.3)
+    plain = select_panel(table, size, quotas, rng=np.random.default_rng(1), max_outside=None)
+    worst = {}
+    for name, result in (("tight", tight), ("plain", plain)):
+        p = result.type_posteriors
+        mu = result.support @ p
+        var = result.support @ (p * (1 - p))
+        lower = np.array([q.min for q in quotas])
+        upper = np.array([q.max for q in quotas])
+        # The bands on the expected counts hold in both.
+        assert np.all(mu >= lower - 1e-6) and np.all(mu <= upper + 1e-6)
+        outside = np.column_stack(
+            [_normal_outside(mu[:, j], var[:, j], q.min, q.max, size) for j, q in enumerate(quotas)]
+        )
+        worst[name] = outside.max(axis=0)
+        for outcome in result.quotas:
+            assert outcome.expected_outside >= 0.0
+            if name == "plain":
+                assert outcome.outside_level == np.inf
+            else:
+                assert outcome.outside_level >= 0.3
+    levels = np.array([o.outside_level for o in tight.quotas])
+    # Every panel of the lottery keeps each quota's expected seats outside within its level.
+    assert np.all(worst["tight"] <= levels + 1e-6)
+    assert np.all(worst["tight"] <= worst["plain"] + 1e-9)
+    assert worst["plain"].max() > 0.3  # the plain lottery needed the tightening
+    assert "expected to fall outside its band by at most 0.3" in tight.guarantee
+
+
+def test_unattainable_outside_level_falls_back_with_a_note() -> None:
+    # Ages at eps = 1 say little: no panel keeps 0.01 seats outside a +-1 band.
+    table = _age_sex_table(1.0)
+    quotas = [Quota((Condition("age", "between", (16, 40)),), 3, 5, "16-39")]
+    result = select_panel(table, 12, quotas, rng=np.random.default_rng(2), max_outside=0.01)
+    assert result.quotas[0].outside_level > 0.01
+    assert any("16-39" in note for note in result.notes)
+    assert 3 - 1e-6 <= result.quotas[0].expected <= 5 + 1e-6
