@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.http import HttpRequest
+from django.utils.translation import gettext as _
 
 from consultations.models import PortalOrigin
 
@@ -24,24 +25,31 @@ class BadOrigin(ValueError):
     """Not ``scheme://host[:port]``; the message names the origin."""
 
 
+def _not_an_origin(origin: Any, problem: str) -> str:
+    return _("%(origin)s is not an origin: %(problem)s") % {
+        "origin": repr(origin),
+        "problem": problem,
+    }
+
+
 def normalise_origin(origin: Any) -> str:
     """``scheme://host[:port]`` in lower case, as browsers send it, or :class:`BadOrigin`."""
     if not isinstance(origin, str) or not origin.strip():
-        raise BadOrigin(f"{origin!r} is not an origin: use scheme://host[:port].")
+        raise BadOrigin(_not_an_origin(origin, _("use scheme://host[:port].")))
     text = origin.strip()
     try:
         parts = urlsplit(text)
         port = parts.port
     except ValueError:
-        raise BadOrigin(f"{text!r} is not an origin: use scheme://host[:port].") from None
+        raise BadOrigin(_not_an_origin(text, _("use scheme://host[:port]."))) from None
     if parts.scheme not in {"http", "https"} or not parts.hostname:
-        raise BadOrigin(f"{text!r} is not an origin: it needs http:// or https:// and a host name.")
+        raise BadOrigin(_not_an_origin(text, _("it needs http:// or https:// and a host name.")))
     if parts.path not in ("", "/") or parts.query or parts.fragment or "?" in text or "#" in text:
-        raise BadOrigin(f"{text!r} is not an origin: no path, query or fragment allowed.")
+        raise BadOrigin(_not_an_origin(text, _("no path, query or fragment allowed.")))
     if parts.username is not None or parts.password is not None:
-        raise BadOrigin(f"{text!r} is not an origin: no user name or password allowed.")
+        raise BadOrigin(_not_an_origin(text, _("no user name or password allowed.")))
     if "*" in text or any(c.isspace() for c in text):
-        raise BadOrigin(f"{text!r} is not an origin: no wildcards or spaces allowed.")
+        raise BadOrigin(_not_an_origin(text, _("no wildcards or spaces allowed.")))
     host = parts.hostname.lower()
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"

@@ -148,10 +148,13 @@ def check_panel_cost(request: AnalysisRequest) -> int:
     if cost > budget:
         raise AnalysisInputError(
             {
-                "size": f"this panel would cost about {cost:,} units (fits, posteriors and "
-                f"the solver's panel size x candidate types), above the budget of {budget:,} "
-                "(ANALYSIS_COST_BUDGET); ask for a smaller panel, fewer quotas or quotas on "
-                "attributes with fewer categories"
+                "size": _(
+                    "this panel would cost about %(cost)s units (fits, posteriors and the "
+                    "solver's panel size x candidate types), above the budget of %(budget)s "
+                    "(ANALYSIS_COST_BUDGET); ask for a smaller panel, fewer quotas or quotas on "
+                    "attributes with fewer categories"
+                )
+                % {"cost": f"{cost:,}", "budget": f"{budget:,}"}
             }
         )
     return cost

@@ -169,18 +169,24 @@ def _check_bands(
         if low > size:
             raise AnalysisInputError(
                 {
-                    "quotas": f"the minimums of the quotas on {key!r} ({names}) add up to "
-                    f"{low}, more than the panel size {size}; these categories do not overlap, "
-                    "so no panel can meet them all"
+                    "quotas": _(
+                        "the minimums of the quotas on %(key)s (%(names)s) add up to %(low)s, "
+                        "more than the panel size %(size)s; these categories do not overlap, "
+                        "so no panel can meet them all"
+                    )
+                    % {"key": repr(key), "names": names, "low": low, "size": size}
                 }
             )
         high = sum(quotas[j][2] for j in members)
         if high < size and _covers(regions, question):
             raise AnalysisInputError(
                 {
-                    "quotas": f"the maximums of the quotas on {key!r} ({names}) add up to "
-                    f"{high}, less than the panel size {size}; these categories cover every "
-                    f"value of {key!r}, so every member counts in one of them"
+                    "quotas": _(
+                        "the maximums of the quotas on %(key)s (%(names)s) add up to %(high)s, "
+                        "less than the panel size %(size)s; these categories cover every "
+                        "value of %(key)s, so every member counts in one of them"
+                    )
+                    % {"key": repr(key), "names": names, "high": high, "size": size}
                 }
             )
 
@@ -194,10 +200,18 @@ def parse_quotas(request: AnalysisRequest) -> list[tuple[list[queries.Condition]
         for name, value in (("min", low), ("max", high)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise AnalysisInputError(
-                    {f"quotas[{j}].{name}": f"must be a non-negative integer, got {value!r}"}
+                    {
+                        f"quotas[{j}].{name}": _("must be a non-negative integer, got %(value)s")
+                        % {"value": repr(value)}
+                    }
                 )
         if low > high:
-            raise AnalysisInputError({f"quotas[{j}]": f"min {low} is larger than max {high}"})
+            raise AnalysisInputError(
+                {
+                    f"quotas[{j}]": _("min %(min)s is larger than max %(max)s")
+                    % {"min": low, "max": high}
+                }
+            )
         parsed.append((where, int(low), int(high)))
     return parsed
 
@@ -206,15 +220,18 @@ def validate_panel(request: AnalysisRequest) -> None:
     """Request-time checks (schema and one participant count, no fit)."""
     spec = request.spec
     if spec.get("strata"):
-        raise AnalysisInputError({"strata": "a panel takes quotas, not strata"})
+        raise AnalysisInputError({"strata": _("a panel takes quotas, not strata")})
     if "size" not in spec:
-        raise AnalysisInputError({"size": "a panel needs its size"})
+        raise AnalysisInputError({"size": _("a panel needs its size")})
     size = int(spec["size"])
     reserves = int(spec.get("reserves") or 0)
     objective = spec.get("objective") or "maximin"
     if objective not in OBJECTIVES:
         raise AnalysisInputError(
-            {"objective": f"unknown objective {objective!r}; use one of {', '.join(OBJECTIVES)}"}
+            {
+                "objective": _("unknown objective %(objective)s; use one of %(choices)s")
+                % {"objective": repr(objective), "choices": ", ".join(OBJECTIVES)}
+            }
         )
     quotas = parse_quotas(request)
     raw = spec.get("quotas") or []
@@ -222,16 +239,19 @@ def validate_panel(request: AnalysisRequest) -> None:
         if low > size:
             raise AnalysisInputError(
                 {
-                    "quotas": f"{quota_label(j, raw[j])}: min {low} is larger than the panel "
-                    f"size {size}"
+                    "quotas": _("%(quota)s: min %(min)s is larger than the panel size %(size)s")
+                    % {"quota": quota_label(j, raw[j]), "min": low, "size": size}
                 }
             )
     _check_bands(request, quotas, size)
     if size + reserves > request.participants:
         raise AnalysisInputError(
             {
-                "size": f"a panel of {size} with {reserves} reserves is larger than the "
-                f"{request.participants} participants who answered"
+                "size": _(
+                    "a panel of %(size)s with %(reserves)s reserves is larger than the "
+                    "%(participants)s participants who answered"
+                )
+                % {"size": size, "reserves": reserves, "participants": request.participants}
             }
         )
     cost.check_panel_cost(request)

@@ -4,6 +4,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 from reconstruction import registry
@@ -44,20 +45,24 @@ class AggregateReconstructionSerializer(JobSerializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         counts, channel = attrs["counts"], attrs["channel"]
         if any(len(row) != len(channel) for row in channel):
-            raise serializers.ValidationError({"channel": "The channel must be a square matrix."})
+            raise serializers.ValidationError(
+                {"channel": _("The channel must be a square matrix.")}
+            )
         if len(channel) != len(counts):
             raise serializers.ValidationError(
                 {
-                    "channel": f"The channel has {len(channel)} rows but there are "
-                    f"{len(counts)} counts."
+                    "channel": _("The channel has %(rows)s rows but there are %(counts)s counts.")
+                    % {"rows": len(channel), "counts": len(counts)}
                 }
             )
         limit = int(settings.AGGREGATE_MAX_CATEGORIES)
         if len(counts) > limit:
             raise serializers.ValidationError(
                 {
-                    "counts": f"At most {limit} categories (AGGREGATE_MAX_CATEGORIES), "
-                    f"got {len(counts)}."
+                    "counts": _(
+                        "At most %(limit)s categories (AGGREGATE_MAX_CATEGORIES), got %(count)s."
+                    )
+                    % {"limit": limit, "count": len(counts)}
                 }
             )
         if not 0 < sum(counts) <= 1e12:
@@ -112,7 +117,10 @@ class QuotaSerializer(serializers.Serializer[Any]):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["min"] > attrs["max"]:
             raise serializers.ValidationError(
-                {"min": f"min {attrs['min']} is larger than max {attrs['max']}."}
+                {
+                    "min": _("min %(min)s is larger than max %(max)s.")
+                    % {"min": attrs["min"], "max": attrs["max"]}
+                }
             )
         return attrs
 
