@@ -714,6 +714,7 @@ PL_ERRORS: dict[str, str | list[str]] = {
 
 # Panel, aggregate and origin API messages (the panel form and report are in DE and PL above).
 DE_PANELS: dict[str, str | list[str]] = {
+    "The counts must add up to a positive total of at most 1e12.": "Die Anzahlen müssen eine positive Summe von höchstens 1e12 ergeben.",
     "%(origin)s is not an origin: %(problem)s": "%(origin)s ist kein Ursprung: %(problem)s",
     "use scheme://host[:port].": "verwenden Sie schema://host[:port].",
     "it needs http:// or https:// and a host name.": "er braucht http:// oder https:// und einen Hostnamen.",
@@ -739,6 +740,7 @@ DE_PANELS: dict[str, str | list[str]] = {
 }
 
 PL_PANELS: dict[str, str | list[str]] = {
+    "The counts must add up to a positive total of at most 1e12.": "Liczebności muszą sumować się do dodatniej wartości nie większej niż 1e12.",
     "%(origin)s is not an origin: %(problem)s": "%(origin)s nie jest źródłem (origin): %(problem)s",
     "use scheme://host[:port].": "użyj schemat://host[:port].",
     "it needs http:// or https:// and a host name.": "potrzebuje http:// lub https:// i nazwy hosta.",

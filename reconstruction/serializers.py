@@ -67,7 +67,7 @@ class AggregateReconstructionSerializer(JobSerializer):
             )
         if not 0 < sum(counts) <= 1e12:
             raise serializers.ValidationError(
-                {"counts": "The counts must add up to a positive total of at most 1e12."}
+                {"counts": _("The counts must add up to a positive total of at most 1e12.")}
             )
         try:  # the channel alone decides (no estimator runs in the request: issue 13)
             matrix = check_method(channel, attrs["method"])
