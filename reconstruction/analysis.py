@@ -436,8 +436,8 @@ def naive_count(request: AnalysisRequest) -> int:
 
 def group_too_small(needed: int) -> str:
     return (
-        "the group this condition selects is too small to publish (fewer than "
-        f"{needed} estimated participants)"
+        "the group this condition selects is too small to publish (the 95% interval "
+        f"of its size reaches below {needed})"
     )
 
 
@@ -453,31 +453,39 @@ def interval_json(pair: Any) -> list[float | None]:
 
 
 def suppress_cells(
-    counts: np.ndarray[Any, Any], min_cell: int
+    counts: np.ndarray[Any, Any], min_cell: int, intervals: Any | None = None
 ) -> np.ndarray[Any, np.dtype[np.bool_]]:
-    """Which cells of a distribution to hide.
+    """Which cells of a distribution to hide: decided on each cell's interval.
 
-    Primary suppression hides cells estimated below ``min_cell`` (002's
-    option-level threshold). The total is published (the response count), so a
-    single hidden cell could be derived by subtraction, the leak 002 describes
-    for non-responses; the next-smallest cell is then hidden too
-    (complementary suppression), so only the hidden cells' sum is derivable.
+    See :func:`reconstruction.disclosure.hidden_cells` (the threshold point): primary
+    suppression hides a cell whose 95% interval reaches below ``min_cell`` (002's
+    option-level threshold; without ``intervals`` the counts are exact), complementary
+    suppression the next-smallest cell when only one was hidden.
     """
-    hidden = counts < min_cell
-    if hidden.sum() == 1 and counts.size > 1:
-        order = np.argsort(np.where(hidden, np.inf, counts), kind="stable")
-        hidden[order[0]] = True
-    return hidden
+    from reconstruction.disclosure import hidden_cells
+
+    return hidden_cells(counts, min_cell, intervals)
 
 
 def distribution_payload(
     result: Reconstruction | IntervalReconstruction,
     question: Question,
     min_cell: int,
+    *,
+    exact: bool = False,
 ) -> dict[str, Any]:
+    """api.md's distribution result with disclosure control applied.
+
+    ``exact``: the answers (target and condition) were collected undistorted, so each
+    cell's size is its count (a degenerate interval); otherwise each cell is judged on
+    its 95% interval.
+    """
+    from reconstruction.disclosure import hidden_total, suppression_reason
+
     counts = np.asarray(result.counts, dtype=np.float64)
-    hidden = suppress_cells(counts, min_cell)
     rec = result.reconstruction if isinstance(result, IntervalReconstruction) else result
+    bounds = np.stack([counts, counts], axis=1) if exact else np.asarray(rec.ci95)
+    hidden = suppress_cells(counts, min_cell, bounds)
     payload: dict[str, Any] = {}
     if isinstance(result, IntervalReconstruction):
         payload["intervals"] = [[float(a), float(b)] for a, b in result.intervals]
@@ -499,10 +507,10 @@ def distribution_payload(
         n=total,
     )
     if hidden.any():
-        payload["suppression"] = (
-            f"cells estimated below {min_cell} are shown as null (with the next-smallest "
-            "cell when only one was, so it cannot be derived from the total)"
-        )
+        payload["suppression"] = suppression_reason(min_cell)
+        # The hidden cells' sum is derivable from the total; its (publishable) interval
+        # lets the query audit judge it (reconstruction/auditing.py).
+        payload["suppressed_total_ci95"] = interval_json(hidden_total(bounds, hidden))
     return payload
 
 

@@ -1,12 +1,16 @@
 """Query auditing per survey (issue 13, finding 1): the published results and the check.
 
 The published set of a survey is every analysis of the organisation on it that
-succeeded (whoever asked, with whichever key) plus the survey's response count, which is
-public. Before a new analysis's result is stored, the boxes it publishes (a count's
-condition; a distribution's cells within its condition and the condition's total; a
-mean's or a sample's group) are judged together with the published ones by
+succeeded (whoever asked, with whichever key), every report of the organisation on it
+that succeeded (each question's reconstructed cells: a report publishes per-question
+distributions, which difference against counts like any other result), plus the
+survey's response count, which is public. Before a new analysis's result is stored,
+the boxes it publishes (a count's condition; a distribution's cells within its
+condition, their hidden sum and the condition's total; a mean's or a sample's group)
+are judged together with the published ones by
 :func:`reconstruction.algorithms.audit.audit`: a result that would imply a cell whose
-interval reaches below the cell threshold ends the job as ``refused``. The check and the
+interval does not lie at or above the cell threshold (and is not provably empty) ends
+the job as ``refused``. The check and the
 storing of the result happen in one transaction that holds the survey's row, so two
 analyses finishing at once are judged one after the other.
 """
@@ -23,7 +27,7 @@ from reconstruction import analysis
 from reconstruction.algorithms.audit import Box, Continuous, Discrete, Published, audit
 from reconstruction.analysis import AnalysisInputError, AnalysisRequest
 from reconstruction.jobs import JobRefused
-from reconstruction.models import AnalysisJob, Job
+from reconstruction.models import AnalysisJob, Job, Report
 from surveys import selectors as survey_selectors
 from surveys.models import Question, Survey
 
@@ -70,7 +74,9 @@ def results_of(
             out.append(Published(box, float(payload["estimate"]), low, high))
     elif kind == "mean":
         if payload.get("group_size") is not None:
-            out.append(Published.exact(box, float(payload["group_size"])))
+            size = float(payload["group_size"])
+            low, high = _interval(payload.get("group_size_ci95"), size)
+            out.append(Published(box, size, low, high))
     elif kind == "sample":
         if payload.get("pool_estimate") is not None:
             out.append(Published.exact(box, float(payload["pool_estimate"])))
@@ -84,17 +90,34 @@ def results_of(
         counts = payload.get("counts") or []
         ci95 = payload.get("ci95") or [None] * len(counts)
         intervals = payload.get("intervals")
+
+        def cell_of(first: int, last: int) -> tuple[str, str, object]:
+            if intervals is None:
+                return (key, "in", set(range(first, last + 1)))
+            a, b = float(intervals[first][0]), float(intervals[last][1])
+            top = b >= float(question.range_high)
+            return (key, "between_closed" if top else "between", (a, b))
+
+        hidden = []
         for index, (value, pair) in enumerate(zip(counts, ci95, strict=False)):
             if value is None:
+                hidden.append(index)
                 continue  # suppressed: not published
-            if intervals is None:
-                cell: tuple[str, str, object] = (key, "in", {index})
-            else:
-                a, b = intervals[index]
-                top = float(b) >= float(question.range_high)
-                cell = (key, "between_closed" if top else "between", (float(a), float(b)))
             low, high = _interval(pair, float(value))
-            out.append(Published(Box.of([*where, cell]), float(value), low, high))
+            out.append(Published(Box.of([*where, cell_of(index, index)]), float(value), low, high))
+        total = payload.get("suppressed_total_ci95")
+        if hidden and isinstance(total, list) and None not in total:
+            # The hidden cells' sum is derivable from the total: published with the
+            # interval the distribution judged it on (a box when it is one: any set of
+            # categories, or one run of intervals).
+            if intervals is None:
+                box = Box.of([*where, (key, "in", set(hidden))])
+            elif hidden == list(range(hidden[0], hidden[-1] + 1)):
+                box = Box.of([*where, cell_of(hidden[0], hidden[-1])])
+            else:
+                return out
+            low, high = float(total[0]), float(total[1])
+            out.append(Published(box, (low + high) / 2, low, high))
     return out
 
 
@@ -124,19 +147,43 @@ def _keys(spec: Mapping[str, Any]) -> list[str]:
     return keys
 
 
+def report_results(document: Mapping[str, Any], questions: Mapping[str, Any]) -> list[Published]:
+    """The cells a report publishes: each published question's reconstructed distribution."""
+    out: list[Published] = []
+    for section in document.get("questions") or []:
+        if not section.get("published") or section.get("key") not in questions:
+            continue
+        spec = {"kind": "distribution", "attribute": section["key"]}
+        out += results_of("distribution", spec, section.get("reconstructed") or {}, questions)
+    return out
+
+
 def published_results(job: AnalysisJob, questions: dict[str, Question]) -> list[Published]:
     """The survey's published results (all keys of the organisation), and its population."""
     survey = job.survey
     published = [Published.exact(Box(), float(survey_selectors.survey_response_count(survey)))]
-    earlier = AnalysisJob.objects.filter(
-        organisation_id=job.organisation_id, survey_id=job.survey_id, status=Job.Status.SUCCEEDED
-    ).exclude(pk=job.pk)
+    mine = {"organisation_id": job.organisation_id, "survey_id": job.survey_id}
+    earlier = AnalysisJob.objects.filter(**mine, status=Job.Status.SUCCEEDED).exclude(pk=job.pk)
     for spec, kind, result in earlier.values_list("spec", "kind", "result"):
         try:
             _questions_of(survey, _keys(spec), questions)
             published += results_of(kind, spec, result or {}, questions)
         except (_Unknown, KeyError, TypeError, ValueError):
             continue  # a result the audit cannot place is left out (README: limits)
+    reports = Report.objects.filter(**mine, status=Job.Status.SUCCEEDED)
+    for document in reports.values_list("result", flat=True):
+        if not isinstance(document, dict):
+            continue
+        keys = [s.get("key") for s in document.get("questions") or [] if s.get("published")]
+        for key in keys:
+            try:
+                _questions_of(survey, [key], questions)
+            except _Unknown:
+                continue
+        try:
+            published += report_results(document, questions)
+        except (_Unknown, KeyError, TypeError, ValueError):
+            continue
     return published
 
 

@@ -14,7 +14,11 @@ is therefore estimated, from the schema alone, as
   caps so that the continuous axes of one table stay within ``_JOINT_MAX_CELLS`` (20,000)
   cells (at most 40 per axis), plus one interval per threshold of the request on it;
 - ``replicates``: ``N_BOOT`` (200) for the kinds that give an interval (count, mean,
-  distribution), none for a sample; each stratum of a sample adds one fit of its own.
+  distribution), none for a sample;
+- the size of every group judged against a threshold (a mean's, a distribution's or a
+  sample's condition, each stratum of a sample) is the joint count of its condition with
+  its interval (reconstruction/disclosure.py): ``cells(condition) x (1 + N_BOOT)`` more,
+  or nothing when its attributes are undistorted (counted exactly).
 
 Iterations are capped by the engine (``max_iter``) and taken as a constant factor: the
 budget ``ANALYSIS_COST_BUDGET`` is calibrated in seconds per cost unit by
@@ -72,11 +76,20 @@ def analysis_cost(request: AnalysisRequest) -> int:
         # One question alone: its own channel, no product (cheap whatever the method).
         keys = [k for k in keys if k == request.attribute]
     cost = fit_cells(request.questions, keys, where) * (1 + replicates)
+    if where and request.kind != "count":
+        # The group's size is judged on its own interval (reconstruction/disclosure.py):
+        # the joint count of the condition with its bootstrap.
+        cost += _group_cost(request, where)
     for stratum in spec.get("strata") or []:
-        stratum_where = [*where, *stratum.get("where", [])]
-        stratum_keys = list(dict.fromkeys(c["attribute"] for c in stratum_where))
-        cost += fit_cells(request.questions, stratum_keys, stratum_where)
+        cost += _group_cost(request, [*where, *stratum.get("where", [])])
     return int(cost)
+
+
+def _group_cost(request: AnalysisRequest, where: Sequence[Mapping[str, Any]]) -> int:
+    keys = list(dict.fromkeys(c["attribute"] for c in where))
+    if all(request.questions[k].mechanism == "none" for k in keys):
+        return 1  # counted exactly (one SQL COUNT)
+    return fit_cells(request.questions, keys, where) * (1 + N_BOOT)
 
 
 def check_cost(request: AnalysisRequest) -> int:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 from django.utils.translation import gettext as _
 
-from reconstruction import analysis
+from reconstruction import analysis, disclosure
 from reconstruction.algorithms import queries, tables
 from reconstruction.algorithms.methods import DISCRETE_METHODS
 from reconstruction.analysis import (
@@ -203,9 +203,11 @@ def compute(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
     return kind.compute(request, progress)
 
 
-def _check_group(size: float, needed: int) -> None:
-    if not size >= needed:
-        raise JobRefused(analysis.group_too_small(needed))
+def _check_group(request: AnalysisRequest, needed: int) -> disclosure.GroupSize:
+    """Judge the request's group on its size's interval (the threshold point)."""
+    size = disclosure.group_size(request)
+    disclosure.check_group(size, needed)
+    return size
 
 
 # --------------------------------------------------------------------------- count
@@ -230,7 +232,13 @@ def _count(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
         progress(0.3)
         result = queries.count(prepared.table, prepared.where, method="figure3")
     progress(0.9)
-    _check_group(result.estimate, min_cell)
+    exact = disclosure.is_exact(request, [c.attribute for c in request.where])
+    if method == "joint" and not exact:
+        # The count's own interval is its size's interval.
+        size = disclosure.GroupSize(result.estimate, *result.ci95, exact=False)
+        disclosure.check_group(size, min_cell)
+    else:
+        _check_group(request, min_cell)
     return {
         "estimate": float(result.estimate),
         "ci95": interval_json(result.ci95),
@@ -285,12 +293,14 @@ def _mean(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
         progress(0.3)
         result = queries.mean(prepared.table, attribute, prepared.where, method=method)  # type: ignore[arg-type]
     progress(0.9)
+    size = disclosure.GroupSize.counted(request.participants)
     if request.where:
-        _check_group(result.group_size, request.thresholds.min_responses)
+        size = _check_group(request, request.thresholds.min_responses)
     return {
         "estimate": float(result.estimate),
         "ci95": interval_json(result.ci95),
         "group_size": float(result.group_size),
+        "group_size_ci95": interval_json(size.ci95),
         "suppressed": False,
         "method": result.method,
         "notes": list(result.notes),
@@ -350,11 +360,16 @@ def _distribution(request: AnalysisRequest, progress: Progress) -> dict[str, Any
         cells = analysis.cells(request, plan)
         progress(0.3)
         reconstructed = tables.distribution_from_table(plan, cells)
-        _check_group(float(np.sum(reconstructed.counts)), request.thresholds.min_responses)
+        _check_group(request, request.thresholds.min_responses)
     else:
         reconstructed, _ = analysis.overall_distribution(request.survey, question, request.method)
     progress(0.9)
-    return analysis.distribution_payload(reconstructed, question, request.thresholds.min_cell)
+    return analysis.distribution_payload(
+        reconstructed,
+        question,
+        request.thresholds.min_cell,
+        exact=disclosure.is_exact(request, request.keys),
+    )
 
 
 register(
@@ -393,13 +408,14 @@ def _sample(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
     seed = request.spec.get("seed")
     size = int(request.spec["size"])
     min_cell = request.thresholds.min_cell
+    # The pool and every stratum are groups like any other (issue 13, finding 2): each
+    # size's interval passes the count threshold, and the refusal never states it.
+    if request.where:
+        _check_group(request, min_cell)
+    for i, (stratum, _quota) in enumerate(request.strata):
+        pool = disclosure.group_size(request, [*request.where, *stratum])
+        disclosure.check_group(pool, min_cell, label=f"strata[{i}]: ")
     prepared = analysis.load(request)
-    # Every stratum is a group like any other (issue 13, finding 2): its estimated pool
-    # passes the count threshold, and the refusal never states the pool.
-    for i, (stratum, _quota) in enumerate(prepared.strata):
-        pool = queries.count(prepared.table, [*prepared.where, *stratum], ci=False).estimate
-        if not pool >= min_cell:
-            raise JobRefused(f"strata[{i}]: " + analysis.group_too_small(min_cell))
     progress(0.3)
     try:
         drawn = queries.sample(
@@ -418,8 +434,6 @@ def _sample(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
             "of participants meeting its condition"
         ) from None
     progress(0.9)
-    if request.where:
-        _check_group(drawn.pool_estimate, min_cell)
     participants = analysis.references(prepared, drawn.rows)
     return {
         "participants": participants,

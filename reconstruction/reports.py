@@ -2,8 +2,10 @@
 
 Disclosure control (002_f0fd5869fe299975.txt) applies to every published
 number: a question with fewer responses than the consultation's
-``min_responses`` publishes nothing, and cells below ``min_cell`` are hidden
-(with complementary suppression, see :func:`reconstruction.analysis.suppress_cells`).
+``min_responses`` publishes nothing, and a reconstructed cell whose 95% interval reaches
+below ``min_cell`` is hidden (with complementary suppression; the threshold point is
+:mod:`reconstruction.disclosure`). The naive counts are exact counts of the reported
+answers and are judged on themselves.
 """
 
 from __future__ import annotations
@@ -55,7 +57,9 @@ def question_section(survey: Survey, question: Question, thresholds: Thresholds)
     naive_hidden = suppress_cells(naive, thresholds.min_cell)
     section.update(
         published=True,
-        reconstructed=distribution_payload(result, question, thresholds.min_cell),
+        reconstructed=distribution_payload(
+            result, question, thresholds.min_cell, exact=question.mechanism == "none"
+        ),
         naive={
             "counts": [None if h else float(c) for c, h in zip(naive, naive_hidden, strict=True)],
             "suppressed": [bool(h) for h in naive_hidden],

@@ -23,13 +23,14 @@ judges a new set of results against the published ones:
    no independence assumed).
 
 A cell that a result publishes directly is left to the per-query rule (suppression).
-A nested difference (step 2) is refused when its interval reaches below ``threshold``
-and the cell is not provably empty (upper end below one half: an empty cell discloses
-nobody); a linear combination (step 3), whose worst-case interval adds the widths of
-every result it uses, is refused when its whole interval lies below ``threshold``. That is the
-rule for published cells (a group whose interval reaches below the threshold is not
-published), applied to implied cells. Only implications that use at least one new result
-are reported: older ones were judged when they were published.
+An implied cell, whether a nested difference (step 2) or a linear combination (step 3),
+is judged by the rule for published cells (issue 10: a group is published only when its
+size's 95% interval lies at or above the threshold): it is refused unless its interval
+lies at or above ``threshold``, or it is provably empty (upper end below one half: an
+empty cell names nobody). A combination's worst-case interval adds the widths of every
+result it uses, so on wide reconstructed intervals the rule refuses more than the point
+estimates would. Only implications that use at least one new result are reported: older
+ones were judged when they were published.
 
 Limits: step 3 covers single atoms only; unions of atoms are covered when they are
 nested differences (step 2). Beyond ``max_atoms`` atoms or ``max_results`` results only
@@ -216,13 +217,13 @@ class _Pieces:
 
 
 def _small(low: float, high: float, threshold: float) -> bool:
-    """The implied cell's interval reaches below the threshold and it is not shown empty."""
-    return low < threshold and high >= 0.5
+    """The implied cell's interval reaches below the threshold and it is not shown empty.
 
-
-def _shown_small(high: float, threshold: float) -> bool:
-    """A combination's whole interval lies below the threshold (and it is not shown empty)."""
-    return 0.5 <= high < threshold
+    The negation of the threshold point (``reconstruction/disclosure.py``,
+    ``privacy.mechanisms.group_publishable``) for an implied cell, plus the empty cell.
+    A NaN bound is not evidence of a large cell.
+    """
+    return not (low >= threshold) and not (high < 0.5)
 
 
 def _contains(big: list[frozenset[int]], small: list[frozenset[int]]) -> bool:
@@ -326,7 +327,7 @@ def audit(
             continue
         mid = float(coefficients @ centre)
         spread = float(np.abs(coefficients) @ half)
-        if _shown_small(mid + spread, threshold):
+        if _small(mid - spread, mid + spread, threshold):
             uses = tuple(int(k) for k in np.flatnonzero(coefficients))
             return Finding(uses=uses, kind="combination")
     return None

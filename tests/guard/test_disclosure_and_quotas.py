@@ -244,6 +244,26 @@ def test_analyses_are_rate_limited_per_key_with_retry_after(world, settings):
     assert tenant.analyst.get("/api/v1/analyses/").status_code == 200  # polling is free
 
 
+def test_reports_and_aggregates_are_rate_limited(world, settings):
+    tenant, survey = world
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {
+            **settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"],
+            "reports": "1/minute",
+            "aggregate_reconstructions": "1/minute",
+        },
+    }
+    url = f"/api/v1/surveys/{survey.pk}/reports/"
+    assert tenant.analyst.post(url).status_code == 202
+    assert tenant.analyst.post(url).status_code == 429
+    body = {"counts": [10, 20], "channel": [[0.7, 0.3], [0.3, 0.7]]}
+    aggregate = "/api/v1/aggregate-reconstructions/"
+    assert tenant.analyst.post(aggregate, body, format="json").status_code == 202
+    refused = tenant.analyst.post(aggregate, body, format="json")
+    assert refused.status_code == 429 and "Retry-After" in refused
+
+
 def test_an_organisation_has_a_cap_on_unfinished_jobs(world, settings):
     tenant, survey = world
     settings.JOBS_MAX_ACTIVE_PER_ORGANISATION = 1

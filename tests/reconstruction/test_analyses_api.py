@@ -430,7 +430,7 @@ def test_too_small_group_is_refused_by_the_worker_and_audited(
         {"survey": world.opinion, "kind": "count", "where": where},
     )
     assert "too small to publish" in job["error"], job
-    assert "fewer than 5 estimated" in job["error"]
+    assert "reaches below 5" in job["error"]  # decided on the size's interval
     assert " 3" not in job["error"]  # the below-threshold number is never quoted
     event = AuditEvent.objects.filter(action="analysis.refused").first()
     assert event is not None

@@ -1,0 +1,165 @@
+"""The threshold point: where every published group, cell and pool is judged.
+
+002_f0fd5869fe299975.txt sets the thresholds (10 responses per question, 5 per cell).
+They protect the *true* group; with distorted answers its size is only estimated, and a
+point estimate of 12 can stand for a true group of 3 (issue 10, finding 4). So a group
+or a cell is published only when its **size's 95% interval lies at or above the
+threshold** (:func:`publishable`, the one rule; it is
+:func:`privacy.mechanisms.group_publishable`). Every kind of analysis (count, mean,
+distribution, sample and its strata, the panel), the reports and the query audit
+(:mod:`reconstruction.auditing`) call this module; nothing else compares a size with a
+threshold.
+
+The size's interval is
+
+- *exact* (degenerate, ``[n, n]``) when every attribute of the condition was collected
+  without distortion (``mechanism: none``): the group is then counted, not estimated,
+  and a participant bootstrap would only add a spread the data does not have (it refused
+  an exact group of 7 against the threshold of 5);
+- otherwise the engine's own joint count of the condition with its 95% interval
+  (:func:`reconstruction.algorithms.tables.count_from_table`, bootstrap refits over
+  participants).
+
+A suppressed cell is labelled by what is known: its interval reaches below the
+threshold. A negative estimate is never relabelled "below 5" (a statement about the
+truth that nobody knows, issue 10, finding 5).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from privacy.mechanisms import group_publishable
+from reconstruction import analysis
+from reconstruction.algorithms import tables
+from reconstruction.algorithms.queries import Condition
+from reconstruction.analysis import AnalysisRequest
+from reconstruction.jobs import JobRefused
+
+EXACT_MECHANISM = "none"
+
+
+@dataclass(frozen=True)
+class GroupSize:
+    """A group's size: its estimate and 95% interval (degenerate when counted exactly)."""
+
+    estimate: float
+    low: float
+    high: float
+    exact: bool
+
+    @property
+    def ci95(self) -> tuple[float, float]:
+        return (self.low, self.high)
+
+    @staticmethod
+    def counted(n: float) -> GroupSize:
+        return GroupSize(float(n), float(n), float(n), True)
+
+
+def publishable(interval: Sequence[float] | Any, threshold: int) -> bool:
+    """The threshold point: the size's 95% interval lies at or above ``threshold``.
+
+    A missing (NaN) interval is not evidence of a large group: not publishable.
+    """
+    return group_publishable(interval, threshold=int(threshold))
+
+
+def is_exact(request: AnalysisRequest, keys: Sequence[str]) -> bool:
+    """Every named attribute was collected without distortion (``mechanism: none``)."""
+    return all(request.questions[key].mechanism == EXACT_MECHANISM for key in keys)
+
+
+def group_size(request: AnalysisRequest, where: Sequence[Condition] | None = None) -> GroupSize:
+    """The size of the group ``where`` (default: the request's condition) selects.
+
+    Without a condition the group is every participant counted for the request (exact).
+    With one: the exact count on undistorted attributes, else the engine's joint count
+    with its interval (see the module docstring).
+    """
+    conditions = list(request.where if where is None else where)
+    if not conditions:
+        return GroupSize.counted(request.participants)
+    keys = list(dict.fromkeys(c.attribute for c in conditions))
+    sub = replace(request, where=conditions)
+    if is_exact(request, keys):
+        return GroupSize.counted(analysis.naive_count(sub))
+    n = request.participants or analysis.participant_count(request)
+    plan = analysis.plan(sub, n)
+    result = tables.count_from_table(plan, analysis.cells(sub, plan))
+    low, high = result.ci95
+    return GroupSize(float(result.estimate), float(low), float(high), False)
+
+
+def check_group(size: GroupSize, threshold: int, *, label: str = "") -> None:
+    """Refuse (:class:`JobRefused`) a group whose size is not :func:`publishable`.
+
+    The reason names the threshold, never the size.
+    """
+    if not publishable(size.ci95, threshold):
+        raise JobRefused(label + analysis.group_too_small(threshold))
+
+
+def hidden_cells(
+    counts: Any, threshold: int, intervals: Any | None = None
+) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Which cells of a distribution to hide (primary and complementary suppression).
+
+    Primary: a cell whose size's interval (``intervals``, rows ``(low, high)``; the
+    counts themselves when exact) is not :func:`publishable`. The total is published,
+    so a single hidden cell could be derived by subtraction (002's leak for
+    non-responses); the next-smallest shown cell is then hidden too, so only the hidden
+    cells' sum is derivable, and more until that sum is itself publishable (its interval
+    at or above the threshold) or provably empty.
+    """
+    values = np.asarray(counts, dtype=np.float64)
+    if intervals is None:
+        bounds = np.stack([values, values], axis=1)
+    else:
+        bounds = np.asarray(intervals, dtype=np.float64).reshape(values.size, 2)
+    hidden = np.array([not publishable(pair, threshold) for pair in bounds], dtype=bool)
+    # The hidden cells' sum is derivable from the total: it is a group like any other.
+    # Hide the next-smallest shown cell while that sum is a single cell or its interval
+    # (the sum of the hidden cells' bounds, worst case) is neither publishable nor
+    # provably empty.
+    while hidden.any() and not hidden.all():
+        total = hidden_total(bounds, hidden)
+        if hidden.sum() > 1 and (publishable(total, threshold) or total[1] < 0.5):
+            break
+        order = np.argsort(np.where(hidden, np.inf, values), kind="stable")
+        hidden[order[0]] = True
+    return hidden
+
+
+def hidden_total(bounds: Any, hidden: Any) -> tuple[float, float]:
+    """Worst-case interval of the hidden cells' sum: the sums of their bounds."""
+    rows = np.asarray(bounds, dtype=np.float64).reshape(-1, 2)[np.asarray(hidden, dtype=bool)]
+    return (float(rows[:, 0].sum()), float(rows[:, 1].sum()))
+
+
+def suppression_reason(threshold: int) -> str:
+    return (
+        f"cells whose 95% interval reaches below {threshold} are shown as null (with the "
+        "next-smallest cell when only one was, so it cannot be derived from the total)"
+    )
+
+
+def finite_or_none(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+__all__ = [
+    "GroupSize",
+    "check_group",
+    "group_size",
+    "hidden_cells",
+    "hidden_total",
+    "is_exact",
+    "publishable",
+    "suppression_reason",
+]
