@@ -8,6 +8,11 @@ submission's latency, so each process counts locally and adds its count to the s
 counter every ``limit // 100`` requests or every 0.2 s, whichever comes first: small
 limits stay exact (a batch of 1), large ones may be exceeded by at most one batch per
 process. Nothing about the caller's address is used.
+
+Limits on *starting jobs* (reconstruction/quotas.py: analyses, reports, aggregate
+reconstructions) are few per minute and must hold across gunicorn workers exactly: they
+pass ``exact=True`` and add every request to the shared counter (no per-process state,
+so clearing the cache resets them too).
 """
 
 from __future__ import annotations
@@ -72,8 +77,14 @@ def _add(key: str, amount: int, timeout: int) -> int:
         return amount
 
 
-def _count(key: str, timeout: int, limit: int) -> int:
-    """This window's request count as far as this process knows (this request included)."""
+def _count(key: str, timeout: int, limit: int, *, exact: bool = False) -> int:
+    """This window's request count as far as this process knows (this request included).
+
+    ``exact``: add this request to the shared counter now and return the shared count
+    (every worker sees every request; nothing is kept in the process).
+    """
+    if exact:
+        return _add(key, 1, timeout)
     batch = max(1, limit // 100)
     now = time.monotonic()
     with _local_lock:
@@ -94,6 +105,7 @@ def _count(key: str, timeout: int, limit: int) -> int:
 
 class SubmissionRateThrottle(BaseThrottle):
     scope = "submissions"
+    exact = False  # batched per process (see the module docstring)
 
     def __init__(self) -> None:
         self.wait_seconds: float | None = None
@@ -106,7 +118,8 @@ class SubmissionRateThrottle(BaseThrottle):
         limit, period = parse_rate(rate)
         now = time.time()
         window = int(now // period)
-        count = _count(f"throttle:{self.scope}:{user.prefix}:{window}", period + 1, limit)
+        key = f"throttle:{self.scope}:{user.prefix}:{window}"
+        count = _count(key, period + 1, limit, exact=self.exact)
         if count > limit:
             self.wait_seconds = (window + 1) * period - now
             return False

@@ -25,7 +25,14 @@ from surveys.errors import QuotaExceeded
 
 
 class JobRateThrottle(SubmissionRateThrottle):
-    """The submissions' fixed-window counter, counting only requests that start a job."""
+    """The submissions' fixed-window counter, counting only requests that start a job.
+
+    Exact: every request is added to the shared counter in the cache (Redis in
+    production) at once, so the limit holds across gunicorn workers and processes, and
+    clearing the cache resets it.
+    """
+
+    exact = True
 
     def allow_request(self, request: Request, view: Any) -> bool:
         if request.method != "POST":

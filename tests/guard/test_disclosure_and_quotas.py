@@ -352,3 +352,34 @@ def test_a_job_whose_worker_died_too_often_fails_with_a_reason(world, settings):
     recent.refresh_from_db()
     assert job.status == Job.Status.FAILED and "worker stopped" in job.error
     assert recent.status == Job.Status.RUNNING  # within its lease: left alone
+
+
+def test_job_rate_limits_are_counted_in_the_shared_cache(world, settings, monkeypatch):
+    # Every worker must see every request that starts a job: the count lives in the
+    # cache (Redis in production), not in one process, and clearing the cache resets it.
+    # (The old per-process batches of limit // 100 left 2 of these 3 requests unshared.)
+    import time
+    from types import SimpleNamespace
+
+    from django.core.cache import cache
+
+    import consultations.throttling as throttling
+
+    monkeypatch.setattr(  # one fixed window: the minute cannot turn during the test
+        throttling, "time", SimpleNamespace(time=lambda: 60.0 * 1000 + 1, monotonic=time.monotonic)
+    )
+    tenant, survey = world
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {
+            **settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"],
+            "analyses": "300/minute",
+        },
+    }
+    key = f"throttle:analyses:{tenant.analyst_key.prefix}:1000"
+    for expected in (1, 2, 3):
+        assert analyse(tenant, count(survey, is_in("sex", "F"))).status_code == 202
+        assert cache.get(key) == expected
+    cache.clear()
+    assert analyse(tenant, count(survey, is_in("sex", "F"))).status_code == 202
+    assert cache.get(key) == 1
