@@ -27,7 +27,7 @@ from reconstruction.algorithms.queries import (
     DiscreteAttribute,
 )
 from reconstruction.algorithms.result import Reconstruction
-from surveys import selectors, statistics
+from surveys import selectors, statistics, tallies
 from surveys.errors import InvalidInput
 from surveys.models import Question, Survey
 
@@ -382,6 +382,22 @@ def participant_count(request: AnalysisRequest) -> int:
     )
 
 
+def participant_bound(request: AnalysisRequest) -> int:
+    """At least as many as :func:`participant_count`, read in constant time.
+
+    The smallest of the survey's live responses and each named question's live answers,
+    from the response tallies (:mod:`surveys.tallies`): a few rows whatever the number
+    of participants, so the web request's threshold check does not grow with ``n``.
+    Anyone who answered every attribute is counted in each of them, so the bound never
+    refuses a request the exact count would accept; the worker counts exactly.
+    """
+    questions = [request.questions[key] for key in request.keys]
+    responses, answers = tallies.live_counts(
+        [request.survey.pk], [q.pk for q in questions], using=statistics.analysis_alias()
+    )
+    return min([responses[request.survey.pk], *(answers[q.pk] for q in questions)])
+
+
 def too_few_responses(request: AnalysisRequest, n: int) -> str | None:
     """Why nothing may be published for so few participants (``None`` when enough).
 
@@ -421,17 +437,23 @@ def cells(request: AnalysisRequest, cell_plan: tables.CellPlan) -> tables.CellTa
     return tables.CellTable(counted.counts, counted.sums, counted.squares)
 
 
-def naive_count(request: AnalysisRequest) -> int:
-    """Participants whose reported answers meet the condition (one SQL ``COUNT``)."""
-    where = [
-        (request.questions[c.attribute], c.op, c.value) for c in request.where
-    ]  # fmt: skip
-    return statistics.condition_count(
+def naive_moments(request: AnalysisRequest) -> statistics.Moments:
+    """Participants whose reported answers meet the condition, with the target's sum and
+    sum of squares when the request has a continuous target (one SQL aggregate)."""
+    where = [(request.questions[c.attribute], c.op, c.value) for c in request.where]
+    target = request.target
+    return statistics.condition_moments(
         request.survey,
         [request.questions[key] for key in request.keys],
         where,
+        target=None if target is None or target.is_discrete else target,
         using=statistics.analysis_alias(),
     )
+
+
+def naive_count(request: AnalysisRequest) -> int:
+    """Participants whose reported answers meet the condition (one SQL ``COUNT``)."""
+    return naive_moments(request).count
 
 
 def group_too_small(needed: int) -> str:

@@ -71,7 +71,8 @@ class AnalysisKind:
         fits a channel): raise :class:`~reconstruction.analysis.AnalysisInputError`. It
         must not read answers.
         ``request.participants`` holds the number of participants who answered every
-        attribute (one aggregate query), e.g. to refuse a sample larger than them.
+        attribute, e.g. to refuse a sample larger than them: in the web request an
+        upper bound from the response tallies, in the worker the exact count.
     ``compute(request, progress)``
         Runs in the worker: reads the statistics it needs (SQL, see
         :mod:`surveys.statistics`; only sampling reads participants, in bounded
@@ -150,12 +151,14 @@ def methods_description() -> str:
 def validate_request(
     survey: Any, spec: Mapping[str, Any], *, count: bool = True
 ) -> AnalysisRequest:
-    """What the web request decides: the schema and one aggregate count, no fit.
+    """What the web request decides: the schema and the response tallies, no fit.
 
     Raises :class:`AnalysisInputError` (HTTP 400) for a request that does not fit the
     survey's questions, a method that does not fit the kind or the channel, and (with
-    ``count``) fewer participants than the question-level threshold. The worker
-    passes ``count=False`` and counts in :func:`compute`.
+    ``count``) fewer participants than the question-level threshold, judged on
+    :func:`~reconstruction.analysis.participant_bound` (a few rows of
+    :mod:`surveys.tallies`, whatever the number of participants). The worker passes
+    ``count=False`` and counts exactly in :func:`compute`.
     """
     kind = get(spec["kind"])
     request = analysis.resolve(survey, spec)
@@ -178,7 +181,9 @@ def validate_request(
     if not count:
         return request
     check_cost(request)  # before any answer is read (issue 13)
-    n = analysis.participant_count(request)
+    # Constant time in n: the response tallies bound the count from above; the worker
+    # counts exactly (and refuses the job if the exact count falls short).
+    n = analysis.participant_bound(request)
     reason = analysis.too_few_responses(request, n)
     if reason is not None:
         raise AnalysisInputError({"survey": reason})
@@ -221,12 +226,8 @@ def _count(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
         cells = analysis.cells(request, plan)
         progress(0.3)
         result = tables.count_from_table(plan, cells)
-    elif method == "naive":
-        hits = analysis.naive_count(request)
-        n = request.participants
-        boot = np.random.default_rng().binomial(n, hits / n, size=200).astype(np.float64)
-        low, high = np.percentile(boot, [2.5, 97.5])
-        result = queries.CountResult(float(hits), (float(low), float(high)), n, "naive")
+    elif method == "naive":  # one SQL COUNT of the reported answers meeting the condition
+        result = queries.naive_count_result(analysis.naive_count(request), request.participants)
     else:  # Figure 3 assigns values to participants: it reads them (bounded columns)
         prepared = analysis.load(request)
         progress(0.3)
@@ -283,12 +284,17 @@ def _mean(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
     method = request.method or "unbiased"
     attribute = request.attribute
     assert attribute is not None
-    if method == "unbiased":
+    if method == "unbiased" or not request.where:  # without a condition: the overall mean
         plan = analysis.plan(request, request.participants, target=attribute)
         cells = analysis.cells(request, plan)
         progress(0.3)
         result = tables.mean_from_table(plan, cells, plan.specs)
-    else:  # Figure 3 and the naive selection pick participants: they read them
+    elif method == "naive":  # one SQL aggregate: count, sum, sum of squares
+        moments = analysis.naive_moments(request)
+        spec = analysis.question_spec(request.questions[attribute])
+        assert isinstance(spec, tables.ContinuousSpec)
+        result = tables.naive_mean_from_moments(spec, moments.count, moments.total, moments.squares)
+    else:  # Figure 3 assigns values to participants: it reads them (bounded columns)
         prepared = analysis.load(request)
         progress(0.3)
         result = queries.mean(prepared.table, attribute, prepared.where, method=method)  # type: ignore[arg-type]

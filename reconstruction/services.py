@@ -98,7 +98,7 @@ def analysis_create(
 ) -> AnalysisJob:
     """Validate an analysis against the survey's schema and response counts; queue it.
 
-    No fit runs here (one aggregate query at most): what needs a fit is decided by the
+    No fit runs here (a few rows of response tallies): what needs a fit is decided by the
     worker, which ends the job ``refused`` when disclosure control forbids the result.
     A request that cannot be answered raises
     :class:`reconstruction.analysis.AnalysisInputError` and creates no job; the

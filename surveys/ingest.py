@@ -22,6 +22,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from surveys import tallies
 from surveys.errors import Conflict, InvalidInput
 from surveys.models import Answer, Participant, Response, Survey
 
@@ -182,6 +183,8 @@ def _insert_postgresql(survey: Survey, batch: Batch, submitted_at: datetime) -> 
                 strict=True,
             ):
                 copy.write_row(row)
+    # Same transaction: the tallies the threshold check reads (surveys.tallies).
+    tallies.add(survey.pk, tallies.submission_deltas(batch.answer_question, len(ordered_ids)))
 
 
 def _insert_one_postgresql(survey: Survey, batch: Batch, submitted_at: datetime) -> None:
@@ -208,7 +211,8 @@ def _insert_one_postgresql(survey: Survey, batch: Batch, submitted_at: datetime)
         " (response_id, question_id, code, value, n_categories)"
         " SELECT response.id, x.question_id, x.code, x.value, x.n_categories FROM response,"
         " unnest(%s::bigint[], %s::smallint[], %s::double precision[], %s::smallint[])"
-        " AS x(question_id, code, value, n_categories))"
+        " AS x(question_id, code, value, n_categories)),"
+        f" tally AS ({tallies.UPSERT_FROM_RESPONSE})"
         " SELECT count(*) FROM response"
     )
     connection.ensure_connection()
@@ -227,6 +231,9 @@ def _insert_one_postgresql(survey: Survey, batch: Batch, submitted_at: datetime)
                 batch.answer_code,
                 batch.answer_value,
                 batch.answer_n,
+                *tallies.upsert_params(
+                    survey.pk, tallies.submission_deltas(batch.answer_question, 1)
+                ),
             ],
         )
         (stored,) = cursor.fetchone()
@@ -330,6 +337,7 @@ def _insert_orm(survey: Survey, batch: Batch, submitted_at: datetime) -> None:
         ],
         batch_size=500,
     )
+    tallies.add(survey.pk, tallies.submission_deltas(batch.answer_question, len(responses)))
 
 
 def store(survey: Survey, batch: Batch, *, single: bool) -> None:

@@ -330,3 +330,35 @@ class CalibrationPair(models.Model):
 
     def __str__(self) -> str:
         return f"{self.question_id}: {self.true_code} -> {self.negative_code}"
+
+
+class ResponseTally(models.Model):
+    """Running counts of live responses and answers, so a threshold check reads no answer.
+
+    ``POST /analyses/`` checks that enough participants answered before it queues a job
+    (002_f0fd5869fe299975.txt, the question-level threshold). Counting joined answers
+    grows with the number of participants; these counters do not: the check sums a few
+    rows whatever ``n`` is (:mod:`surveys.tallies`).
+
+    One row per ``(question_id, survey, shard)``: ``question_id`` 0 counts the survey's
+    live responses, any other id the live answers to that question. Every write that adds
+    or removes answers (submission, bulk ingest, withdrawal) adds its delta in the same
+    transaction with ``INSERT ... ON CONFLICT DO UPDATE``; writers pick a random
+    ``shard`` so concurrent submissions rarely wait on the same row. The total is the sum
+    over shards (a shard may go negative after withdrawals).
+    """
+
+    question_id = models.BigIntegerField(help_text="0: the survey's live responses")
+    survey = models.ForeignKey(Survey, on_delete=models.CASCADE, related_name="+")
+    shard = models.PositiveSmallIntegerField()
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["question_id", "survey", "shard"], name="response_tally_key"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"tally survey {self.survey_id} question {self.question_id}: {self.count}"

@@ -23,7 +23,7 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from consultations.models import Consultation, Organisation
 from consultations.services import audit_record, consultation_create  # noqa: F401  (re-export)
-from surveys import schemes
+from surveys import schemes, tallies
 from surveys.errors import Conflict, InvalidInput, NotFound
 from surveys.ingest import (  # noqa: F401  (StaleSurvey, this_hour, token hash: re-exported)
     Batch,
@@ -444,6 +444,7 @@ def response_withdraw(*, survey: Survey, participant: str, actor: str = "system"
             {"participant": [_("No response from this participant.")]},
         )
     if response.withdrawn_at is None:
+        tallies.withdraw(response)  # same transaction as the deletion
         response.answers.all().delete()
         response.withdrawn_at = this_hour()
         response.save(update_fields=["withdrawn_at"])

@@ -193,8 +193,36 @@ def condition_count(
     ``where`` holds ``(question, op, value)`` with ``op`` in ``in`` (codes), ``gt``,
     ``lte``, ``between`` (``[t1, t2)``).
     """
-    joins, params = _joins(survey, list(questions) + [q for q, _, _ in where])
-    aliases = _aliases(list(questions) + [q for q, _, _ in where])
+    return condition_moments(survey, questions, where, using=using).count
+
+
+@dataclass(frozen=True)
+class Moments:
+    """How many rows, and the sum and sum of squares of a target's values over them."""
+
+    count: int
+    total: float = 0.0
+    squares: float = 0.0
+
+
+def condition_moments(
+    survey: Survey,
+    questions: Sequence[Question],
+    where: Sequence[tuple[Question, str, Any]],
+    *,
+    target: Question | None = None,
+    using: str = "default",
+) -> Moments:
+    """Participants whose *reported* answers meet a conjunction, with a target's moments.
+
+    One aggregate query (``COUNT``, and with ``target`` the ``SUM`` and sum of squares
+    of its reported values over those participants): the naive count and mean.
+    ``where`` holds ``(question, op, value)`` with ``op`` in ``in`` (codes), ``gt``,
+    ``lte``, ``between`` (``[t1, t2)``).
+    """
+    named = list(questions) + [q for q, _, _ in where] + ([target] if target is not None else [])
+    joins, params = _joins(survey, named)
+    aliases = _aliases(named)
     clauses: list[str] = []
     values: list[Any] = []
     for question, op, value in where:
@@ -214,11 +242,17 @@ def condition_count(
             values += [float(value[0]), float(value[1])]
         else:
             raise ValueError(f"unknown op {op!r}")
-    sql = f"SELECT COUNT(*) {joins}" + "".join(f" AND {c}" for c in clauses)
+    moments = ""
+    if target is not None:
+        column = f"{aliases[target.pk]}.value"
+        moments = f", SUM({column}), SUM({column} * {column})"
+    sql = f"SELECT COUNT(*){moments} {joins}" + "".join(f" AND {c}" for c in clauses)
     with connections[using].cursor() as cursor:
         cursor.execute(sql, params + values)
-        (count,) = cursor.fetchone()
-    return int(count)
+        row = cursor.fetchone()
+    if target is None:
+        return Moments(int(row[0]))
+    return Moments(int(row[0]), float(row[1] or 0.0), float(row[2] or 0.0))
 
 
 CHUNK = 50_000
@@ -296,9 +330,11 @@ def finite_edges(edges: NDArray[np.float64]) -> NDArray[np.float64]:
 __all__ = [
     "Axis",
     "CellStatistics",
+    "Moments",
     "attribute_columns",
     "cell_statistics",
     "condition_count",
+    "condition_moments",
     "finite_edges",
     "participant_count",
     "participant_references",

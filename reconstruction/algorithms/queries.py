@@ -63,6 +63,8 @@ __all__ = [
     "distribution",
     "figure3_rows",
     "mean",
+    "moments_mean",
+    "naive_count_result",
     "sample",
     "satisfies",
     "table_size",
@@ -1039,6 +1041,25 @@ def count_naive(
         for name, attr in table.items()
     }
     hits = int(satisfies(values, where).sum())
+    return naive_count_result(hits, n, ci=ci, n_boot=n_boot, rng=rng)
+
+
+def naive_count_result(
+    hits: int,
+    n: int,
+    *,
+    ci: bool = True,
+    n_boot: int = 200,
+    rng: np.random.Generator | None = None,
+) -> CountResult:
+    """The naive count from the number of rows meeting the condition (``hits`` of ``n``).
+
+    The interval is a parametric bootstrap of the binomial count. Shared by
+    :func:`count_naive` and callers that count ``hits`` elsewhere (one SQL ``COUNT``).
+    """
+    if n < 1:
+        raise ValueError("the table has no rows")
+    _check_options(n_boot, 1)
     interval = (math.nan, math.nan)
     if ci:
         boot = default_rng(rng).binomial(n, hits / n, size=n_boot).astype(np.float64)
@@ -1175,15 +1196,39 @@ def _posterior_mean(
     return centre, interval, size
 
 
+def moments_mean(
+    count: float, total: float, squares: float, method: str, notes: tuple[str, ...] = ()
+) -> MeanResult:
+    """The mean of selected values from their count, sum and sum of squares.
+
+    The normal 95% interval ``mean +- 1.96 s / sqrt(count)`` (``s`` with ``ddof=1``).
+    Shared by the array API (moments of the selected rows) and the tables' entry points
+    (moments computed in the database), so both give the same result.
+    """
+    if not count > 0:
+        return MeanResult(math.nan, (math.nan, math.nan), 0.0, method, ("the group is empty",))
+    centre = total / count
+    if count > 1:
+        variance = max(squares - count * centre * centre, 0.0) / (count - 1)
+        half = _Z95 * math.sqrt(variance / count)
+    else:
+        half = math.nan
+    return MeanResult(centre, (centre - half, centre + half), float(count), method, notes)
+
+
+NAIVE_MEAN_NOTE = "biased: misreported members dilute the group"
+FIGURE3_MEAN_NOTE = "biased: misassigned members dilute the group"
+
+
 def _select_mean(
     y: NDArray[np.float64], rows: NDArray[np.intp], method: str, note: str
 ) -> MeanResult:
-    if rows.size == 0:
-        return MeanResult(math.nan, (math.nan, math.nan), 0.0, method, ("the group is empty",))
     group = y[rows]
-    centre = float(group.mean())
-    half = _Z95 * float(group.std(ddof=1)) / math.sqrt(rows.size) if rows.size > 1 else math.nan
-    return MeanResult(centre, (centre - half, centre + half), float(rows.size), method, (note,))
+    centre = float(group.mean()) if rows.size else 0.0
+    # Moments about the group's mean (numerically stable), then the shared formula.
+    deviations = group - centre
+    squares = float(deviations @ deviations) + rows.size * centre * centre
+    return moments_mean(float(rows.size), centre * rows.size, squares, method, (note,))
 
 
 def mean(
@@ -1272,10 +1317,10 @@ def mean(
             for name, attr in table.items()
         }
         rows = np.flatnonzero(satisfies(values, where)).astype(np.intp)
-        return _select_mean(y, rows, "naive", "biased: misreported members dilute the group")
+        return _select_mean(y, rows, "naive", NAIVE_MEAN_NOTE)
     if method == "figure3":
         rows, _ = figure3_rows(table, where, tol=tol, max_iter=max_iter, rng=generator)
-        return _select_mean(y, rows, "figure3", "biased: misassigned members dilute the group")
+        return _select_mean(y, rows, "figure3", FIGURE3_MEAN_NOTE)
     if attribute in groups:
         return _reconstructed_mean(table, groups, attribute, ci, n_boot, tol, max_iter, generator)
     exact = _deconvolution_mean(table, groups, y)

@@ -50,6 +50,7 @@ from reconstruction.algorithms.queries import (
     _JOINT_MAX_CELLS,
     _TARGET_SMOOTHING,
     _Z95,
+    NAIVE_MEAN_NOTE,
     Attribute,
     Condition,
     ContinuousAttribute,
@@ -65,6 +66,7 @@ from reconstruction.algorithms.queries import (
     _JointFit,
     _percentiles,
     condition_cuts,
+    moments_mean,
 )
 from reconstruction.algorithms.result import Reconstruction
 from reconstruction.algorithms.uncertainty import default_rng
@@ -79,6 +81,7 @@ __all__ = [
     "count_from_table",
     "distribution_from_table",
     "mean_from_table",
+    "naive_mean_from_moments",
     "plan_cells",
     "spec_of",
 ]
@@ -509,6 +512,21 @@ def mean_from_table(
             math.nan, (math.nan, math.nan), size, "unbiased", ("the estimated group is empty",)
         )
     return MeanResult(centre, interval, size, "unbiased")
+
+
+def naive_mean_from_moments(
+    spec: ContinuousSpec, count: float, total: float, squares: float
+) -> MeanResult:
+    """:func:`~.queries.mean` with ``method="naive"`` from the selected rows' moments.
+
+    ``count``, ``total`` and ``squares`` are the number of participants whose *reported*
+    answers meet the condition and the sum and sum of squares of their reported target
+    values (one SQL aggregate); the values are mean-corrected as the array API does.
+    """
+    scale, shift = _linear_noise(spec)
+    sums = (total - shift * count) / scale
+    second = (squares - 2 * shift * total + shift * shift * count) / (scale * scale)
+    return moments_mean(count, sums, second, "naive", (NAIVE_MEAN_NOTE,))
 
 
 def _deconvolution_mean(

@@ -227,6 +227,41 @@ def test_mean_of_a_profile_attribute_from_the_opinion_survey(
     assert result["group_size"] == pytest.approx(np.sum(opinions["satisfaction"] >= 3), rel=0.15)
 
 
+def test_naive_count_and_mean_from_sql_equal_the_array_api_on_the_stored_answers(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The naive methods run one SQL aggregate; the array API on the same answers
+    (loaded as columns) gives the same estimates."""
+    from reconstruction import analysis
+    from reconstruction.algorithms import queries
+    from surveys.models import Survey
+
+    where = [
+        {"attribute": "children", "op": "in", "value": ["Y"]},
+        {"attribute": "age", "op": "gt", "value": 30},
+    ]
+    mean_spec = {
+        "survey": world.profile,
+        "kind": "mean",
+        "attribute": "income",
+        "where": where,
+        "method": "naive",
+    }
+    count_spec = {"survey": world.profile, "kind": "count", "where": where, "method": "naive"}
+    survey = Survey.objects.get(pk=world.profile)
+    loaded = analysis.load(analysis.resolve(survey, mean_spec))
+    mean_result = analyse(world.analyst, django_capture_on_commit_callbacks, mean_spec)["result"]
+    expected_mean = queries.mean(loaded.table, "income", loaded.where, method="naive")
+    assert mean_result["method"] == "naive"
+    assert mean_result["estimate"] == pytest.approx(expected_mean.estimate, rel=1e-9)
+    assert mean_result["ci95"] == pytest.approx(list(expected_mean.ci95), rel=1e-7)
+    assert mean_result["group_size"] == expected_mean.group_size
+    count_result = analyse(world.analyst, django_capture_on_commit_callbacks, count_spec)["result"]
+    expected_count = queries.count(loaded.table, loaded.where, method="naive", ci=False)
+    assert count_result["estimate"] == expected_count.estimate
+    assert count_result["population"] == N
+
+
 # --------------------------------------------------------------------------- distributions
 
 

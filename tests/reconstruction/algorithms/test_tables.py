@@ -108,3 +108,33 @@ def test_a_table_of_the_wrong_shape_is_refused() -> None:
     plan = tables.plan_cells(SPECS, [Condition("sex", "in", {0})], n=N)
     with pytest.raises(ValueError, match="shape"):
         tables.count_from_table(plan, tables.CellTable(np.ones((3,))))
+
+
+@pytest.mark.parametrize("where", CONDITIONS)
+def test_naive_count_and_mean_from_moments_equal_the_array_naive_ones(
+    where: list[Condition],
+) -> None:
+    """The naive methods from one aggregate (count, sum, sum of squares of the selected
+    rows, what SQL returns) give the array API's results, the interval's rng included."""
+    from reconstruction.algorithms.queries import count_naive, naive_count_result, satisfies
+
+    selected = satisfies(columns(), where)
+    hits = int(selected.sum())
+    assert 0 < hits < N
+    from_moments = naive_count_result(hits, N, rng=np.random.default_rng(5))
+    from_arrays = count_naive(TABLE, where, rng=np.random.default_rng(5))
+    assert from_moments == from_arrays
+    for target in ("income", "age"):
+        if any(c.attribute == target for c in where):
+            continue
+        values = TABLE[target].values[selected]  # type: ignore[union-attr]
+        spec = SPECS[target]
+        assert isinstance(spec, tables.ContinuousSpec)
+        by_moments = tables.naive_mean_from_moments(
+            spec, float(hits), float(values.sum()), float(values @ values)
+        )
+        by_arrays = mean(TABLE, target, where, method="naive")
+        assert by_moments.method == by_arrays.method == "naive"
+        assert by_moments.estimate == pytest.approx(by_arrays.estimate, rel=1e-9)
+        assert by_moments.ci95 == pytest.approx(by_arrays.ci95, rel=1e-7)
+        assert by_moments.group_size == by_arrays.group_size == hits
