@@ -420,7 +420,11 @@ def plan(request: AnalysisRequest, n: int, *, target: str | None = None) -> tabl
 
 
 def cells(request: AnalysisRequest, cell_plan: tables.CellPlan) -> tables.CellTable:
-    """Count the plan's cells in the database; with a target, its per-cell moments too."""
+    """Count the plan's cells in the database; with a target, its per-cell moments too.
+
+    Only participants who answered every attribute of the request count, whichever of
+    them the plan's axes are (as in the array API, whose table holds all of them).
+    """
     axes = [
         statistics.Axis(
             request.questions[name],
@@ -432,7 +436,11 @@ def cells(request: AnalysisRequest, cell_plan: tables.CellPlan) -> tables.CellTa
     if cell_plan.target is not None and not request.questions[cell_plan.target].is_discrete:
         target = request.questions[cell_plan.target]
     counted = statistics.cell_statistics(
-        request.survey, axes, target=target, using=statistics.analysis_alias()
+        request.survey,
+        axes,
+        target=target,
+        require=[request.questions[key] for key in request.keys],
+        using=statistics.analysis_alias(),
     )
     return tables.CellTable(counted.counts, counted.sums, counted.squares)
 

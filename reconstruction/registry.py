@@ -29,6 +29,7 @@ from reconstruction.analysis import (
 )
 from reconstruction.cost import check_cost
 from reconstruction.jobs import JobRefused
+from surveys import statistics
 
 Progress = Callable[[float], None]
 
@@ -410,7 +411,117 @@ def _validate_sample(request: AnalysisRequest) -> None:
         )
 
 
+_TOO_LARGE = (
+    "a sample of {size} (or one of its strata) is larger than the estimated pool "
+    "of participants meeting its condition"
+)
+
+
 def _sample(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
+    if (request.method or "posterior") == "posterior":
+        return _sample_posterior(request, progress)
+    return _sample_figure3(request, progress)
+
+
+def _sample_posterior(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
+    """The posterior draw of :func:`~reconstruction.algorithms.queries.sample`, streamed.
+
+    Each condition's posterior comes from one fit of its cell table (SQL); then the
+    participants are read in chunks and only each quota's best candidates are kept
+    (:class:`~reconstruction.algorithms.tables.TopCandidates`), one pass per stratum:
+    memory is the quota plus one chunk, whatever the number of participants. The random
+    tie-break keys are drawn in participant order from the seeded generator, so a seed
+    reproduces the panel.
+    """
+    seed = request.spec.get("seed")
+    size = int(request.spec["size"])
+    min_cell = request.thresholds.min_cell
+    n = request.participants
+    generator = np.random.default_rng(seed)
+    keys = request.keys
+    questions = [request.questions[key] for key in keys]
+
+    def posterior(conds: list[Any]) -> tuple[tables.CellPlan | None, Any, float]:
+        if not conds:
+            return None, None, float(n)
+        specs = {key: analysis.question_spec(request.questions[key]) for key in keys}
+        plan = tables.plan_cells(specs, conds, n=n)
+        table = analysis.cells(request, plan)
+        table = tables.CellTable(table.counts)
+        scores, estimate = tables.posterior_from_table(plan, table)
+        return plan, scores.ravel(), estimate
+
+    pool_estimate = posterior(list(request.where))[2] if request.where else float(n)
+    if request.where:
+        _check_group(pool_estimate, min_cell)
+    quotas = (
+        [([*request.where, *stratum], quota) for stratum, quota in request.strata]
+        if request.strata
+        else [(list(request.where), size)]
+    )
+    fits = [posterior(conds) for conds, _ in quotas]
+    # Every stratum is a group like any other (issue 13, finding 2): its estimated pool
+    # passes the count threshold, and the refusal never states the pool.
+    if request.strata:
+        for i, (_, _, estimate) in enumerate(fits):
+            if not estimate >= min_cell:
+                raise JobRefused(f"strata[{i}]: " + analysis.group_too_small(min_cell))
+    progress(0.3)
+    taken = np.zeros(0, dtype=np.int64)
+    chosen: list[Any] = []
+    precision: list[Any] = []
+    for (_, quota), (plan, scores, estimate) in zip(quotas, fits, strict=True):
+        if quota > min(round(estimate), n - taken.size):
+            raise JobRefused(_TOO_LARGE.format(size=size))
+        best = tables.TopCandidates(quota, width=len(keys))
+        for ids, block in statistics.iter_attribute_columns(
+            request.survey, questions, using=statistics.analysis_alias()
+        ):
+            columns = {key: block[request.questions[key].pk] for key in keys}
+            score = np.ones(ids.size) if plan is None else scores[tables.flat_cells(plan, columns)]
+            draws = generator.random(ids.size)
+            free = ~np.isin(ids, taken)
+            rows = np.column_stack([columns[key] for key in keys]) if keys else None
+            best.offer(ids[free], score[free], draws[free], None if rows is None else rows[free])
+        if best.ids.size < quota:
+            raise JobRefused(_TOO_LARGE.format(size=size))
+        taken = np.concatenate([taken, best.ids])
+        order = np.argsort(best.ids)
+        chosen.append((best.ids[order], best.rows[order]))
+        precision.append(best.scores)
+    progress(0.8)
+    # Per subcondition: the posterior of the chosen under that subcondition alone.
+    per_condition: dict[str, list[Any]] = {}
+    for (conds, _), (_ids, rows) in zip(quotas, chosen, strict=True):
+        for cond in conds:
+            plan, scores, _ = posterior([cond])
+            assert plan is not None
+            columns = {key: rows[:, keys.index(key)] for key in plan.names}
+            per_condition.setdefault(queries.condition_label(cond), []).append(
+                scores[tables.flat_cells(plan, columns)]
+            )
+    progress(0.9)
+    using = statistics.analysis_alias()
+    everyone = np.sort(np.concatenate([ids for ids, _ in chosen]))
+    return {
+        "participants": statistics.participant_references(everyone.tolist(), using=using),
+        "strata": [
+            statistics.participant_references(ids.tolist(), using=using) for ids, _ in chosen
+        ]
+        if request.strata
+        else [],
+        "pool_estimate": float(pool_estimate),
+        "expected_precision": float(np.concatenate(precision).mean()),
+        "subcondition_precision": {
+            label: float(np.concatenate(parts).mean()) for label, parts in per_condition.items()
+        },
+        "seed": seed,
+        "method": "posterior",
+    }
+
+
+def _sample_figure3(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
+    """Figure 3's sample assigns values to every participant: it reads them all."""
     seed = request.spec.get("seed")
     size = int(request.spec["size"])
     min_cell = request.thresholds.min_cell
@@ -429,16 +540,13 @@ def _sample(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
             size,
             prepared.where,
             strata=prepared.strata,
-            method=request.method or "posterior",  # type: ignore[arg-type]
+            method="figure3",
             rng=np.random.default_rng(seed),
         )
     except ValueError as exc:
         if "larger than the pool" not in str(exc):
             raise
-        raise JobRefused(
-            f"a sample of {size} (or one of its strata) is larger than the estimated pool "
-            "of participants meeting its condition"
-        ) from None
+        raise JobRefused(_TOO_LARGE.format(size=size)) from None
     progress(0.9)
     participants = analysis.references(prepared, drawn.rows)
     return {

@@ -18,7 +18,7 @@ joined on the participant (their profile response must be live too).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,6 +130,7 @@ def cell_statistics(
     axes: Sequence[Axis],
     *,
     target: Question | None = None,
+    require: Sequence[Question] = (),
     using: str = "default",
 ) -> CellStatistics:
     """The joint reported cells of ``axes`` counted in the database (one ``GROUP BY``).
@@ -141,12 +142,16 @@ def cell_statistics(
         ``#{inner edges <= value}`` of their reported value.
     target : Question, optional
         A continuous question whose per-cell sum and sum of squares are wanted.
+    require : sequence of Question
+        Questions a participant must also have answered to be counted (the other
+        attributes of the same analysis, so every table of it counts the same people).
     """
     if not axes:
         raise ValueError("cell statistics need at least one axis")
     connection = connections[using]
     vendor = connection.vendor
     questions = [axis.question for axis in axes] + ([target] if target is not None else [])
+    questions += list(require)
     joins, join_params = _joins(survey, questions)
     aliases = _aliases(questions)
     select: list[str] = []
@@ -258,18 +263,21 @@ def condition_moments(
 CHUNK = 50_000
 
 
-def attribute_columns(
-    survey: Survey, questions: Sequence[Question], *, using: str = "default"
-) -> tuple[NDArray[np.int64], dict[int, NDArray[Any]]]:
-    """Participants' answers side by side, for the analyses that need participants.
+def iter_attribute_columns(
+    survey: Survey,
+    questions: Sequence[Question],
+    *,
+    using: str = "default",
+    chunk: int | None = None,
+) -> Iterator[tuple[NDArray[np.int64], dict[int, NDArray[Any]]]]:
+    """Participants' answers side by side, a chunk at a time (bounded memory).
 
-    Only sampling and Figure 3 assign values to participants; they read the participant
-    ids (sorted) and one column per question (codes as int64, values as float64), and
-    nothing else: no references, no Python object per row. Rows stream from a
-    server-side cursor (PostgreSQL) or SQLite's cursor in chunks of :data:`CHUNK`
-    straight into preallocated arrays, so memory is the arrays themselves.
+    Yields ``(ids, {question pk: column})`` blocks of at most ``chunk`` (default
+    :data:`CHUNK`) participants in participant-id order: codes as int64, values as
+    float64, nothing else (no references, no Python object per row). Rows come from a
+    server-side cursor (PostgreSQL) or SQLite's cursor, inside one read transaction.
     """
-    n = participant_count(survey, questions, using=using)
+    size = CHUNK if chunk is None else int(chunk)
     joins, params = _joins(survey, questions)
     aliases = _aliases(questions)
     distinct = list({q.pk: q for q in questions}.values())
@@ -277,34 +285,52 @@ def attribute_columns(
         f"{aliases[q.pk]}.code" if q.is_discrete else f"{aliases[q.pk]}.value" for q in distinct
     )
     sql = f"SELECT r.participant_id{', ' + select if select else ''} {joins} ORDER BY 1"
-    ids = np.empty(n, dtype=np.int64)
-    columns = {q.pk: np.empty(n, dtype=np.int64 if q.is_discrete else np.float64) for q in distinct}
     connection = connections[using]
-    filled = 0
 
-    def take(rows: list[tuple[Any, ...]]) -> None:
-        nonlocal filled
-        if filled + len(rows) > n:
-            raise RuntimeError("the answers changed while they were read; try again")
-        block = np.array(rows, dtype=np.float64).reshape(len(rows), 1 + len(distinct))
-        ids[filled : filled + len(rows)] = block[:, 0]
-        for position, question in enumerate(distinct):
-            columns[question.pk][filled : filled + len(rows)] = block[:, position + 1]
-        filled += len(rows)
+    def block(rows: list[tuple[Any, ...]]) -> tuple[NDArray[np.int64], dict[int, NDArray[Any]]]:
+        values = np.array(rows, dtype=np.float64).reshape(len(rows), 1 + len(distinct))
+        columns = {
+            q.pk: values[:, i + 1].astype(np.int64 if q.is_discrete else np.float64)
+            for i, q in enumerate(distinct)
+        }
+        return values[:, 0].astype(np.int64), columns
 
     with transaction.atomic(using=using):
         if connection.vendor == "postgresql":
             connection.ensure_connection()
             with connection.connection.cursor(name="attribute_columns") as cursor:
-                cursor.itersize = CHUNK
+                cursor.itersize = size
                 cursor.execute(sql, params)
-                while rows := cursor.fetchmany(CHUNK):
-                    take(rows)
+                while rows := cursor.fetchmany(size):
+                    yield block(rows)
         else:
             with connection.cursor() as cursor:
                 cursor.execute(sql, params)
-                while rows := cursor.fetchmany(CHUNK):
-                    take(rows)
+                while rows := cursor.fetchmany(size):
+                    yield block(rows)
+
+
+def attribute_columns(
+    survey: Survey, questions: Sequence[Question], *, using: str = "default"
+) -> tuple[NDArray[np.int64], dict[int, NDArray[Any]]]:
+    """Every participant's answers as whole columns (Figure 3 assigns values to all).
+
+    The chunks of :func:`iter_attribute_columns` copied into arrays preallocated for
+    the participants counted first, so memory is the arrays themselves.
+    """
+    n = participant_count(survey, questions, using=using)
+    distinct = list({q.pk: q for q in questions}.values())
+    ids = np.empty(n, dtype=np.int64)
+    columns = {q.pk: np.empty(n, dtype=np.int64 if q.is_discrete else np.float64) for q in distinct}
+    filled = 0
+    for block_ids, block in iter_attribute_columns(survey, questions, using=using):
+        stop = filled + block_ids.size
+        if stop > n:
+            raise RuntimeError("the answers changed while they were read; try again")
+        ids[filled:stop] = block_ids
+        for pk, column in block.items():
+            columns[pk][filled:stop] = column
+        filled = stop
     return ids[:filled], {pk: column[:filled] for pk, column in columns.items()}
 
 
@@ -336,6 +362,7 @@ __all__ = [
     "condition_count",
     "condition_moments",
     "finite_edges",
+    "iter_attribute_columns",
     "participant_count",
     "participant_references",
 ]

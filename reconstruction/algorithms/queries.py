@@ -55,6 +55,7 @@ __all__ = [
     "DiscreteAttribute",
     "MeanResult",
     "SampleResult",
+    "condition_label",
     "condition_posterior",
     "count",
     "count_figure3",
@@ -1583,7 +1584,7 @@ def sample(
     per_condition: dict[str, list[NDArray[np.float64]]] = {}
     for (conds, _), picked in zip(quotas, chosen_parts, strict=True):
         for cond in conds:
-            label = _condition_label(cond)
+            label = condition_label(cond)
             fit = _joint_fit(_axes(table, {cond.attribute: [cond]}), tol, max_iter)
             flat = np.ravel_multi_index(tuple(ax.cells for ax in fit.axes), fit.counts.shape)
             posterior = fit.posterior().ravel()[flat]
@@ -1594,7 +1595,7 @@ def sample(
     return SampleResult(rows, pool_estimate, precision, tuple(chosen_parts), method, subconditions)
 
 
-def _condition_label(cond: Condition) -> str:
+def condition_label(cond: Condition) -> str:
     if cond.op == "in":
         return f"{cond.attribute} in {sorted(cast(frozenset[int], cond.value))}"
     if cond.op == "between":

@@ -76,13 +76,16 @@ __all__ = [
     "CellTable",
     "ContinuousSpec",
     "DiscreteSpec",
+    "TopCandidates",
     "cell_index",
     "cell_table",
     "count_from_table",
     "distribution_from_table",
+    "flat_cells",
     "mean_from_table",
     "naive_mean_from_moments",
     "plan_cells",
+    "posterior_from_table",
     "spec_of",
 ]
 
@@ -328,6 +331,21 @@ def cell_index(values: ArrayLike, reported: NDArray[np.float64]) -> NDArray[np.i
     )
 
 
+def flat_cells(plan: CellPlan, columns: Mapping[str, ArrayLike]) -> NDArray[np.intp]:
+    """Each participant's reported cell of the plan, as a flat index into ``plan.shape``.
+
+    ``columns`` holds reported codes of discrete axes and reported values of continuous
+    ones (aligned, any number of participants: a chunk of a stream will do).
+    """
+    indices = []
+    for name, edges in zip(plan.names, plan.reported_edges, strict=True):
+        column = np.asarray(columns[name])
+        indices.append(
+            column.astype(np.intp) if edges is None else cell_index(column, edges)
+        )  # fmt: skip
+    return np.asarray(np.ravel_multi_index(tuple(indices), plan.shape), dtype=np.intp)
+
+
 def cell_table(
     plan: CellPlan,
     columns: Mapping[str, ArrayLike],
@@ -342,14 +360,8 @@ def cell_table(
     target_values : array of shape (n,), optional
         Reported values whose per-cell sums and sums of squares are wanted.
     """
-    indices = []
-    for name, edges in zip(plan.names, plan.reported_edges, strict=True):
-        column = np.asarray(columns[name])
-        indices.append(
-            column.astype(np.intp) if edges is None else cell_index(column, edges)
-        )  # fmt: skip
     size = math.prod(plan.shape)
-    flat = np.ravel_multi_index(tuple(indices), plan.shape)
+    flat = flat_cells(plan, columns)
     counts = np.bincount(flat, minlength=size).reshape(plan.shape).astype(np.float64)
     if target_values is None:
         return CellTable(counts)
@@ -446,6 +458,75 @@ def count_from_table(
         interval = _percentiles(n * boot[:, mask].sum(axis=1))
     notes = () if fit.converged else ("the joint EM did not meet its stopping rule",)
     return CountResult(estimate, interval, n, "joint", notes)
+
+
+def posterior_from_table(
+    plan: CellPlan,
+    table: CellTable,
+    *,
+    tol: float | None = None,
+    max_iter: int = 10_000,
+) -> tuple[NDArray[np.float64], float]:
+    """``Pr(true values meet the condition | reported cell)`` for every cell of the plan.
+
+    The posterior :func:`~.queries.sample` ranks candidates by (001_28af1923c784b480.txt,
+    Section IV-B, drawing from the joint reconstruction of Section IV-A1), from one fit
+    of the table; returns it with shape ``plan.shape`` and the joint count of the
+    condition. Cells outside the occupied range get their posterior all the same (a
+    participant who arrives there after the table was counted is still ranked).
+    """
+    if not plan.groups:
+        raise ValueError("empty condition: give at least one subcondition")
+    n = _require_rows(table)
+    axes, trimmed = _trimmed(plan, table)
+    fit = _fit(axes, trimmed.counts, tol, max_iter)
+    estimate = float(n * fit.theta[_joint_mask(fit.axes)].sum())
+    full = _JointFit(list(plan.axes), table.counts, fit.theta, fit.iterations, fit.converged)
+    return full.posterior(), estimate
+
+
+class TopCandidates:
+    """The ``quota`` best candidates of a stream, in bounded memory (``quota + chunk``).
+
+    Candidates are ranked as :func:`~.queries.sample` ranks them: highest score
+    (posterior) first, ties broken by a uniform random key. Offer chunks of any size;
+    with the keys drawn in stream order from one seeded generator the result does not
+    depend on the chunking, so a seed reproduces the draw.
+    """
+
+    def __init__(self, quota: int, width: int = 0) -> None:
+        if quota < 1:
+            raise ValueError(f"quota must be >= 1, got {quota}")
+        self.quota = int(quota)
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.scores = np.zeros(0, dtype=np.float64)
+        self.keys = np.zeros(0, dtype=np.float64)
+        self.rows = np.zeros((0, width), dtype=np.float64)
+        self.offered = 0
+
+    def offer(
+        self,
+        ids: ArrayLike,
+        scores: ArrayLike,
+        keys: ArrayLike,
+        rows: ArrayLike | None = None,
+    ) -> None:
+        """Consider a chunk: ``ids``, ``scores``, random ``keys`` and optional ``rows``
+        (one row of values per candidate, kept alongside the chosen ones)."""
+        new_ids = np.asarray(ids, dtype=np.int64)
+        self.offered += int(new_ids.size)
+        block = (
+            np.zeros((new_ids.size, self.rows.shape[1]))
+            if rows is None
+            else np.asarray(rows, dtype=np.float64).reshape(new_ids.size, self.rows.shape[1])
+        )
+        all_ids = np.concatenate([self.ids, new_ids])
+        all_scores = np.concatenate([self.scores, np.asarray(scores, dtype=np.float64)])
+        all_keys = np.concatenate([self.keys, np.asarray(keys, dtype=np.float64)])
+        all_rows = np.concatenate([self.rows, block])
+        order = np.lexsort((all_keys, -all_scores))[: self.quota]
+        self.ids, self.scores = all_ids[order], all_scores[order]
+        self.keys, self.rows = all_keys[order], all_rows[order]
 
 
 def _linear_noise(spec: ContinuousSpec) -> tuple[float, float]:

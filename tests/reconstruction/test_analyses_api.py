@@ -421,6 +421,36 @@ def test_stratified_sample_with_seed(world: World, django_capture_on_commit_call
     assert women > men, (women, men)
 
 
+def test_streamed_sample_equals_the_array_sample_and_does_not_depend_on_the_chunks(
+    world: World, django_capture_on_commit_callbacks: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker streams participants in chunks and keeps only each quota's best
+    candidates; the array API on the same answers ranks the same posteriors (so the
+    same pool estimate and precisions), and a seed gives the same panel whatever the
+    chunk size (tie-break keys are drawn in participant order)."""
+    from reconstruction import analysis
+    from reconstruction.algorithms import queries
+    from surveys import statistics
+    from surveys.models import Survey
+
+    body = {**PANEL, "survey": world.profile, "seed": 11}
+    streamed = analyse(world.analyst, django_capture_on_commit_callbacks, body)["result"]
+    monkeypatch.setattr(statistics, "CHUNK", 97)
+    chunked = analyse(world.analyst, django_capture_on_commit_callbacks, body)["result"]
+    assert chunked["participants"] == streamed["participants"]
+    assert chunked["strata"] == streamed["strata"]
+
+    loaded = analysis.load(analysis.resolve(Survey.objects.get(pk=world.profile), body))
+    arrays = queries.sample(
+        loaded.table, 30, loaded.where, strata=loaded.strata, rng=np.random.default_rng(11)
+    )
+    assert streamed["pool_estimate"] == pytest.approx(arrays.pool_estimate, rel=1e-9)
+    assert streamed["expected_precision"] == pytest.approx(arrays.expected_precision, rel=1e-9)
+    assert streamed["subcondition_precision"] == pytest.approx(
+        dict(arrays.subcondition_precision), rel=1e-9
+    )
+
+
 # --------------------------------------------------------------------------- disclosure control
 
 

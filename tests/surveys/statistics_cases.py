@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import strategies as st
 
 from consultations.models import Consultation
 from reconstruction.algorithms import tables
-from surveys import statistics
+from surveys import statistics, tallies
 from surveys.ingest import this_hour
 from surveys.models import Answer, Participant, Question, Response, Survey
 from tests.factories import consultation_factory, organisation_factory, survey_factory
@@ -137,3 +138,36 @@ def check_sql_equals_numpy(
             using=using,
         )
         assert hits == int(np.sum((columns["sex"] == 1) & (columns["age"] > threshold)))
+    # The naive mean's moments (count, sum, sum of squares of the target over the
+    # participants whose reported answers meet the condition): one SQL aggregate.
+    low, high = (float(cut[0]), float(cut[-1])) if cut.size else (20.0, 60.0)
+    for where, selected in (
+        (
+            [(questions["sex"], "in", {0}), (questions["age"], "lte", high)],
+            (columns["sex"] == 0) & (columns["age"] <= high),
+        ),
+        (
+            [(questions["age"], "between", (low, high))],
+            (columns["age"] >= low) & (columns["age"] < high),
+        ),
+    ):
+        moments = statistics.condition_moments(
+            opinion, ordered, where, target=questions["score"], using=using
+        )
+        chosen = columns["score"][selected]
+        assert moments.count == int(selected.sum())
+        assert moments.total == pytest.approx(float(chosen.sum()), rel=1e-9, abs=1e-6)
+        assert moments.squares == pytest.approx(float(chosen @ chosen), rel=1e-9, abs=1e-6)
+    # The response tallies, recounted from the stored answers, equal numpy's counts.
+    tallies.rebuild(using=using)
+    live_profile = [a is not None and not pw for a, _, pw, _ in people]
+    live_opinion = [not ow for _, _, _, ow in people]
+    responses, answers = tallies.live_counts(
+        [profile.pk, opinion.pk], [q.pk for q in ordered], using=using
+    )
+    assert responses == {profile.pk: sum(live_profile), opinion.pk: sum(live_opinion)}
+    assert answers == {
+        questions["sex"].pk: sum(live_profile),
+        questions["age"].pk: sum(live_profile),
+        questions["score"].pk: sum(live_opinion),
+    }
