@@ -192,6 +192,7 @@ def copy_load(
     from django.db import connection
 
     from privacy.client import distort_table
+    from surveys import tallies
     from surveys.models import Answer, Participant, Question, Response, Survey
 
     rng = np.random.default_rng(seed)
@@ -246,6 +247,8 @@ def copy_load(
                             response_ids.tolist(), values.astype(float).tolist(), strict=True
                         ):
                             copy.write_row((rid, question.pk, None, value, 0))
+            # The response tallies POST /analyses/ reads (surveys.tallies), same transaction.
+            tallies.add(survey, {0: size, **{questions[key].pk: size for key in distorted}})
     with psycopg.Cursor(raw) as cursor:
         for model in (Participant, Response):
             table = model._meta.db_table
