@@ -451,26 +451,26 @@ def _sample_posterior(request: AnalysisRequest, progress: Progress) -> dict[str,
         scores, estimate = tables.posterior_from_table(plan, table)
         return plan, scores.ravel(), estimate
 
-    pool_estimate = posterior(list(request.where))[2] if request.where else float(n)
+    # The pool and every stratum are groups like any other (issue 13, finding 2; issue
+    # 10, item 4): each size's 95% interval passes the count threshold (the threshold
+    # point, reconstruction/disclosure.py), and the refusal never states it.
     if request.where:
-        _check_group(pool_estimate, min_cell)
+        _check_group(request, min_cell)
+    for i, (stratum, _quota) in enumerate(request.strata):
+        pool = disclosure.group_size(request, [*request.where, *stratum])
+        disclosure.check_group(pool, min_cell, label=f"strata[{i}]: ")
+    pool_estimate = posterior(list(request.where))[2] if request.where else float(n)
     quotas = (
         [([*request.where, *stratum], quota) for stratum, quota in request.strata]
         if request.strata
         else [(list(request.where), size)]
     )
-    fits = [posterior(conds) for conds, _ in quotas]
-    # Every stratum is a group like any other (issue 13, finding 2): its estimated pool
-    # passes the count threshold, and the refusal never states the pool.
-    if request.strata:
-        for i, (_, _, estimate) in enumerate(fits):
-            if not estimate >= min_cell:
-                raise JobRefused(f"strata[{i}]: " + analysis.group_too_small(min_cell))
+    fits = [posterior(conds) for conds, _quota in quotas]
     progress(0.3)
     taken = np.zeros(0, dtype=np.int64)
     chosen: list[Any] = []
     precision: list[Any] = []
-    for (_, quota), (plan, scores, estimate) in zip(quotas, fits, strict=True):
+    for (_conds, quota), (plan, scores, estimate) in zip(quotas, fits, strict=True):
         if quota > min(round(estimate), n - taken.size):
             raise JobRefused(_TOO_LARGE.format(size=size))
         best = tables.TopCandidates(quota, width=len(keys))
@@ -492,9 +492,9 @@ def _sample_posterior(request: AnalysisRequest, progress: Progress) -> dict[str,
     progress(0.8)
     # Per subcondition: the posterior of the chosen under that subcondition alone.
     per_condition: dict[str, list[Any]] = {}
-    for (conds, _), (_ids, rows) in zip(quotas, chosen, strict=True):
+    for (conds, _size), (_ids, rows) in zip(quotas, chosen, strict=True):
         for cond in conds:
-            plan, scores, _ = posterior([cond])
+            plan, scores, _estimate = posterior([cond])
             assert plan is not None
             columns = {key: rows[:, keys.index(key)] for key in plan.names}
             per_condition.setdefault(queries.condition_label(cond), []).append(
