@@ -86,8 +86,13 @@ _Z95 = 1.959963984540054
 # imposed with this slack so that LP round-off cannot make a later round infeasible.
 _FIX_TOL = 1e-7
 # Relative optimality gap of the column generation (maximin, leximin rounds) and of Nash.
-_MAXIMIN_GAP = 1e-3
+_MAXIMIN_GAP = 2e-3
 _NASH_GAP = 1e-4
+# HiGHS' relative MIP gap in pricing: its dual bound stays valid, so the stopping test
+# above stays sound; only the columns are slightly less than the best.
+_PRICING_GAP = 1e-3
+# Weight of the best duals so far in the smoothed pricing duals (Wentges smoothing).
+_SMOOTHING = 0.5
 # One-seat moves added as extra columns after each pricing MILP.
 _NEIGHBOURS = 15
 # Seconds an exact pricing MILP may run; its dual bound then still bounds the optimum.
@@ -361,14 +366,25 @@ class _Problem:
         active: NDArray[np.bool_] | None = None,
         *,
         time_limit: float | None = None,
+        force: int | None = None,
+        gap: float | None = None,
     ) -> tuple[NDArray[np.int64] | None, float]:
-        """The MILP's best panel and its dual bound (an upper bound on every panel)."""
+        """The MILP's best panel and its dual bound (an upper bound on every panel).
+
+        ``force``: a type that must get a seat; ``gap``: HiGHS' relative MIP gap at which
+        it may stop (the dual bound returned stays valid).
+        """
         options: dict[str, float] = {} if time_limit is None else {"time_limit": time_limit}
+        if gap is not None:
+            options["mip_rel_gap"] = gap
+        low = np.zeros(self.sizes.size)
+        if force is not None:
+            low[force] = 1.0
         result = milp(
             -weights,
             constraints=self.constraints(active),
             integrality=np.ones(self.sizes.size),
-            bounds=Bounds(np.zeros(self.sizes.size), self.sizes),
+            bounds=Bounds(low, self.sizes),
             options=options,
         )
         if result.status == 2:  # infeasible
@@ -654,7 +670,7 @@ class _ColumnGeneration:
                 return quick, upper
             if quick is not None and upper <= floor:  # no panel can beat floor
                 return quick, upper
-        panel, bound = self.problem.solve(weights, time_limit=_MILP_TIME_LIMIT)
+        panel, bound = self.problem.solve(weights, time_limit=_MILP_TIME_LIMIT, gap=_PRICING_GAP)
         assert panel is not None  # the problem was checked feasible
         return panel, min(bound, upper)
 
@@ -710,19 +726,28 @@ class _ColumnGeneration:
     def cover(self, covered: NDArray[np.bool_]) -> NDArray[np.bool_]:
         """Panels until every type some panel can hold is in one (Flanigan et al., Methods).
 
-        Each round finds the panel with the most not-yet-covered types (weighted by the
-        inverse type size); when the best such panel covers none, the rest are types no
-        quota-satisfying panel can include.
+        Each round takes the "LP and fix" panel with the most not-yet-covered types
+        (weighted by the inverse type size); when it covers none, a feasibility MILP
+        forces a seat for one uncovered type (any such panel will do, so HiGHS stops at
+        its first solution). A type for which that MILP is infeasible fits in no
+        quota-satisfying panel. Returns the mask of the types some panel holds.
         """
-        while not covered.all():
-            weights = np.where(covered, 0.0, 1.0 / self.problem.sizes)
-            panel, _ = self.price(weights, floor=0.0)
-            gained = (panel > 0) & ~covered
-            if not gained.any():
-                break
+        impossible = np.zeros_like(covered)
+        while not (covered | impossible).all():
+            self.iterations += 1
+            weights = np.where(covered | impossible, 0.0, 1.0 / self.problem.sizes)
+            panel, _ = self.problem.quick_panel(weights)
+            if panel is None or not ((panel > 0) & ~covered).any():
+                target = int(np.argmax(weights))
+                panel, _ = self.problem.solve(
+                    weights, time_limit=_MILP_TIME_LIMIT, force=target, gap=1.0
+                )
+                if panel is None:
+                    impossible[target] = True
+                    continue
             self.add(panel)
             covered = covered | (panel > 0)
-            self.report(0.1 * covered.mean())
+            self.report(0.1 * (covered | impossible).mean())
         return covered
 
 
@@ -792,8 +817,11 @@ def _maximin_round(
     sizes = cg.problem.sizes
     remaining = cg.problem.size - float((fixed[fixed_mask] * sizes[fixed_mask]).sum())
     ceiling = remaining / max(float(sizes[free].sum()), 1.0)
+    offsets = np.where(fixed_mask, fixed - _FIX_TOL, 0.0)
+    best = math.inf  # the lowest Lagrangian bound on the level seen so far
+    center: NDArray[np.float64] | None = None  # the duals that gave it
     while True:
-        level, weights, duals, bound = _maximin_master(cg.matrix(), free, fixed, fixed_mask)
+        level, weights, duals, _ = _maximin_master(cg.matrix(), free, fixed, fixed_mask)
         if len(cg.columns) > 2 * sizes.size + 200:
             # Columns outside the LP's basis may go (pricing finds them again if needed).
             keep = weights > 0
@@ -802,16 +830,31 @@ def _maximin_round(
             weights = weights[keep]
         if level >= ceiling * (1.0 - tol):  # nobody can do better than an equal share
             return level, weights, duals
-        prices = duals / sizes
-        floor = bound + 1e-12
-        panel, upper = cg.price(prices, floor)
-        value = float(prices @ panel)
-        # No distribution beats level + (upper - bound) (Lagrangian bound of the dual LP).
-        gap = max(upper - bound, 0.0)
+        a = cg.matrix()
+        added = False
+        # Dual smoothing (Wentges): price at a mix of the best duals so far and the
+        # current ones, which damps the oscillation of the duals between iterations;
+        # when that column does not improve the current master, price at the current
+        # duals alone. Any duals y >= 0 with sum_free y = 1 give the bound
+        # max_panel sum_t y_t x_t / n_t - sum_fixed y_t f_t >= the optimal level.
+        for alpha in (_SMOOTHING, 0.0) if center is not None else (0.0,):
+            y = duals if center is None or alpha == 0.0 else alpha * center + (1 - alpha) * duals
+            prices = y / sizes
+            offset = float(y @ offsets)
+            floor = float((a @ y).max()) + 1e-12
+            panel, upper = cg.price(prices, floor)
+            lagrangian = upper - offset
+            if lagrangian < best:
+                best, center = lagrangian, y.copy()
+            improving = float(duals / sizes @ panel) - float(duals @ offsets) > level + 1e-12
+            if improving and cg.add(panel):
+                cg.neighbours(panel, duals / sizes, float((a @ duals).max()) + 1e-12, _NEIGHBOURS)
+                added = True
+                break
+        gap = max(best - level, 0.0)
         cg.report(base + share * (level / (level + gap) if level + gap > 0 else 1.0))
-        if gap <= tol * max(level, 1e-12) or value <= floor or not cg.add(panel):
+        if gap <= tol * max(level, 1e-12) or not added:
             return level, weights, duals
-        cg.neighbours(panel, prices, floor, _NEIGHBOURS)
 
 
 def _maximin(
