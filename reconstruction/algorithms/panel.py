@@ -25,6 +25,14 @@ Where and why this module differs from Flanigan et al.
   ``min <= count <= max`` is imposed on the panel's **expected true count** ``sum_{i in
   panel} p[i, j]``. The realised true count is random (a Poisson-binomial variable), so
   the quotas hold in expectation only; :class:`QuotaOutcome` gives the 95% interval.
+* **Bands tightened for the variance of the true count.** Given the reported answers, a
+  panel's true count in a quota is a sum of independent Bernoulli variables whose mean
+  and variance are both linear in the seats. Keeping the *expected* count in the band
+  still lets the realised count fall outside it by about a seat at strong distortion, so
+  every panel of the lottery must also keep the expected number of seats outside each
+  band at most ``max_outside`` (normal approximation, the margin's tangent in the
+  variance making it one more linear row of the MILPs, see :func:`_tightened`). Flanigan
+  et al. need nothing of the kind: their counts are exact.
 * **Types instead of people.** Candidates whose posterior vectors are equal (the same
   reported cells) are interchangeable, so the panels are vectors of seats per *type* and
   the linear programmes have one row per type, not per person. Within a type the seats go
@@ -854,6 +862,8 @@ def _maximin_round(
         gap = max(best - level, 0.0)
         cg.report(base + share * (level / (level + gap) if level + gap > 0 else 1.0))
         if gap <= tol * max(level, 1e-12) or not added:
+            # Columns added in this iteration are not in the master's solution yet.
+            weights = np.concatenate([weights, np.zeros(len(cg.columns) - weights.size)])
             return level, weights, duals
 
 
