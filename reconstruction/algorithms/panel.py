@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -98,13 +99,13 @@ _MAXIMIN_GAP = 2e-3
 _NASH_GAP = 1e-4
 # HiGHS' relative MIP gap in pricing: its dual bound stays valid, so the stopping test
 # above stays sound; only the columns are slightly less than the best.
-_PRICING_GAP = 1e-3
+_PRICING_GAP = 1e-2
 # Weight of the best duals so far in the smoothed pricing duals (Wentges smoothing).
 _SMOOTHING = 0.5
 # One-seat moves added as extra columns after each pricing MILP.
 _NEIGHBOURS = 15
 # Seconds an exact pricing MILP may run; its dual bound then still bounds the optimum.
-_MILP_TIME_LIMIT = 60.0
+_MILP_TIME_LIMIT = 10.0
 # Levels of expected seats outside a band tried, as multiples of ``max_outside``, before a
 # quota keeps its plain band (:func:`_tighten`).
 _OUTSIDE_STEPS = (1.0, 1.5, 2.0, 3.0, 5.0)
@@ -645,6 +646,14 @@ class _ColumnGeneration:
     seen: set[bytes] = field(default_factory=set)
     iterations: int = 0
     max_iterations: int = 100_000
+    deadline: float | None = None  # time.monotonic() after which optimisation stops
+    stopped: bool = False  # set when the deadline stopped an optimisation early
+    bound: float = math.inf  # the last maximin round's proven bound on its level
+
+    def out_of_time(self) -> bool:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            self.stopped = True
+        return self.stopped
 
     def add(self, panel: NDArray[np.int64]) -> bool:
         key = panel.tobytes()
@@ -860,8 +869,9 @@ def _maximin_round(
                 added = True
                 break
         gap = max(best - level, 0.0)
+        cg.bound = best
         cg.report(base + share * (level / (level + gap) if level + gap > 0 else 1.0))
-        if gap <= tol * max(level, 1e-12) or not added:
+        if gap <= tol * max(level, 1e-12) or not added or cg.out_of_time():
             # Columns added in this iteration are not in the master's solution yet.
             weights = np.concatenate([weights, np.zeros(len(cg.columns) - weights.size)])
             return level, weights, duals
@@ -900,6 +910,8 @@ def _leximin(
         if not tight.any():  # degenerate duals: fix the lowest instead
             pi = weights @ cg.matrix()
             tight = free & (pi <= level + _FIX_TOL)
+        if cg.out_of_time():  # the rest keep the level reached
+            break
         fixed[tight] = level
         fixed_mask |= tight
         free &= ~tight
@@ -940,7 +952,7 @@ def _nash(cg: _ColumnGeneration, selectable: NDArray[np.bool_], tol: float) -> N
         panel, upper = cg.price(gradient, floor=n_total * (1.0 + tol))
         gap = upper - n_total  # upper bounds every panel's gradient value
         cg.report(0.1 + 0.9 * min(1.0, tol / max(gap / n_total, tol)))
-        if gap <= tol * n_total or not cg.add(panel):
+        if gap <= tol * n_total or not cg.add(panel) or cg.out_of_time():
             break
     return weights
 
@@ -1006,6 +1018,7 @@ def select_panel(
     rng: np.random.Generator | None = None,
     progress: Progress | None = None,
     max_outside: float | None = 0.2,
+    max_seconds: float | None = None,
 ) -> PanelResult:
     """Draw a panel from a fair lottery whose panels meet quotas on expected true counts.
 
@@ -1050,6 +1063,11 @@ def select_panel(
         variance of the panel's true count. A quota for which no panel can do so gets the
         lowest of 1.5, 2, 3 and 5 times the level that admits panels, or its plain band
         (stated in ``notes`` and ``QuotaOutcome.outside_level``). ``None``: plain bands.
+    max_seconds : float or None
+        Stop improving the distribution after this many seconds of optimisation (the
+        covering panels are always found first). Every panel of the lottery still meets
+        the quotas; only the fairness may fall short of the optimum, and ``notes`` state
+        the proven bound on the optimal lowest probability. ``None``: run to the gap.
 
     Returns
     -------
@@ -1156,7 +1174,11 @@ def select_panel(
                     + (f"bound {level:g} used" if math.isfinite(level) else "plain band used")
                 )
 
-    cg = _ColumnGeneration(problem, progress)
+    cg = _ColumnGeneration(
+        problem,
+        progress,
+        deadline=None if max_seconds is None else time.monotonic() + float(max_seconds),
+    )
     selectable = cg.cover(np.zeros(sizes.size, dtype=bool))
     solve = {"maximin": _maximin, "leximin": _leximin, "nash": _nash}[objective]
     weights = solve(cg, selectable, _NASH_GAP if objective == "nash" else _MAXIMIN_GAP)
@@ -1221,6 +1243,16 @@ def select_panel(
     )
     if progress is not None:
         progress(1.0)
+    if cg.stopped:
+        bound = (
+            f"; no lottery can give everyone more than {cg.bound:.4g}"
+            if objective == "maximin" and math.isfinite(cg.bound)
+            else ""
+        )
+        notes.append(
+            f"optimisation stopped after max_seconds={max_seconds:g}: the lowest selection "
+            f"probability reached is {optimum:.4g}{bound}"
+        )
     unselectable = int(sizes[~selectable].sum())
     if unselectable:
         notes.append(f"{unselectable} eligible candidate(s) fit in no quota-satisfying panel")

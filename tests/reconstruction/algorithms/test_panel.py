@@ -187,7 +187,8 @@ def test_continuous_quotas_use_the_posteriors_of_noisy_ages() -> None:
     noise = AdditiveLaplace(70 / 4)
     table = {"age": ContinuousAttribute(noise.distort(ages, rng), noise, 16, 86)}
     young = Quota((Condition("age", "between", (16, 35)),), 4, 6, "16-34")
-    result = select_panel(table, 15, [young], rng=np.random.default_rng(5))
+    # Plain bands: this test is about the posteriors (the tightening has its own tests).
+    result = select_panel(table, 15, [young], rng=np.random.default_rng(5), max_outside=None)
     posterior = result.type_posteriors[result.type_of, 0]
     # Posteriors fall with the reported age: a noisy age is informative but not exact.
     reported = table["age"].values[result.candidates]
@@ -307,3 +308,20 @@ def test_unattainable_outside_level_falls_back_with_a_note() -> None:
     assert result.quotas[0].outside_level > 0.01
     assert any("16-39" in note for note in result.notes)
     assert 3 - 1e-6 <= result.quotas[0].expected <= 5 + 1e-6
+
+
+def test_a_time_limit_stops_early_with_a_valid_lottery_and_says_so() -> None:
+    table = _age_sex_table(3.0)
+    quotas = [
+        Quota((Condition("sex", "in", {0}),), 4, 8, "women"),
+        Quota((Condition("age", "between", (16, 40)),), 2, 6, "16-39"),
+    ]
+    full = select_panel(table, 12, quotas, rng=np.random.default_rng(4))
+    stopped = select_panel(table, 12, quotas, rng=np.random.default_rng(4), max_seconds=0.0)
+    assert any("max_seconds" in note for note in stopped.notes)
+    assert not any("max_seconds" in note for note in full.notes)
+    # Still a lottery over panels that meet the bands, just not the fairest one.
+    mu = stopped.support @ stopped.type_posteriors
+    assert np.all(mu >= np.array([4, 2]) - 1e-6) and np.all(mu <= np.array([8, 6]) + 1e-6)
+    assert_allclose(stopped.weights.sum(), 1.0)
+    assert stopped.optimum <= full.optimum + 1e-9
