@@ -228,8 +228,11 @@ class AnalysisListCreateApi(ListAPIView[AnalysisJob]):
     @extend_schema(
         summary="Request an analysis (" + ", ".join(registry.KINDS) + ")",
         description=(
-            "Validates the request against the survey's questions and disclosure thresholds, "
-            "then queues a background job. Kinds: "
+            "Validates the request against the survey's questions and the question-level "
+            "threshold (judged on running response tallies: no answer is read, so the time "
+            "does not grow with the number of participants), then queues a background job "
+            "(202). What needs a fit is decided by the worker: a job it may not publish ends "
+            "with status `refused` and a reason naming the threshold. Kinds: "
             + "; ".join(f"`{kind.name}`: {kind.summary}" for kind in registry.KINDS.values())
             + ". Methods: "
             + registry.methods_description()
