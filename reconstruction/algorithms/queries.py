@@ -63,6 +63,7 @@ __all__ = [
     "count_naive",
     "distribution",
     "figure3_rows",
+    "linear_noise",
     "mean",
     "moments_mean",
     "naive_count_result",
@@ -1102,11 +1103,14 @@ def count(
 # --------------------------------------------------------------------------- means
 
 
-def _linear_noise(attr: ContinuousAttribute) -> tuple[float, float]:
-    """``(a, b)`` with ``E[reported | true x] = a x + b`` (mean-correcting the noise)."""
-    if isinstance(attr.noise, RetentionReplacement):
-        p = attr.noise.retain
-        return p, (1.0 - p) * 0.5 * (attr.noise.low + attr.noise.high)
+def linear_noise(noise: NoiseModel) -> tuple[float, float]:
+    """``(a, b)`` with ``E[reported | true x] = a x + b`` (mean-correcting the noise).
+
+    Shared by the array API and the tables' entry points.
+    """
+    if isinstance(noise, RetentionReplacement):
+        p = noise.retain
+        return p, (1.0 - p) * 0.5 * (noise.low + noise.high)
     # Additive noise models here have mean 0 (001, Section IV-A2).
     return 1.0, 0.0
 
@@ -1222,14 +1226,15 @@ FIGURE3_MEAN_NOTE = "biased: misassigned members dilute the group"
 
 
 def _select_mean(
-    y: NDArray[np.float64], rows: NDArray[np.intp], method: str, note: str
+    y: NDArray[np.float64], rows: NDArray[np.intp] | None, method: str, notes: tuple[str, ...]
 ) -> MeanResult:
-    group = y[rows]
-    centre = float(group.mean()) if rows.size else 0.0
+    """:func:`moments_mean` of ``y[rows]`` (all of ``y`` when ``rows`` is ``None``)."""
+    group = y if rows is None else y[rows]
+    centre = float(group.mean()) if group.size else 0.0
     # Moments about the group's mean (numerically stable), then the shared formula.
     deviations = group - centre
-    squares = float(deviations @ deviations) + rows.size * centre * centre
-    return moments_mean(float(rows.size), centre * rows.size, squares, method, (note,))
+    squares = float(deviations @ deviations) + group.size * centre * centre
+    return moments_mean(float(group.size), centre * group.size, squares, method, notes)
 
 
 def mean(
@@ -1295,7 +1300,7 @@ def mean(
     ValueError
         Unknown or discrete attribute, bad condition, unknown method.
     """
-    n = _table_size(table)
+    _table_size(table)
     target = table.get(attribute)
     if target is None:
         raise ValueError(f"unknown attribute {attribute!r}; known: {sorted(table)}")
@@ -1304,12 +1309,10 @@ def mean(
     if method not in ("unbiased", "figure3", "naive"):
         raise ValueError(f"unknown mean method {method!r}; use unbiased, figure3 or naive")
     _check_options(n_boot, max_iter)
-    scale, shift = _linear_noise(target)
+    scale, shift = linear_noise(target.noise)
     y = (target.values - shift) / scale
     if not where:
-        centre = float(y.mean())
-        half = _Z95 * float(y.std(ddof=1)) / math.sqrt(n) if n > 1 else math.nan
-        return MeanResult(centre, (centre - half, centre + half), float(n), "overall")
+        return _select_mean(y, None, "overall", ())
     groups = _group(table, where)
     generator = default_rng(rng)
     if method == "naive":
@@ -1318,10 +1321,10 @@ def mean(
             for name, attr in table.items()
         }
         rows = np.flatnonzero(satisfies(values, where)).astype(np.intp)
-        return _select_mean(y, rows, "naive", NAIVE_MEAN_NOTE)
+        return _select_mean(y, rows, "naive", (NAIVE_MEAN_NOTE,))
     if method == "figure3":
         rows, _ = figure3_rows(table, where, tol=tol, max_iter=max_iter, rng=generator)
-        return _select_mean(y, rows, "figure3", FIGURE3_MEAN_NOTE)
+        return _select_mean(y, rows, "figure3", (FIGURE3_MEAN_NOTE,))
     if attribute in groups:
         return _reconstructed_mean(table, groups, attribute, ci, n_boot, tol, max_iter, generator)
     exact = _deconvolution_mean(table, groups, y)

@@ -38,7 +38,7 @@ from typing import Literal, cast
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privacy.mechanisms import NoiseModel, RetentionReplacement, validate_stochastic
+from privacy.mechanisms import NoiseModel, validate_stochastic
 from reconstruction.algorithms.continuous import (
     IntervalReconstruction,
     axis_model,
@@ -66,6 +66,7 @@ from reconstruction.algorithms.queries import (
     _JointFit,
     _percentiles,
     condition_cuts,
+    linear_noise,
     moments_mean,
 )
 from reconstruction.algorithms.result import Reconstruction
@@ -529,14 +530,6 @@ class TopCandidates:
         self.keys, self.rows = all_keys[order], all_rows[order]
 
 
-def _linear_noise(spec: ContinuousSpec) -> tuple[float, float]:
-    """``(a, b)`` with ``E[reported | true x] = a x + b`` (as the array API's)."""
-    if isinstance(spec.noise, RetentionReplacement):
-        p = spec.noise.retain
-        return p, (1.0 - p) * 0.5 * (spec.noise.low + spec.noise.high)
-    return 1.0, 0.0
-
-
 def mean_from_table(
     plan: CellPlan,
     table: CellTable,
@@ -566,19 +559,15 @@ def mean_from_table(
     if table.sums is None or table.squares is None:
         raise ValueError("a mean needs the cells' sums and sums of squares of the target")
     _check_options(n_boot, max_iter)
-    n = _require_rows(table)
+    _require_rows(table)
     generator = default_rng(rng)
-    scale, shift = _linear_noise(spec)
+    scale, shift = linear_noise(spec.noise)
     counts = table.counts
     # Moments of the mean-corrected values y = (v - shift) / scale, per cell.
     sums = (table.sums - shift * counts) / scale
     squares = (table.squares - 2 * shift * table.sums + shift * shift * counts) / (scale * scale)
     if not plan.groups:
-        total, s1, s2 = float(counts.sum()), float(sums.sum()), float(squares.sum())
-        centre = s1 / total
-        variance = max(s2 - total * centre * centre, 0.0) / (total - 1) if total > 1 else math.nan
-        half = _Z95 * math.sqrt(variance / total) if total > 1 else math.nan
-        return MeanResult(centre, (centre - half, centre + half), float(n), "overall")
+        return moments_mean(float(counts.sum()), float(sums.sum()), float(squares.sum()), "overall")
     if attribute in plan.groups:
         return _reconstructed_mean(plan, table, attribute, ci, n_boot, tol, max_iter, generator)
     exact = _deconvolution_mean(plan, counts, sums, squares)
@@ -604,7 +593,7 @@ def naive_mean_from_moments(
     answers meet the condition and the sum and sum of squares of their reported target
     values (one SQL aggregate); the values are mean-corrected as the array API does.
     """
-    scale, shift = _linear_noise(spec)
+    scale, shift = linear_noise(spec.noise)
     sums = (total - shift * count) / scale
     second = (squares - 2 * shift * total + shift * shift * count) / (scale * scale)
     return moments_mean(count, sums, second, "naive", (NAIVE_MEAN_NOTE,))
