@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 from django.utils.translation import gettext as _
 
 from privacy.mechanisms import group_publishable
@@ -344,6 +345,7 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
             objective=objective,  # type: ignore[arg-type]
             rng=np.random.default_rng(seed),
             progress=solving,
+            max_seconds=solver_seconds(),
         )
     except InfeasibleQuotas:
         raise
@@ -379,6 +381,9 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
                 "max": outcome.max,
                 "expected": float(outcome.expected),
                 "ci95": interval_json(outcome.ci95),
+                # Expected seats of the realised true count outside the band (normal
+                # approximation; null when not computed).
+                "expected_outside": finite_or_none(outcome.expected_outside),
             }
             for j, outcome in enumerate(result.quotas)
         ],
@@ -393,6 +398,17 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
         "probabilities_url": None,  # set by the service once the job's id is known
         ATTACHMENT_KEY: attachment,
     }
+
+
+def finite_or_none(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def solver_seconds() -> float:
+    """How long the solver may improve the lottery: three quarters of the worker's soft
+    time limit, so a long panel ends with a valid (if not optimal) lottery and its proven
+    bound in the notes instead of failing at the limit."""
+    return max(10.0, 0.75 * float(settings.CELERY_TASK_SOFT_TIME_LIMIT))
 
 
 def privacy_caveat() -> str:

@@ -299,6 +299,7 @@ def test_panel_from_distorted_answers_meets_quotas_in_expectation_with_honest_in
     assert result["quotas"][0]["ci95"][1] - result["quotas"][0]["ci95"][0] > 1.0
     for quota, truth in zip(result["quotas"], truths, strict=True):
         assert quota["min"] - 1e-6 <= quota["expected"] <= quota["max"] + 1e-6, quota
+        assert 0 <= quota["expected_outside"] < 2, quota
         low, high = quota["ci95"]
         wide = widened([low, high], alpha=1e-4)
         assert wide[0] <= truth <= wide[1], (quota, truth)
