@@ -29,8 +29,7 @@ import numpy as np
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from privacy.mechanisms import group_publishable
-from reconstruction import analysis, cost
+from reconstruction import analysis, cost, disclosure
 from reconstruction.algorithms import queries
 from reconstruction.algorithms.panel import (
     InfeasibleQuotas,
@@ -39,7 +38,7 @@ from reconstruction.algorithms.panel import (
     select_panel,
 )
 from reconstruction.analysis import AnalysisInputError, AnalysisRequest, interval_json
-from reconstruction.jobs import JobInputError, JobRefused
+from reconstruction.jobs import JobInputError
 from reconstruction.registry import AnalysisKind, Progress, register
 
 OBJECTIVES = ("maximin", "nash", "leximin")
@@ -261,11 +260,6 @@ def validate_panel(request: AnalysisRequest) -> None:
 # --------------------------------------------------------------------------- worker
 
 
-def _publishable(result: queries.CountResult, needed: int) -> bool:
-    """The same rule as counts, judged on the interval of the group's size."""
-    return group_publishable(result.ci95, threshold=needed)
-
-
 def _references(prepared: analysis.PreparedAnalysis, rows: np.ndarray[Any, Any]) -> list[str]:
     out: list[str] = []
     for start in range(0, len(rows), REFERENCE_CHUNK):
@@ -301,30 +295,28 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
     min_cell = request.thresholds.min_cell
     raw = list(spec.get("quotas") or [])
     parsed = parse_quotas(request)
-    prepared = analysis.load(request)
-    progress(0.15)
 
     # Disclosure control (issue 14): the eligible pool and every quota category within it
-    # pass the same threshold as a count; refusals never state a below-threshold number.
-    rng = np.random.default_rng(seed)
-    if request.where:
-        pool = queries.count(prepared.table, prepared.where, rng=rng)
-        if not _publishable(pool, min_cell):
-            raise JobRefused("the eligible pool: " + analysis.group_too_small(min_cell))
-        if size + reserves > pool.ci95[0]:
-            raise JobInputError(
-                f"a panel of {size} with {reserves} reserves is larger than the lower end of "
-                "the 95% interval of the eligible pool (participants estimated to truly meet "
-                "'where'); ask for a smaller panel or widen the eligibility"
-            )
+    # pass the threshold point of every count (reconstruction/disclosure.py: the size's
+    # 95% interval at or above min_cell; exact when the attributes are undistorted);
+    # refusals never state a below-threshold number.
+    pool = disclosure.group_size(request)
+    disclosure.check_group(pool, min_cell, label="the eligible pool: ")
+    if request.where and size + reserves > pool.low:
+        raise JobInputError(
+            f"a panel of {size} with {reserves} reserves is larger than the lower end of "
+            "the 95% interval of the eligible pool (participants estimated to truly meet "
+            "'where'); ask for a smaller panel or widen the eligibility"
+        )
     for j, (where, _low, _high) in enumerate(parsed):
-        category = queries.count(prepared.table, [*prepared.where, *where], rng=rng)
-        if not _publishable(category, min_cell):
-            raise JobRefused(
-                f"{quota_label(j, raw[j])}: the quota category within the eligible pool is too "
-                f"small to publish (fewer than {min_cell} estimated participants, judged on its "
-                "95% interval)"
-            )
+        category = disclosure.group_size(request, [*request.where, *where])
+        disclosure.check_group(
+            category,
+            min_cell,
+            label=f"{quota_label(j, raw[j])}: the quota category within the eligible pool: ",
+        )
+    progress(0.15)
+    prepared = analysis.load(request)
     progress(0.25)
 
     quotas = [

@@ -419,7 +419,7 @@ def test_small_quota_category_is_refused_without_a_below_threshold_number(
     quotas = [_quota("district", "in", ["W"], 0, 1)]  # 3 candidates, min_cell 5
     job = run(world.analyst, django_capture_on_commit_callbacks, panel_body(world, quotas=quotas))
     assert job["status"] == "refused", job
-    assert "too small to publish" in job["error"] and "fewer than 5" in job["error"]
+    assert "too small to publish" in job["error"] and "reaches below 5" in job["error"]
     assert not re.search(r"\b[0-4]\b(?!\])", job["error"].replace("quotas[0]", "")), job["error"]
     assert job["result"] is None
     refusal = AuditEvent.objects.filter(action="analysis.refused").order_by("-pk").first()
