@@ -39,6 +39,8 @@ from privacy.mechanisms import NoiseModel
 from reconstruction.algorithms.result import Reconstruction
 
 __all__ = [
+    "LATTICE_SMOOTHING",
+    "MAX_LATTICE_CELLS",
     "AxisModel",
     "IntervalReconstruction",
     "LatticeCells",
@@ -68,6 +70,18 @@ DEFAULT_SMOOTHING = 0.05
 # Cells holding more lattice points than this use the interval channel of their span,
 # which the discrete uniform over so many points matches to within 1/_MAX_POINTS.
 _MAX_POINTS_PER_CELL = 1000
+# A declared lattice of at most this many points gets one cell per point by default.
+# Grouping points into ~30 cells and then smoothing across the groups biased the joint
+# count ``sex = F and age <= 30`` (whole years 16..100, ±10 uniform noise) by -0.76% in
+# the infinite-n limit; one cell per point with the same smoothing leaves -0.06%
+# (tests/reconstruction/algorithms/test_continuous.py::test_lattice_joint_count_unbiased).
+MAX_LATTICE_CELLS = 128
+# EMS smoothing strength on a lattice with one cell per point. Smoothing moves mass
+# between neighbouring points only (one step, not a 2-3 step interval), so it costs
+# almost no bias (-0.08% on the count above in the infinite-n limit, -0.16% at 0.5) and
+# steadies the deconvolution (standard deviation of that count at n = 10^5 over 16
+# surveys: 3.05% at 0.05, 2.46% at 0.2).
+LATTICE_SMOOTHING = 0.2
 
 
 @dataclass(frozen=True)
@@ -314,11 +328,13 @@ def lattice_cells(
 ) -> LatticeCells:
     """Cells over the lattice of a question that declares ``step``.
 
-    A lattice of at most :func:`interval_count` points (or ``n_cells``) gets one cell
-    per point: the model is then exactly point masses. A larger lattice is grouped into
-    that many cells of consecutive points, each spread evenly over its points, with
-    edges snapped to half-steps; the ``cuts`` (from :func:`lattice_cut`) are always
-    edges, so thresholds apply on the lattice exactly.
+    Without ``n_cells``, a lattice of at most :data:`MAX_LATTICE_CELLS` points (or of
+    at most :func:`interval_count` points) gets one cell per point: the model is then
+    exactly point masses, the discretisation of 001_28af1923c784b480.txt, Section III-B2
+    with no error at all for values on the lattice. A larger lattice (or one of more
+    than ``n_cells`` points) is grouped into that many cells of consecutive points, each
+    spread evenly over its points, with edges snapped to half-steps; the ``cuts`` (from
+    :func:`lattice_cut`) are always edges, so thresholds apply on the lattice exactly.
 
     Parameters
     ----------
@@ -340,7 +356,7 @@ def lattice_cells(
         if n_cells is None
         else n_cells
     )
-    if points.size <= wanted_cells:
+    if points.size <= wanted_cells or (n_cells is None and points.size <= MAX_LATTICE_CELLS):
         inner = halves
     else:
         regular = interval_edges(
@@ -380,12 +396,17 @@ class AxisModel:
     reported_edges : ndarray of shape (r + 1,)
         Bins of the reported values (outer bins open).
     channel : ndarray of shape (m, r)
+    smoothing : float
+        The EMS smoothing strength for these cells (:func:`smoothing_matrix`):
+        :func:`default_smoothing` for intervals, :data:`LATTICE_SMOOTHING` for a lattice
+        with one cell per point under noise that is smoothed at all.
     """
 
     edges: NDArray[np.float64]
     representatives: NDArray[np.float64]
     reported_edges: NDArray[np.float64]
     channel: NDArray[np.float64]
+    smoothing: float = 0.0
 
 
 def axis_model(
@@ -430,7 +451,12 @@ def axis_model(
             noise_scale=scale,
         )
         bins = reported_edges(cells.edges, noise, low, high)
-        return AxisModel(cells.edges, cells.representatives, bins, cells.channel(noise, bins))
+        strength = default_smoothing(noise)
+        if strength > 0 and np.allclose(np.diff(cells.edges), cells.step):
+            strength = LATTICE_SMOOTHING
+        return AxisModel(
+            cells.edges, cells.representatives, bins, cells.channel(noise, bins), strength
+        )
     thresholds = [t for t, _ in cuts]
     if thresholds_only:
         inner = sorted({t for t in thresholds if low < t < high})
@@ -442,7 +468,7 @@ def axis_model(
     bins = reported_edges(edges, noise, low, high)
     channel = np.asarray(noise.interval_channel(edges, bins), dtype=np.float64)
     midpoints = np.asarray(0.5 * (edges[:-1] + edges[1:]), dtype=np.float64)
-    return AxisModel(edges, midpoints, bins, channel)
+    return AxisModel(edges, midpoints, bins, channel, default_smoothing(noise))
 
 
 def reported_edges(
@@ -804,6 +830,7 @@ def reconstruct_continuous(
     n_boot: int = 200,
     rng: np.random.Generator | None = None,
     smoothing: float | None = None,
+    step: float | None = None,
 ) -> IntervalReconstruction:
     """Reconstruct the distribution of a distorted continuous attribute over intervals.
 
@@ -849,11 +876,19 @@ def reconstruct_continuous(
         weights) for ``"em"`` under additive
         noise with a positive standard deviation, 0 otherwise (no noise, retention
         replacement, and AS, which 001 stops early instead).
+    step : float, optional
+        The true values lie on the lattice ``low, low + step, ..., high`` (a question
+        that declares ``step``): the cells are those of :func:`lattice_cells` (one per
+        lattice point up to :data:`MAX_LATTICE_CELLS` points, edges at half-steps) with
+        the exact point channels, as :func:`axis_model` gives every query. Not with
+        ``edges``; ``thresholds`` are then cut on the lattice as ``v <= t``.
 
     Returns
     -------
     IntervalReconstruction
-        ``method`` is ``"em"`` or ``"as"``; counts sum to ``n``.
+        ``method`` is ``"em"`` or ``"as"``; counts sum to ``n``. With ``step`` the edges
+        are the half-steps around the lattice points (from ``low - step / 2`` to
+        ``high + step / 2``).
 
     Raises
     ------
@@ -871,7 +906,21 @@ def reconstruct_continuous(
     if ci and rng is None:
         raise ValueError("ci=True needs rng (a numpy.random.Generator) for the bootstrap")
     n = reported.size
-    if edges is None:
+    lattice: AxisModel | None = None
+    if step is not None:
+        if edges is not None:
+            raise ValueError("give either edges or step, not both")
+        lattice = axis_model(
+            noise,
+            lo,
+            hi,
+            cuts=[(float(t), True) for t in thresholds],
+            step=step,
+            n_intervals=n_intervals,
+            n=n,
+        )
+        true_edges = lattice.edges
+    elif edges is None:
         true_edges = interval_edges(
             lo,
             hi,
@@ -890,11 +939,19 @@ def reconstruct_continuous(
             or not np.isclose(true_edges[-1], hi)
         ):
             raise ValueError("edges must increase strictly from low to high")
-    strength = default_smoothing(noise, method) if smoothing is None else float(smoothing)
+    if smoothing is not None:
+        strength = float(smoothing)
+    elif lattice is not None and method == "em":
+        strength = lattice.smoothing
+    else:
+        strength = default_smoothing(noise, method)
     if not 0.0 <= strength <= 1.0:
         raise ValueError(f"smoothing must be in [0, 1], got {smoothing!r}")
-    bins = reported_edges(true_edges, noise, lo, hi)
-    channel = noise.interval_channel(true_edges, bins)
+    if lattice is not None:
+        bins, channel = lattice.reported_edges, lattice.channel
+    else:
+        bins = reported_edges(true_edges, noise, lo, hi)
+        channel = noise.interval_channel(true_edges, bins)
     counts = np.bincount(bin_values(reported, bins), minlength=bins.size - 1).astype(np.float64)
     smoother = [smoothing_matrix(true_edges, strength)] if strength > 0 else None
     theta, iterations, converged = fixed_point(

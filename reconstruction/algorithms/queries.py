@@ -533,7 +533,7 @@ def _axis(
     channel = np.ascontiguousarray(model.channel[:, first : last + 1])
     bins = bins[first : last + 2]
     mask = _continuous_mask(model.representatives, conditions)
-    strength = default_smoothing(attr.noise)
+    strength = model.smoothing
     smoother = smoothing_matrix(edges, strength) if strength > 0 else None
     return _Axis(name, channel, cells - first, mask, edges, bins, smoother)
 
@@ -1449,6 +1449,7 @@ def distribution(
             ci=ci,
             n_boot=n_boot,
             rng=generator,
+            step=target.step,
         )
     if method not in (None, "joint_em"):
         raise ValueError("within a group the distribution comes from the joint EM")

@@ -40,6 +40,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from privacy.mechanisms import NoiseModel, validate_stochastic
 from reconstruction.algorithms.continuous import (
+    LATTICE_SMOOTHING,
     IntervalReconstruction,
     axis_model,
     default_smoothing,
@@ -235,7 +236,7 @@ def _plan_axis(
     )
     edges, bins, channel = model.edges, model.reported_edges, model.channel
     mask = _continuous_mask(model.representatives, conditions)
-    strength = default_smoothing(spec.noise)
+    strength = model.smoothing
     smoother = smoothing_matrix(edges, strength) if strength > 0 else None
     return _Axis(name, channel, empty, mask, edges, bins, smoother)
 
@@ -742,6 +743,8 @@ def distribution_from_table(
         spec = plan.specs[attribute]
         assert isinstance(spec, ContinuousSpec)
         strength = default_smoothing(spec.noise, chosen)
+        if strength > 0 and spec.step is not None and np.allclose(np.diff(axis.edges), spec.step):
+            strength = LATTICE_SMOOTHING  # one cell per lattice point, as axis_model says
         return _overall_intervals(
             axis, table.counts, chosen, strength, ci, n_boot, tol, max_iter, generator
         )

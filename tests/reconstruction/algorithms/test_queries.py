@@ -332,11 +332,14 @@ def test_a_declared_step_removes_the_whole_number_bias_of_the_joint_count() -> N
     # Issue 10, finding 1: whole-number ages biased `sex = F and age <= 30` by -4.8% at
     # n = 10^5 (the intervals put the truths at 30 on an edge, half of them outside).
     where = [Condition("sex", "in", {0}), Condition("age", "lte", 30)]
+    # One survey's error has a standard deviation of about 2.5% at n = 10^5, so the mean
+    # of 8 is checked against 2.5% (its bias in the infinite-n limit is checked in
+    # test_continuous.py::test_lattice_joint_count_unbiased).
     errors = []
-    for seed in range(3):
+    for seed in range(8):
         table, truth = _whole_number_table(100_000, seed, step=1.0)
         errors.append(count_joint(table, where, ci=False).estimate / truth - 1)
-    assert abs(np.mean(errors)) < 0.02, errors
+    assert abs(np.mean(errors)) < 0.025, errors
 
 
 def test_a_step_that_does_not_divide_the_range_is_refused() -> None:
