@@ -666,7 +666,9 @@ class _JointFit:
         """``Pr(true cell meets the condition | reported cell)`` for every reported cell.
 
         ``theta`` may be one joint estimate or a batch ``(B, t1, ..., td)``; the result
-        has the matching reported shape.
+        has the matching reported shape. A reported cell that a replicate gives no mass
+        (a bootstrap resample without anyone there, common with one cell per lattice
+        point) takes the estimate's posterior, not 0: Bayes' rule says nothing there.
         """
         estimate = self.theta if theta is None else theta
         single = estimate.ndim == len(self.axes)
@@ -675,6 +677,8 @@ class _JointFit:
         inside = _forward(batch * _joint_mask(self.axes), channels)
         total = _forward(batch, channels)
         result = np.where(total > 0, inside / np.where(total > 0, total, 1.0), 0.0)
+        if theta is not None and np.any(total <= 0):
+            result = np.where(total > 0, result, self.posterior()[None])
         return np.asarray(result[0] if single else result, dtype=np.float64)
 
 
