@@ -80,6 +80,11 @@ def results_of(
     elif kind == "sample":
         if payload.get("pool_estimate") is not None:
             out.append(Published.exact(box, float(payload["pool_estimate"])))
+    elif kind == "panel":
+        # Every eligible candidate is listed (the probabilities CSV): their number is
+        # published for the eligibility's box (exactly the group on undistorted answers).
+        if payload.get("candidates") is not None:
+            out.append(Published.exact(box, float(payload["candidates"])))
     elif kind == "distribution":
         key = spec["attribute"]
         question = questions.get(key)

@@ -426,6 +426,30 @@ def test_small_quota_category_is_refused_without_a_below_threshold_number(
     assert refusal is not None and refusal.details["quotas"] == quotas
 
 
+def test_two_panels_whose_pools_differ_by_a_small_group_are_refused_by_the_audit(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    """Differencing (issue 13): the candidate lists of two panels with exact eligibilities
+    would give the 3 candidates of district W by subtraction."""
+    wide = [{"attribute": "district", "op": "in", "value": ["N", "S", "W"]}]
+    narrow = [{"attribute": "district", "op": "in", "value": ["N", "S"]}]
+    first = run(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        panel_body(world, where=wide, quotas=[], size=10, reserves=0),
+    )
+    assert first["status"] == "succeeded", first
+    assert first["result"]["candidates"] == sum(d in "NSW" for d in world.exact.district.values())
+    second = run(
+        world.analyst,
+        django_capture_on_commit_callbacks,
+        panel_body(world, where=narrow, quotas=[], size=10, reserves=0),
+    )
+    assert second["status"] == "refused", second
+    assert "query auditing" in second["error"]
+    assert not re.search(r"\b3\b", second["error"]), second["error"]
+
+
 def test_small_eligible_pool_is_refused(
     world: World, django_capture_on_commit_callbacks: Any
 ) -> None:
