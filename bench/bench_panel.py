@@ -220,6 +220,7 @@ class Figures:
     seconds: list[float] = field(default_factory=list)
     relaxed: int = 0
     loosened: int = 0
+    stopped: int = 0
 
 
 def draw_panels(
@@ -247,12 +248,18 @@ def run(
     seed: int,
     figures: Figures,
     max_outside: float | None,
+    max_seconds: float | None = None,
 ) -> PanelResult:
     """``select_panel`` timed; infeasible bands get the proposed relaxation (counted)."""
     start = time.perf_counter()
     try:
         result = select_panel(
-            table, size, quota_list, rng=np.random.default_rng(seed), max_outside=max_outside
+            table,
+            size,
+            quota_list,
+            rng=np.random.default_rng(seed),
+            max_outside=max_outside,
+            max_seconds=max_seconds,
         )
     except InfeasibleQuotas as error:
         # What a user would do: accept the proposed smallest relaxation. The bands measured
@@ -263,9 +270,15 @@ def run(
             for q, (lo, hi) in zip(quota_list, error.relaxation, strict=True)
         ]
         result = select_panel(
-            table, size, relaxed, rng=np.random.default_rng(seed), max_outside=max_outside
+            table,
+            size,
+            relaxed,
+            rng=np.random.default_rng(seed),
+            max_outside=max_outside,
+            max_seconds=max_seconds,
         )
     figures.seconds.append(time.perf_counter() - start)
+    figures.stopped += any("max_seconds" in note for note in result.notes)
     if max_outside is not None:
         figures.loosened += sum(o.outside_level != max_outside for o in result.quotas)
     return result
@@ -302,13 +315,15 @@ def measure(
 # --------------------------------------------------------------------------- pool 10,000
 
 
-def scale_child(seed: int) -> None:
+def scale_child(seed: int, max_seconds: float | None) -> None:
     """One pool of 10,000 / panel 100 at eps=4, in its own process: prints seconds, RSS."""
     rng = np.random.default_rng(seed)
     pool = make_pool(10_000, rng)
     table = distort(pool, 4.0, rng)
     start = time.perf_counter()
-    select_panel(table, 100, quotas(pool, 100, 3), rng=np.random.default_rng(seed))
+    select_panel(
+        table, 100, quotas(pool, 100, 3), rng=np.random.default_rng(seed), max_seconds=max_seconds
+    )
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"seconds": seconds, "peak_mb": peak}))
@@ -360,11 +375,23 @@ def main() -> int:
         default=0.0,
         help="also run the library on one pool of 10,000 / 100, with this timeout in s",
     )
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=8.0,
+        help="select_panel's optimisation budget at pool 1,000 (0: none, run to the gap)",
+    )
+    parser.add_argument(
+        "--scale-max-seconds",
+        type=float,
+        default=240.0,
+        help="select_panel's optimisation budget at pool 10,000 (0: none)",
+    )
     parser.add_argument("--scale-child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--library-child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.scale_child is not None:
-        scale_child(args.scale_child)
+        scale_child(args.scale_child, args.scale_max_seconds or None)
         return 0
     if args.library_child is not None:
         library_child(args.library_child, 10_000, 100)
@@ -399,7 +426,9 @@ def main() -> int:
             table = distort(pool, eps, rng)
             for method, max_outside in methods.items():
                 figures = results[(eps, method)]
-                result = run(table, size, quota_list, index, figures, max_outside)
+                result = run(
+                    table, size, quota_list, index, figures, max_outside, args.max_seconds or None
+                )
                 if optimum is not None:
                     figures.ratios.append(result.selection_summary["min"] / optimum)
                 measure(pool, result, quota_list, figures, np.random.default_rng(index), draws)
@@ -411,7 +440,8 @@ def main() -> int:
         ours, plain = results[(eps, "tightened")], results[(eps, "plain")]
         table = Table(
             f"eps={eps:g} per attribute: {n_pools} pools of {n} / panel {size}, bands +-2 "
-            f"(16 quotas), {draws} lottery draws per pool"
+            f"(16 quotas), {draws} lottery draws per pool, optimisation budget max_seconds="
+            f"{args.max_seconds or 'none'}"
         )
         table.add(
             "pools whose bands were infeasible (relaxation applied)",
@@ -455,6 +485,12 @@ def main() -> int:
             f"quota bands kept at a looser bound than 0.2 (of {16 * n_pools})",
             ours.loosened,
         )
+        table.add(
+            f"panels whose optimisation the budget stopped (of {n_pools})",
+            ours.stopped,
+            baseline=plain.stopped,
+            baseline_name="plain bands",
+        )
         if ours.ratios:
             need = 0.9 if eps == 4.0 else 0.5
             ratio = min(ours.ratios)
@@ -496,8 +532,22 @@ def main() -> int:
         tables.append(table)
 
     if not args.quick and not args.no_scale:
-        table = Table("pool 10,000 / panel 100, eps=4, bands +-3 (each run in its own process)")
-        runs = [child(["--scale-child", str(1000 + i)], 1800.0) for i in range(args.scale_pools)]
+        table = Table(
+            "pool 10,000 / panel 100, eps=4, bands +-3 (each run in its own process), "
+            f"max_seconds={args.scale_max_seconds or 'none'}"
+        )
+        runs = [
+            child(
+                [
+                    "--scale-child",
+                    str(1000 + i),
+                    "--scale-max-seconds",
+                    str(args.scale_max_seconds),
+                ],
+                1800.0,
+            )
+            for i in range(args.scale_pools)
+        ]
         finished = [r for r in runs if r is not None]
         seconds = [r["seconds"] for r in finished]
         library = None
