@@ -437,7 +437,8 @@ def main() -> int:
     lib_time = float(np.mean(library_seconds)) if library_seconds else None
     tables = []
     for eps in (2.0, 4.0):
-        ours, plain = results[(eps, "tightened")], results[(eps, "plain")]
+        # Ours: the default (plain bands); beside it, the opt-in tightened bands.
+        ours, plain = results[(eps, "plain")], results[(eps, "tightened")]
         table = Table(
             f"eps={eps:g} per attribute: {n_pools} pools of {n} / panel {size}, bands +-2 "
             f"(16 quotas), {draws} lottery draws per pool, optimisation budget max_seconds="
@@ -461,7 +462,7 @@ def main() -> int:
             coverage,
             unit="%",
             baseline=plain.covered / max(plain.intervals, 1),
-            baseline_name="plain bands",
+            baseline_name="tightened, max_outside=0.2",
             target="93-97%",
             ok=0.93 <= coverage <= 0.97,
         )
@@ -471,7 +472,7 @@ def main() -> int:
             "seats outside the band, worst category (mean over pools and draws)",
             worst,
             baseline=float(np.mean(plain.outside, axis=0).max()),
-            baseline_name="plain bands",
+            baseline_name="tightened, max_outside=0.2",
             target=f"<= {limit}",
             ok=worst <= limit,
         )
@@ -479,17 +480,17 @@ def main() -> int:
             "seats outside the band, mean over categories",
             float(np.mean(ours.outside)),
             baseline=float(np.mean(plain.outside)),
-            baseline_name="plain bands",
+            baseline_name="tightened, max_outside=0.2",
         )
         table.add(
-            f"quota bands kept at a looser bound than 0.2 (of {16 * n_pools})",
-            ours.loosened,
+            f"tightened run: quota bands kept at a looser bound than 0.2 (of {16 * n_pools})",
+            plain.loosened,
         )
         table.add(
             f"panels whose optimisation the budget stopped (of {n_pools})",
             ours.stopped,
             baseline=plain.stopped,
-            baseline_name="plain bands",
+            baseline_name="tightened, max_outside=0.2",
         )
         if ours.ratios:
             need = 0.9 if eps == 4.0 else 0.5
@@ -499,7 +500,7 @@ def main() -> int:
                 f"(worst of {len(ours.ratios)} pools)",
                 ratio,
                 baseline=min(plain.ratios),
-                baseline_name="plain bands",
+                baseline_name="tightened, max_outside=0.2",
                 target=f">= {need}",
                 ok=ratio >= need,
             )
