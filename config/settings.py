@@ -130,6 +130,21 @@ if env_str("DATABASE_REPLICA_URL"):
         **database_from_url(env_str("DATABASE_REPLICA_URL")),
         "TEST": {"MIRROR": "default"},
     }
+# PgBouncer (or another pooler) in front of PostgreSQL: DATABASE_POOLER=transaction when it
+# runs in transaction mode. A server-side cursor outside a transaction would then outlive
+# the server connection it was opened on, so Django's QuerySet.iterator() falls back to
+# client-side cursors; the analyses' streaming read (surveys/statistics.py) opens its
+# named cursor inside a transaction, which a transaction pooler keeps on one connection.
+# Prepared statements stay off (Django's default with psycopg 3: prepare_threshold None).
+DATABASE_POOLER = env_str("DATABASE_POOLER", "")
+if DATABASE_POOLER not in {"", "session", "transaction"}:
+    raise ConfigurationError(
+        f"DATABASE_POOLER must be empty, session or transaction, got {DATABASE_POOLER!r}"
+    )
+if DATABASE_POOLER == "transaction":
+    for _database in DATABASES.values():
+        if _database["ENGINE"] == "django.db.backends.postgresql":
+            _database["DISABLE_SERVER_SIDE_CURSORS"] = True
 DATABASE_ROUTERS = ["config.routers.PrimaryReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -10,6 +10,7 @@ domain's :class:`~surveys.errors.InvalidInput` / :class:`~surveys.errors.Conflic
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import secrets
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import psycopg
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -62,6 +64,16 @@ class Batch:
 def new_withdrawal_token() -> str:
     """A 192-bit random token: proof that the caller is the participant who submitted."""
     return secrets.token_urlsafe(24)
+
+
+def new_withdrawal_tokens(count: int) -> list[str]:
+    """``count`` tokens as :func:`new_withdrawal_token` makes them, from one random draw.
+
+    24 bytes are exactly 32 base64 characters (no padding), so the encoding of
+    ``24 * count`` random bytes cut every 32 characters is ``count`` independent tokens.
+    """
+    text = base64.urlsafe_b64encode(secrets.token_bytes(24 * count)).decode("ascii")
+    return [text[start : start + 32] for start in range(0, 32 * count, 32)]
 
 
 def withdrawal_token_hash(token: str) -> str:
@@ -115,9 +127,103 @@ class _Rejected(Exception):
         self.error = error
 
 
+# PostgreSQL's binary COPY format (https://www.postgresql.org/docs/current/sql-copy.html):
+# a signature, flags and header-extension length, then one record per row (a field count,
+# each field as its length and its big-endian bytes, -1 for NULL), then -1.
+_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00" * 8
+_COPY_TRAILER = b"\xff\xff"
+# (response_id bigint, question_id bigint, code smallint, value double, n_categories smallint)
+_DISCRETE_ROW = np.dtype(
+    [
+        ("fields", ">i2"),
+        ("response_len", ">i4"),
+        ("response", ">i8"),
+        ("question_len", ">i4"),
+        ("question", ">i8"),
+        ("code_len", ">i4"),
+        ("code", ">i2"),
+        ("value_len", ">i4"),  # -1: NULL
+        ("n_len", ">i4"),
+        ("n", ">i2"),
+    ]
+)
+_CONTINUOUS_ROW = np.dtype(
+    [
+        ("fields", ">i2"),
+        ("response_len", ">i4"),
+        ("response", ">i8"),
+        ("question_len", ">i4"),
+        ("question", ">i8"),
+        ("code_len", ">i4"),  # -1: NULL
+        ("value_len", ">i4"),
+        ("value", ">f8"),
+        ("n_len", ">i4"),
+        ("n", ">i2"),
+    ]
+)
+
+
+def answers_copy_binary(
+    response: np.ndarray,
+    question: np.ndarray,
+    code: np.ndarray,
+    value: np.ndarray,
+    n_categories: np.ndarray,
+) -> bytes:
+    """The answers as one binary ``COPY`` payload, built with numpy (no per-row Python).
+
+    One array per column; ``code`` is -1 for a continuous answer (its ``value`` is then
+    the number; ``value`` is ignored for discrete answers, whose code is stored).
+    """
+    discrete = code >= 0
+    rows_d = np.empty(int(discrete.sum()), dtype=_DISCRETE_ROW)
+    rows_d["fields"] = 5
+    rows_d["response_len"] = 8
+    rows_d["response"] = response[discrete]
+    rows_d["question_len"] = 8
+    rows_d["question"] = question[discrete]
+    rows_d["code_len"] = 2
+    rows_d["code"] = code[discrete]
+    rows_d["value_len"] = -1
+    rows_d["n_len"] = 2
+    rows_d["n"] = n_categories[discrete]
+    continuous = ~discrete
+    rows_c = np.empty(int(continuous.sum()), dtype=_CONTINUOUS_ROW)
+    rows_c["fields"] = 5
+    rows_c["response_len"] = 8
+    rows_c["response"] = response[continuous]
+    rows_c["question_len"] = 8
+    rows_c["question"] = question[continuous]
+    rows_c["code_len"] = -1
+    rows_c["value_len"] = 8
+    rows_c["value"] = value[continuous]
+    rows_c["n_len"] = 2
+    rows_c["n"] = 0
+    return b"".join((_COPY_HEADER, rows_d.tobytes(), rows_c.tobytes(), _COPY_TRAILER))
+
+
+def _answer_columns(batch: Batch, by_position: np.ndarray) -> bytes:
+    """The batch's answers as binary COPY data, each answer bound to its response id."""
+    count = len(batch.answer_question)
+    code = np.fromiter(
+        (-1 if c is None else c for c in batch.answer_code), dtype=np.int64, count=count
+    )
+    value = np.fromiter(
+        (0.0 if v is None else v for v in batch.answer_value), dtype=np.float64, count=count
+    )
+    return answers_copy_binary(
+        by_position[np.asarray(batch.answer_response_index, dtype=np.intp)],
+        np.asarray(batch.answer_question, dtype=np.int64),
+        code,
+        value,
+        np.asarray(batch.answer_n, dtype=np.int64),
+    )
+
+
 def _insert_postgresql(survey: Survey, batch: Batch, submitted_at: datetime) -> None:
-    """Four statements, whatever the batch size: participants (insert, read back),
-    responses, answers (COPY). A single response takes one statement instead.
+    """Three or four statements, whatever the batch size: participants (inserted, and
+    read back only for those who existed), responses, answers (binary COPY). A single
+    response takes one statement instead.
 
     The response insert re-reads the survey's status under ``FOR KEY SHARE`` (which
     conflicts only with the ``FOR UPDATE`` of :func:`survey_close`, so submissions do not
@@ -133,23 +239,29 @@ def _insert_postgresql(survey: Survey, batch: Batch, submitted_at: datetime) -> 
         return
     connection.ensure_connection()
     # Server-side parameter binding (a plain psycopg cursor on Django's connection, inside
-    # its transaction): arrays of 70,000 values go over the wire in binary instead of being
-    # spelled out as SQL literals, and the answers go in through COPY.
+    # its transaction): arrays of 10,000 values go over the wire in binary instead of being
+    # spelled out as SQL literals, and the answers go in through a binary COPY.
     with psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(
             f"INSERT INTO {participant_table} (consultation_id, reference) "
             "SELECT %s, unnest(%s::varchar[]) "
-            "ON CONFLICT (consultation_id, reference) DO NOTHING",
-            [survey.consultation_id, batch.participants],
-        )
-        # A separate statement: it sees rows that concurrent batches committed while the
-        # insert above waited for them.
-        cursor.execute(
-            f"SELECT reference, id FROM {participant_table} "
-            "WHERE consultation_id = %s AND reference = ANY(%s::varchar[])",
+            "ON CONFLICT (consultation_id, reference) DO NOTHING "
+            "RETURNING reference, id",
             [survey.consultation_id, batch.participants],
         )
         participant_ids = dict(cursor.fetchall())
+        if len(participant_ids) < len(batch.participants):
+            # Those who existed (another survey of the consultation, or a concurrent
+            # batch): a separate statement sees the rows committed while the insert waited.
+            cursor.execute(
+                f"SELECT reference, id FROM {participant_table} "
+                "WHERE consultation_id = %s AND reference = ANY(%s::varchar[])",
+                [
+                    survey.consultation_id,
+                    [ref for ref in batch.participants if ref not in participant_ids],
+                ],
+            )
+            participant_ids.update(cursor.fetchall())
         ordered_ids = [participant_ids[ref] for ref in batch.participants]
         cursor.execute(
             f"WITH open_survey AS (SELECT id FROM {survey_table} WHERE {_SAME_OPEN_SURVEY}) "
@@ -170,19 +282,14 @@ def _insert_postgresql(survey: Survey, batch: Batch, submitted_at: datetime) -> 
         response_ids = dict(cursor.fetchall())
         if len(response_ids) != len(ordered_ids):
             raise _Rejected(_why_not_stored(survey, batch))
-        by_position = [response_ids[pid] for pid in ordered_ids]
+        by_position = np.fromiter(
+            (response_ids[pid] for pid in ordered_ids), dtype=np.int64, count=len(ordered_ids)
+        )
         with cursor.copy(
-            f"COPY {answer_table} (response_id, question_id, code, value, n_categories) FROM STDIN"
+            f"COPY {answer_table} (response_id, question_id, code, value, n_categories) "
+            "FROM STDIN (FORMAT BINARY)"
         ) as copy:
-            for row in zip(
-                [by_position[i] for i in batch.answer_response_index],
-                batch.answer_question,
-                batch.answer_code,
-                batch.answer_value,
-                batch.answer_n,
-                strict=True,
-            ):
-                copy.write_row(row)
+            copy.write(_answer_columns(batch, by_position))
     # Same transaction: the tallies the threshold check reads (surveys.tallies).
     tallies.add(survey.pk, tallies.submission_deltas(batch.answer_question, len(ordered_ids)))
 

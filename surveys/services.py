@@ -29,6 +29,7 @@ from surveys.ingest import (  # noqa: F401  (StaleSurvey, this_hour, token hash:
     Batch,
     StaleSurvey,
     new_withdrawal_token,
+    new_withdrawal_tokens,
     require_open,
     store,
     this_hour,
@@ -290,14 +291,12 @@ def _validate(survey: Survey, items: Sequence[Any]) -> Batch:
     errors: dict[str, Any] = {}
     participants: list[str] = []
     index_col: list[int] = []
-    question_col: list[int] = []
-    code_col: list[int | None] = []
-    value_col: list[float | None] = []
-    n_col: list[int] = []
+    answer_rows: list[schemes.AnswerRow] = []
     first_seen: dict[str, int] = {}
     duplicates: dict[str, Any] = {}
+    check = schemes.check_response
     for index, item in enumerate(items):
-        participant, rows, item_errors = schemes.check_response(item, form)
+        participant, rows, item_errors = check(item, form)
         if item_errors:
             errors[str(index)] = item_errors
             continue
@@ -314,14 +313,9 @@ def _validate(survey: Survey, items: Sequence[Any]) -> Batch:
             }
             continue
         first_seen[participant] = index
-        position = len(participants)
+        index_col += [len(participants)] * len(rows)
         participants.append(participant)
-        for question_id, code, value, n in rows:
-            index_col.append(position)
-            question_col.append(question_id)
-            code_col.append(code)
-            value_col.append(value)
-            n_col.append(n)
+        answer_rows += rows
     if errors:
         count = len(errors)
         raise InvalidInput(
@@ -341,6 +335,9 @@ def _validate(survey: Survey, items: Sequence[Any]) -> Batch:
             % {"count": len(duplicates)},
             {"responses": duplicates},
         )
+    # One row per answer -> one list per column (zip(*rows) transposes in C).
+    columns = [list(column) for column in zip(*answer_rows, strict=True)] or [[], [], [], []]
+    question_col, code_col, value_col, n_col = columns
     return Batch(
         participants,
         index_col,
@@ -348,7 +345,7 @@ def _validate(survey: Survey, items: Sequence[Any]) -> Batch:
         code_col,
         value_col,
         n_col,
-        [new_withdrawal_token() for _ in participants],
+        new_withdrawal_tokens(len(participants)),
     )
 
 

@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -218,6 +219,88 @@ def postgres_server(workdir: Path, *, durable: bool = False) -> Iterator[str]:
         _stop(process, signal.SIGINT)  # SIGINT is PostgreSQL's "fast shutdown"
 
 
+# --------------------------------------------------------------------------- PgBouncer
+
+
+def _pgbouncer_bin() -> str:
+    path = shutil.which("pgbouncer") or (
+        "/usr/sbin/pgbouncer" if Path("/usr/sbin/pgbouncer").exists() else None
+    )
+    if path is None:
+        apt_install("pgbouncer")
+        path = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+    if not Path(path).exists():
+        raise ServerUnavailable("pgbouncer is installed but was not found")
+    return path
+
+
+@contextlib.contextmanager
+def pgbouncer_server(
+    workdir: Path, database_url: str, *, pool_mode: str = "transaction"
+) -> Iterator[str]:
+    """Start Debian's ``pgbouncer`` on loopback in front of ``database_url``'s server.
+
+    Every database name is passed through to that server (a ``*`` entry), so the URL
+    yielded (the same user and database, the pooler's port) also reaches the test
+    database pytest-django creates. ``SHOW STATS`` and friends answer on the ``pgbouncer``
+    admin database for the same user. PgBouncer refuses to run as root, so as root it
+    runs as the ``postgres`` system user, like the cluster.
+    """
+    binary = _pgbouncer_bin()
+    target = urlsplit(database_url)
+    user = target.username or "postgres"
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    log = workdir / "pgbouncer.log"
+    userlist = workdir / "userlist.txt"
+    userlist.write_text(f'"{user}" ""\n')
+    ini = workdir / "pgbouncer.ini"
+    ini.write_text(
+        "[databases]\n"
+        f"* = host={target.hostname} port={target.port}\n"
+        "[pgbouncer]\n"
+        "listen_addr = 127.0.0.1\n"
+        f"listen_port = {port}\n"
+        "unix_socket_dir =\n"
+        "auth_type = trust\n"
+        f"auth_file = {userlist}\n"
+        f"admin_users = {user}\n"
+        f"stats_users = {user}\n"
+        f"pool_mode = {pool_mode}\n"
+        "max_client_conn = 400\n"
+        "default_pool_size = 20\n"
+        "ignore_startup_parameters = extra_float_digits\n"
+        f"logfile = {log}\n"
+        f"pidfile = {workdir / 'pgbouncer.pid'}\n"
+    )
+    log.touch()
+    prefix: list[str] = []
+    if _is_root():
+        owner = pwd.getpwnam("postgres")
+        for path in (workdir, log, userlist, ini):
+            os.chown(path, owner.pw_uid, owner.pw_gid)
+        prefix = ["runuser", "-u", "postgres", "--"]
+    out = workdir / "pgbouncer.out"
+    with open(out, "ab") as handle:
+        process = subprocess.Popen(
+            [*prefix, binary, str(ini)],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+
+        def ready() -> bool:
+            with socket.socket() as sock:
+                sock.settimeout(0.5)
+                return sock.connect_ex(("127.0.0.1", port)) == 0
+
+        _wait_for(ready, "PgBouncer", 30, process, out)
+        yield urlunsplit(target._replace(netloc=f"{user}@127.0.0.1:{port}"))
+    finally:
+        _stop(process)
+
+
 # --------------------------------------------------------------------------- Redis
 
 
@@ -339,6 +422,12 @@ def start_worker(
         )
     worker = Worker(process=process, log=log, name=node)
     from config.celery import app
+
+    if env["CELERY_BROKER_URL"] != app.conf.broker_url:
+        # A worker on a broker of its own (tests that isolate their tasks): ping it there.
+        from celery import Celery
+
+        app = Celery("probe", broker=env["CELERY_BROKER_URL"])
 
     def ready() -> bool:
         try:
