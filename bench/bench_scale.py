@@ -1,6 +1,7 @@
 """Analyses at national scale: 10^5 and 10^6 participants x 7 questions on durable PostgreSQL.
 
     DJANGO_DEBUG=1 .venv/bin/python bench/bench_scale.py [--sizes 100000 1000000]
+        [--copy-above 200000]
 
 The set-up of issue 9: a profile survey of 7 questions (2 continuous: whole-year ages,
 incomes) with realistic data (skewed categories, a rare group), distorted as the portal
@@ -15,8 +16,14 @@ Celery worker (concurrency 1), PostgreSQL with fsync on (tests/servers.py). At e
   restarted before them, so the peak is the analyses', not the ingestion's);
 - ingest rate (responses of 7 answers per second, 2 concurrent clients).
 
-Prints each figure beside the issue's baseline and the target; exits 1 when a target is
-missed (``--no-fail`` to always exit 0).
+Participants up to ``--copy-above`` (default 200,000) go through the bulk API, and that is
+where the ingest rate is measured; those beyond are loaded with binary ``COPY`` straight
+into the tables (same generator, same client-side distortion), with per-phase timings
+printed, so that ``--sizes 10000000`` loads in minutes (about 10 GB of disk at 10^7).
+
+Prints the table of bench/common.py: each figure beside issue 9's figures from before the
+re-cut, which this run does NOT re-measure (they are labelled so), and the target; exits 1
+when a target is missed (``--no-fail`` to always exit 0).
 """
 
 from __future__ import annotations
@@ -39,10 +46,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.bench_api import _descendants, _start_gunicorn  # noqa: E402
+from bench.common import Table, finish_all  # noqa: E402
 
 BATCH = 10_000
 CLIENTS = 2
-# Issue 9's measurements before the re-cut (same machine, same set-up).
+# Issue 9's measurements before the re-cut (same machine, same set-up). Not re-measured by
+# this benchmark: printed as such, never as a figure of this run.
+BASELINE_NAME = "issue 9, before re-cut (not re-measured)"
 BASELINE = {
     100_000: {"post": 0.67, "count": 1.5, "mean": 1.6, "sample": 1.6, "rss": (192, 192)},
     1_000_000: {"post": 6.2, "count": 10.9, "mean": 8.9, "sample": 9.2, "rss": (675, 651)},
@@ -181,18 +191,24 @@ def ingest(
 
 
 def copy_load(
-    env: dict[str, str], survey: int, scheme: dict[str, Any], start: int, stop: int, seed: int
-) -> float:
+    survey: int, scheme: dict[str, Any], start: int, stop: int, seed: int
+) -> dict[str, float]:
     """Load participants ``start..stop`` with COPY straight into the tables (no API).
 
     For sizes whose ingestion through the API would take too long on a shared machine;
-    the data are distorted by the same client code. Returns responses per second.
+    the data are distorted by the same client code. Participants and responses go in as
+    text COPY, answers as binary COPY built with numpy (:func:`surveys.ingest.answers_copy_binary`),
+    100,000 participants per transaction. The session runs with
+    ``session_replication_role = replica``, which skips the foreign-key triggers: the rows
+    are consistent by construction (ids assigned here), and checking 7 x 10^7 answers one
+    by one would dominate a 10^7 load. Returns seconds per phase.
     """
     import psycopg
     from django.db import connection
 
     from privacy.client import distort_table
     from surveys import tallies
+    from surveys.ingest import answers_copy_binary, this_hour
     from surveys.models import Answer, Participant, Question, Response, Survey
 
     rng = np.random.default_rng(seed)
@@ -202,8 +218,8 @@ def copy_load(
         for q in scheme["questions"]
     }
     consultation = Survey.objects.get(pk=survey).consultation_id
-    hour = __import__("surveys.ingest", fromlist=["this_hour"]).this_hour()
-    began = time.perf_counter()
+    hour = this_hour().isoformat()
+    phases = dict.fromkeys(("generate", "participants", "responses", "answers", "commit"), 0.0)
     connection.ensure_connection()
     raw = connection.connection
     with psycopg.Cursor(raw) as cursor:
@@ -211,44 +227,91 @@ def copy_load(
         next_participant = int(cursor.fetchone()[0]) + 1
         cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {Response._meta.db_table}")
         next_response = int(cursor.fetchone()[0]) + 1
-    for first in range(start, stop, 100_000):
-        size = min(100_000, stop - first)
-        distorted = distort_table(scheme, _true_columns(size, rng), rng)
-        participant_ids = np.arange(next_participant, next_participant + size)
-        response_ids = np.arange(next_response, next_response + size)
-        next_participant += size
-        next_response += size
-        with raw.transaction(), psycopg.Cursor(raw) as cursor:
-            with cursor.copy(
-                f"COPY {Participant._meta.db_table} (id, consultation_id, reference) FROM STDIN"
-            ) as copy:
-                for i in range(size):
-                    copy.write_row((int(participant_ids[i]), consultation, f"p{first + i}"))
-            with cursor.copy(
-                f"COPY {Response._meta.db_table} (id, survey_id, participant_id, submitted_at) "
-                "FROM STDIN"
-            ) as copy:
-                for i in range(size):
-                    copy.write_row((int(response_ids[i]), survey, int(participant_ids[i]), hour))
-            with cursor.copy(
-                f"COPY {Answer._meta.db_table} "
-                "(response_id, question_id, code, value, n_categories) FROM STDIN"
-            ) as copy:
-                for key, column in distorted.items():
-                    question = questions[key]
-                    values = np.asarray(column)
-                    if question.is_discrete:
-                        codes = np.vectorize(labels[key].__getitem__)(values.astype(str))
-                        n = len(labels[key])
-                        for rid, code in zip(response_ids.tolist(), codes.tolist(), strict=True):
-                            copy.write_row((rid, question.pk, code, None, n))
-                    else:
-                        for rid, value in zip(
-                            response_ids.tolist(), values.astype(float).tolist(), strict=True
-                        ):
-                            copy.write_row((rid, question.pk, None, value, 0))
-            # The response tallies POST /analyses/ reads (surveys.tallies), same transaction.
-            tallies.add(survey, {0: size, **{questions[key].pk: size for key in distorted}})
+        cursor.execute("SET session_replication_role = replica")
+    chunk = 100_000
+    try:
+        for first in range(start, stop, chunk):
+            began = time.perf_counter()
+            size = min(chunk, stop - first)
+            distorted = distort_table(scheme, _true_columns(size, rng), rng)
+            participant_ids = np.arange(next_participant, next_participant + size)
+            response_ids = np.arange(next_response, next_response + size)
+            next_participant += size
+            next_response += size
+            people = "".join(
+                f"{pid}\t{consultation}\tp{first + i}\n"
+                for i, pid in enumerate(participant_ids.tolist())
+            )
+            responses = "".join(
+                f"{rid}\t{survey}\t{pid}\t{hour}\t\n"
+                for rid, pid in zip(response_ids.tolist(), participant_ids.tolist(), strict=True)
+            )
+            parts: dict[str, list[np.ndarray]] = {
+                "response": [],
+                "question": [],
+                "code": [],
+                "value": [],
+                "n": [],
+            }
+            for key, column in distorted.items():
+                question = questions[key]
+                values = np.asarray(column)
+                parts["response"].append(response_ids)
+                parts["question"].append(np.full(size, question.pk, dtype=np.int64))
+                if question.is_discrete:
+                    unique, inverse = np.unique(values.astype(str), return_inverse=True)
+                    lookup = np.array([labels[key][str(u)] for u in unique], dtype=np.int64)
+                    parts["code"].append(lookup[inverse])
+                    parts["value"].append(np.zeros(size))
+                    parts["n"].append(np.full(size, len(labels[key]), dtype=np.int64))
+                else:
+                    parts["code"].append(np.full(size, -1, dtype=np.int64))
+                    parts["value"].append(values.astype(np.float64))
+                    parts["n"].append(np.zeros(size, dtype=np.int64))
+            answers = answers_copy_binary(
+                *(
+                    np.concatenate(parts[name])
+                    for name in ("response", "question", "code", "value", "n")
+                )
+            )
+            phases["generate"] += time.perf_counter() - began
+            with raw.transaction(), psycopg.Cursor(raw) as cursor:
+                began = time.perf_counter()
+                with cursor.copy(
+                    f"COPY {Participant._meta.db_table} (id, consultation_id, reference) FROM STDIN"
+                ) as copy:
+                    copy.write(people)
+                phases["participants"] += time.perf_counter() - began
+                began = time.perf_counter()
+                with cursor.copy(
+                    f"COPY {Response._meta.db_table} "
+                    "(id, survey_id, participant_id, submitted_at, withdrawal_token_hash) "
+                    "FROM STDIN"
+                ) as copy:
+                    copy.write(responses)
+                phases["responses"] += time.perf_counter() - began
+                began = time.perf_counter()
+                with cursor.copy(
+                    f"COPY {Answer._meta.db_table} "
+                    "(response_id, question_id, code, value, n_categories) "
+                    "FROM STDIN (FORMAT BINARY)"
+                ) as copy:
+                    copy.write(answers)
+                # The response tallies POST /analyses/ reads (surveys.tallies), same transaction.
+                tallies.add(survey, {0: size, **{questions[key].pk: size for key in distorted}})
+                phases["answers"] += time.perf_counter() - began
+                began = time.perf_counter()
+            phases["commit"] += time.perf_counter() - began
+            if (first - start) // chunk % 10 == 9:
+                done = first + size - start
+                print(
+                    f"  COPY {done:,} of {stop - start:,} participants "
+                    + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items()),
+                    flush=True,
+                )
+    finally:
+        with psycopg.Cursor(raw) as cursor:
+            cursor.execute("SET session_replication_role = DEFAULT")
     with psycopg.Cursor(raw) as cursor:
         for model in (Participant, Response):
             table = model._meta.db_table
@@ -256,7 +319,7 @@ def copy_load(
                 f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                 f"(SELECT MAX(id) FROM {table}))"
             )
-    return (stop - start) / (time.perf_counter() - began)
+    return phases
 
 
 def _wait(conn: http.client.HTTPConnection, url: str, key: str, timeout: float = 600) -> Any:
@@ -348,46 +411,94 @@ def analyses(port: int, survey: int, key: str) -> dict[str, float]:
     return figures
 
 
+def _load(
+    env: dict[str, str],
+    survey: int,
+    portal: str,
+    scheme: dict[str, Any],
+    loaded: int,
+    size: int,
+    copy_above: int,
+    workdir: Path,
+) -> tuple[list[tuple[int, int, float]], dict[str, float]]:
+    """Participants ``loaded..size``: through the API up to ``copy_above``, then COPY.
+
+    Returns the API slices with their ingest rates and the COPY phases (seconds).
+    """
+    rates: list[tuple[int, int, float]] = []
+    phases: dict[str, float] = {}
+    api_stop = min(size, copy_above)
+    if api_stop > loaded:
+        port = free_port()
+        server = _start_gunicorn(env, port, 2, 4, workdir / "gunicorn.log")
+        try:
+            began = time.perf_counter()
+            rate = ingest(port, survey, portal, scheme, loaded, api_stop, seed=api_stop)
+            phases["API (incl. building the JSON bodies)"] = time.perf_counter() - began
+            rates.append((loaded, api_stop, rate))
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+    copy_start = max(loaded, api_stop)
+    if size > copy_start:
+        began = time.perf_counter()
+        for name, seconds in copy_load(survey, scheme, copy_start, size, seed=size).items():
+            phases[f"COPY {name}"] = seconds
+        phases["COPY total"] = time.perf_counter() - began
+    from django.db import connection
+
+    began = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
+    phases["VACUUM ANALYZE"] = time.perf_counter() - began
+    return rates, phases
+
+
+def free_port() -> int:
+    from tests.servers import free_port as port
+
+    return port()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument(
         "--copy-above",
         type=int,
-        default=None,
-        help="load sizes above this with COPY instead of the bulk API (said in the output)",
+        default=200_000,
+        help="participants beyond this many are loaded with COPY instead of the bulk API "
+        "(the ingest rate is measured on those below; default 200,000)",
     )
     parser.add_argument("--no-fail", action="store_true")
     args = parser.parse_args(argv)
     sizes = sorted(args.sizes)
 
-    from tests.servers import free_port, running_services, start_worker
+    from tests.servers import running_services, start_worker
 
     results: dict[int, dict[str, float]] = {}
-    rates: list[float] = []
+    rates: list[tuple[int, int, float]] = []
+    load_phases: dict[int, dict[str, float]] = {}
+    load = os.getloadavg()
     with running_services(durable=True) as env:
         env = {**env, "SUBMISSION_RATE_LIMIT": "100000000/minute"}
         survey, portal, analyst, scheme = _prepare(env)
         workdir = Path(env["INTEGRATION_WORKDIR"])
         loaded = 0
-        copied: list[int] = []
         for size in sizes:
-            if args.copy_above is not None and size > args.copy_above:
-                copy_load(env, survey, scheme, loaded, size, seed=size)
-                copied.append(size)
-            else:
-                port = free_port()
-                server = _start_gunicorn(env, port, 2, 4, workdir / "gunicorn.log")
-                try:
-                    rates.append(ingest(port, survey, portal, scheme, loaded, size, seed=size))
-                finally:
-                    server.terminate()
-                    server.wait(timeout=60)
+            began = time.perf_counter()
+            slices, phases = _load(
+                env, survey, portal, scheme, loaded, size, args.copy_above, workdir
+            )
+            rates += slices
+            load_phases[size] = phases
+            print(
+                f"[{size:,}] loaded in {time.perf_counter() - began:.0f} s: "
+                + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
+                + "".join(f"; API {a:,}..{b:,}: {rate:,.0f} responses/s" for a, b, rate in slices),
+                flush=True,
+            )
             loaded = size
-            from django.db import connection
-
-            with connection.cursor() as cursor:
-                cursor.execute("VACUUM ANALYZE")
             # Fresh processes: their peak RSS is then the analyses' own.
             port = free_port()
             server = _start_gunicorn(env, port, 2, 4, workdir / "gunicorn.log")
@@ -403,78 +514,79 @@ def main(argv: list[str] | None = None) -> int:
             results[size] = figures
             print(f"[{size:,}] {figures}", flush=True)
 
-    rows: list[tuple[str, str, str, str, bool | None]] = []
+    table = Table(
+        "Analyses at national scale (issue 9): durable PostgreSQL, gunicorn 2 workers x 4 "
+        "threads, 1 Celery worker"
+    )
     for size, figures in results.items():
         base = BASELINE.get(size, {})
         for name, label in (
-            ("post", "POST /analyses/ (s)"),
-            ("count", "count, end to end (s)"),
-            ("mean", "conditional mean (s)"),
-            ("sample", "sample of 100 (s)"),
-            ("report", "report of every question (s)"),
+            ("post", "POST /analyses/"),
+            ("count", "count (discrete x continuous), end to end"),
+            ("mean", "conditional mean, end to end"),
+            ("sample", "sample of 100, end to end"),
+            ("report", "report of every question (7), end to end"),
         ):
             target = TARGETS[name]
+            # The issue's targets are set at 10^6; POST must be fast at any n.
             checked = size >= 1_000_000 or name == "post"
-            rows.append(
-                (
-                    f"n={size:,}: {label}",
-                    f"{figures[name]:.3f}",
-                    f"{base[name]:g}" if name in base else "—",
-                    f"< {target:g}" if checked else "",
-                    figures[name] < target if checked else None,
-                )
+            table.add(
+                f"n={size:,}: {label}",
+                figures[name],
+                unit="s",
+                baseline=base.get(name),
+                baseline_name=BASELINE_NAME if name in base else "",
+                target=f"< {target:g} s" if checked else f"(< {target:g} s at 10^6)",
+                ok=figures[name] < target if checked else None,
             )
         web, worker_mb = base.get("rss", (None, None)) if base else (None, None)
-        rows.append(
-            (
-                f"n={size:,}: peak RSS web / worker (MB)",
-                f"{figures['rss_web']:.0f} / {figures['rss_worker']:.0f}",
-                f"{web} / {worker_mb}" if web else "—",
-                "",
-                None,
-            )
+        table.add(
+            f"n={size:,}: peak RSS web / worker",
+            f"{figures['rss_web']:.0f} / {figures['rss_worker']:.0f} MB",
+            baseline=f"{web} / {worker_mb} MB" if web else None,
+            baseline_name=BASELINE_NAME if web else "",
         )
     if len(results) >= 2:
         small, large = results[sizes[0]], results[sizes[-1]]
         growth = max(large["rss_web"] - small["rss_web"], large["rss_worker"] - small["rss_worker"])
-        rows.append(
-            (
-                f"peak RSS growth {sizes[0]:,} -> {sizes[-1]:,} (MB, larger of web/worker)",
-                f"{growth:.0f}",
-                "483 / 459",
-                f"< {RSS_GROWTH_TARGET_MB:g}",
-                growth < RSS_GROWTH_TARGET_MB,
-            )
+        table.add(
+            f"peak RSS growth {sizes[0]:,} -> {sizes[-1]:,} (larger of web / worker)",
+            growth,
+            unit="MB",
+            baseline="483 / 459 MB (10^5 -> 10^6)",
+            baseline_name=BASELINE_NAME,
+            target=f"< {RSS_GROWTH_TARGET_MB:g} MB",
+            ok=growth < RSS_GROWTH_TARGET_MB,
         )
-    rate = min(rates) if rates else 0.0
-    rows.append(
-        (
-            f"ingest, {CLIENTS} clients (responses/s, 7 answers)",
-            f"{rate:,.0f}",
-            BASELINE_INGEST,
-            f">= {INGEST_TARGET:,.0f}",
-            rate >= INGEST_TARGET,
+    for first, last, rate in rates:
+        table.add(
+            f"ingest through the bulk API, participants {first:,}..{last:,}, {CLIENTS} clients "
+            "(responses of 7 answers / s)",
+            rate,
+            baseline=BASELINE_INGEST,
+            baseline_name=BASELINE_NAME,
+            target=f">= {INGEST_TARGET:,.0f}",
+            ok=rate >= INGEST_TARGET,
         )
+    if not rates:
+        table.note("ingest rate: not measured (every participant was loaded with COPY)")
+    table.note(
+        f"{os.cpu_count()} CPU(s); load average {load[0]:.1f} at the start and "
+        f"{os.getloadavg()[0]:.1f} at the end (other processes share the CPUs)."
     )
-    print(
-        f"\nScale benchmark: gunicorn 2 workers x 4 threads, 1 Celery worker, PostgreSQL "
-        f"(durable), {os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.1f} "
-        "(other processes share the CPUs)"
-    )
-    print(f"{'measure':58} {'measured':>14} {'baseline':>12} {'target':>10}  ok")
-    for name, value, baseline, target, ok in rows:
-        mark = "" if ok is None else ("yes" if ok else "NO")
-        print(f"{name:58} {value:>14} {baseline:>12} {target:>10}  {mark}")
+    copied = [size for size in sizes if size > args.copy_above]
     if copied:
-        print(
-            "participants up to "
-            + ", ".join(f"{size:,}" for size in copied)
-            + " were loaded with COPY (not through the API); the ingest rate is the API's"
+        table.note(
+            f"Participants beyond {args.copy_above:,} were loaded with COPY (not through the "
+            "API): " + ", ".join(f"{size:,}" for size in copied) + "."
         )
-    missed = [row[0] for row in rows if row[4] is False]
-    if missed:
-        print("missed: " + "; ".join(missed))
-    return 1 if missed and not args.no_fail else 0
+    for size, phases in load_phases.items():
+        table.note(
+            f"load to {size:,}: "
+            + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
+        )
+    status = finish_all([table])
+    return 0 if args.no_fail else status
 
 
 if __name__ == "__main__":
