@@ -423,15 +423,13 @@ def start_worker(
     worker = Worker(process=process, log=log, name=node)
     from config.celery import app
 
-    if env["CELERY_BROKER_URL"] != app.conf.broker_url:
-        # A worker on a broker of its own (tests that isolate their tasks): ping it there.
-        from celery import Celery
-
-        app = Celery("probe", broker=env["CELERY_BROKER_URL"])
-
     def ready() -> bool:
+        # On the worker's own broker (tests that isolate their tasks pass another one).
         try:
-            return bool(app.control.ping(destination=[node], timeout=0.5))
+            with app.connection_for_write(env["CELERY_BROKER_URL"]) as connection:
+                return bool(
+                    app.control.ping(destination=[node], timeout=0.5, connection=connection)
+                )
         except Exception:
             return False
 
