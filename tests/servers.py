@@ -423,10 +423,14 @@ def start_worker(
     worker = Worker(process=process, log=log, name=node)
     from config.celery import app
 
+    broker = env["CELERY_BROKER_URL"]
+
     def ready() -> bool:
-        # On the worker's own broker (tests that isolate their tasks pass another one).
         try:
-            with app.connection_for_write(env["CELERY_BROKER_URL"]) as connection:
+            if broker == app.conf.broker_url:
+                return bool(app.control.ping(destination=[node], timeout=0.5))
+            # A worker on a broker of its own (a test that isolates its tasks): ping it there.
+            with app.connection_for_write(broker) as connection:
                 return bool(
                     app.control.ping(destination=[node], timeout=0.5, connection=connection)
                 )
