@@ -598,6 +598,7 @@ def answer_form(questions: Iterable[Any]) -> AnswerForm:
 
 # A row to store: (question_id, code, value, n_categories).
 AnswerRow = tuple[int, int | None, float | None, int]
+_RESPONSE_FIELDS = frozenset({"participant", "answers"})
 
 
 def check_response(
@@ -611,10 +612,12 @@ def check_response(
     errors: dict[str, Any] = {}
     if not isinstance(item, dict):
         return None, [], {"non_field_errors": [_("A response must be a JSON object.")]}
-    extra = [k for k in item if k not in ("participant", "answers")]
-    if extra:
-        for name in extra:
-            errors[str(name)] = [_('Unknown field; a response has "participant" and "answers".')]
+    if not _RESPONSE_FIELDS.issuperset(item):
+        for name in item:
+            if name not in _RESPONSE_FIELDS:
+                errors[str(name)] = [
+                    _('Unknown field; a response has "participant" and "answers".')
+                ]
     participant = item.get("participant")
     if not isinstance(participant, str) or not PARTICIPANT_PATTERN.fullmatch(participant):
         errors["participant"] = [_("Must be 1-64 characters of A-Z, a-z, 0-9, _ and -.")]
@@ -631,11 +634,23 @@ def check_response(
         if rule is None:
             answer_errors[str(key)] = [_("Unknown question key.")]
             continue
+        codes = rule.codes
+        kind = type(answer)
+        # The common cases first (a known label; a float or int in range, which also rules
+        # out NaN and the infinities); anything else takes the full checks below.
+        if codes is not None:
+            if kind is str:
+                code = codes.get(answer)
+                if code is not None:
+                    rows.append((rule.question_id, code, None, rule.n_categories))
+                    continue
+        elif (kind is float or kind is int) and rule.low <= answer <= rule.high:
+            rows.append((rule.question_id, None, float(answer), 0))
+            continue
         if answer is None:
             if rule.required:
                 answer_errors[key] = [_("This answer is required.")]
             continue
-        codes = rule.codes
         if codes is not None:
             code = codes.get(answer) if isinstance(answer, str) else None
             if code is None:
