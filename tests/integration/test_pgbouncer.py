@@ -115,7 +115,11 @@ def admin_show(admin_url: str, what: str) -> list[dict[str, Any]]:
 def wait_for(base: str, url: str, key: str, timeout: float = 120) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        body = requests.get(url, headers={"Authorization": f"Bearer {key}"}, timeout=30).json()
+        body = requests.get(
+            base + url if url.startswith("/") else url,
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=30,
+        ).json()
         if body["status"] in ("succeeded", "failed", "refused"):
             return body
         time.sleep(0.2)
