@@ -138,3 +138,30 @@ def test_naive_count_and_mean_from_moments_equal_the_array_naive_ones(
         assert by_moments.estimate == pytest.approx(by_arrays.estimate, rel=1e-9)
         assert by_moments.ci95 == pytest.approx(by_arrays.ci95, rel=1e-7)
         assert by_moments.group_size == by_arrays.group_size == hits
+
+
+def test_naive_mean_from_moments_mean_corrects_retention_replacement_as_the_arrays_do() -> None:
+    from privacy.mechanisms import RetentionReplacement
+
+    rng = np.random.default_rng(21)
+    noise = RetentionReplacement(0.6, 0.0, 100.0)
+    true = rng.uniform(60, 90, size=4_000)
+    reported = noise.distort(true, rng)
+    codes = rng.integers(0, 2, size=true.size)
+    table = {
+        "score": ContinuousAttribute(reported, noise, 0.0, 100.0),
+        "sex": DiscreteAttribute(codes, np.array([[0.8, 0.2], [0.2, 0.8]])),
+    }
+    where = [Condition("sex", "in", {1})]
+    chosen = reported[codes == 1]
+    by_moments = tables.naive_mean_from_moments(
+        tables.ContinuousSpec(noise, 0.0, 100.0),
+        float(chosen.size),
+        float(chosen.sum()),
+        float(chosen @ chosen),
+    )
+    by_arrays = mean(table, "score", where, method="naive")
+    assert by_moments.estimate == pytest.approx(by_arrays.estimate, rel=1e-9)
+    assert by_moments.ci95 == pytest.approx(by_arrays.ci95, rel=1e-7)
+    # The correction matters: the raw mean of reported values is pulled towards 50.
+    assert abs(by_moments.estimate - float(chosen.mean())) > 0.5
