@@ -112,6 +112,14 @@ def test_demo_runs_end_to_end_on_a_fresh_sqlite(tmp_path: Path) -> None:
     )
     assert demo.returncode == 0, (demo.stdout[-3000:], demo.stderr[-3000:])
     assert "Traceback" not in demo.stderr, demo.stderr[-3000:]
+    # The comparison table is printed; at 2,000 residents disclosure control refuses or
+    # suppresses some results, which the demo shows as "not published" and goes on.
+    table = demo.stdout[demo.stdout.index("quantity") :]
+    rows = [line for line in table.splitlines()[2:] if line.strip() and not line.startswith("[")]
+    assert len(rows) >= 10, table
+    assert rows[0].startswith("count: F, age <= 30, children"), table
+    for row in rows:
+        assert "not published" in row or "%" in row, row
     reports = list((tmp_path / "reports").glob("*.html"))
     assert reports, (demo.stdout[-3000:], sorted(p.name for p in tmp_path.rglob("*")))
     assert "<html" in reports[0].read_text(errors="replace").lower()

@@ -151,6 +151,21 @@ def manual_negative_choice(true_codes: np.ndarray, k: int, rng: np.random.Genera
     return np.minimum((draws > cumulative).sum(axis=1), k - 1)
 
 
+# What the table shows for a result that disclosure control refused or suppressed.
+REFUSED: dict[str, Any] = {"estimate": None, "ci95": None}
+NOTHING: tuple[float, None] = (float("nan"), None)
+
+
+def _number(value: float | None) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _interval(ci: list[float | None] | None) -> tuple[float, float] | None:
+    if not ci or None in ci:
+        return None
+    return (float(ci[0]), float(ci[1]))  # type: ignore[arg-type]
+
+
 class Command(BaseCommand):
     help = "Run a complete demo consultation on the embedded default and print what it found."
 
@@ -324,9 +339,18 @@ class Command(BaseCommand):
                 return status
             time.sleep(0.2)
 
-    def analyse(self, body: dict[str, Any]) -> dict[str, Any]:
+    def analyse(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """Run one analysis; ``None`` when disclosure control refused it (said, not fatal).
+
+        A refusal is the guard doing its job (a group below the threshold, or a result
+        that would difference against one already published), so the demo shows the
+        reason and goes on; a failed job stops it.
+        """
         created = self.post("analyses/", body)
         status = self.wait(created["url"])
+        if status["status"] == "refused":
+            self.step(f"  refused by disclosure control: {status.get('error') or status}")
+            return None
         if status["status"] != "succeeded":
             raise SystemExit(f"analysis {body} failed: {status['error']}")
         return dict(status["result"])
@@ -349,7 +373,7 @@ class Command(BaseCommand):
             {"attribute": "age", "op": "lte", "value": 30},
             {"attribute": "children", "op": "in", "value": ["Y"]},
         ]
-        result = self.analyse({"survey": profile_id, "kind": "count", "where": where})
+        result = self.analyse({"survey": profile_id, "kind": "count", "where": where}) or REFUSED
         true_count = float(np.sum((pool.sex == 0) & (pool.age <= 30) & (pool.children == 1)))
         naive = float(
             np.sum(
@@ -363,24 +387,33 @@ class Command(BaseCommand):
                 "count: F, age <= 30, children",
                 true_count,
                 naive,
-                result["estimate"],
-                tuple(result["ci95"]),
+                _number(result["estimate"]),
+                _interval(result["ci95"]),
             )
         )
 
         self.step("Analysis: mean income of residents with children (conditional mean)")
-        result = self.analyse(
-            {
-                "survey": profile_id,
-                "kind": "mean",
-                "attribute": "income",
-                "where": [{"attribute": "children", "op": "in", "value": ["Y"]}],
-            }
+        result = (
+            self.analyse(
+                {
+                    "survey": profile_id,
+                    "kind": "mean",
+                    "attribute": "income",
+                    "where": [{"attribute": "children", "op": "in", "value": ["Y"]}],
+                }
+            )
+            or REFUSED
         )
         true_mean = float(pool.income[pool.children == 1].mean())
         naive = float(sent_profile["income"][sent_profile["children"] == "Y"].mean())
         rows.append(
-            ("mean income | children", true_mean, naive, result["estimate"], tuple(result["ci95"]))
+            (
+                "mean income | children",
+                true_mean,
+                naive,
+                _number(result["estimate"]),
+                _interval(result["ci95"]),
+            )
         )
 
         self.step("Analysis: satisfaction (uniform negative survey) with every estimator")
@@ -395,28 +428,39 @@ class Command(BaseCommand):
                     "method": method,
                 }
             )
+            if result is None:
+                rows.append(
+                    (f"satisfaction='5' ({method})", true_counts[4], float(reported[4]), *NOTHING)
+                )
+                continue
             estimate = np.array([np.nan if c is None else c for c in result["counts"]])
-            error = reconstruction_error(estimate, true_counts)
+            published = np.isfinite(estimate)
+            # The error over the published cells (suppressed ones have no estimate).
+            error = reconstruction_error(estimate[published], true_counts[published])
+            hidden = int((~published).sum())
+            label = f"error {error:.4f}" + (f", {hidden} suppressed" if hidden else "")
             rows.append(
                 (
-                    f"satisfaction='5' ({method}; error {error:.4f})",
+                    f"satisfaction='5' ({method}; {label})",
                     true_counts[4],
                     float(reported[4]),
                     float(estimate[4]),
-                    tuple(result["ci95"][4]) if result["ci95"][4] else None,
+                    _interval(result["ci95"][4]),
                 )
             )
 
         self.step("Analysis: preferred site (Gaussian negative survey) and attendance (manual)")
-        result = self.analyse({"survey": opinion_id, "kind": "distribution", "attribute": "site"})
+        result = self.analyse(
+            {"survey": opinion_id, "kind": "distribution", "attribute": "site"}
+        ) or {"counts": [None] * 7, "ci95": [None] * 7}
         true_sites = np.bincount(truth["site"], minlength=7)
         rows.append(
             (
                 "site='C' (em_as)",
                 float(true_sites[2]),
                 float(np.sum(sent_opinion["site"] == "C")),
-                result["counts"][2],
-                tuple(result["ci95"][2]),
+                _number(result["counts"][2]),
+                _interval(result["ci95"][2]),
             )
         )
         result = self.analyse(
@@ -426,26 +470,29 @@ class Command(BaseCommand):
                 "attribute": "attendance",
                 "method": "mle",
             }
-        )
+        ) or {"counts": [None] * 4, "ci95": [None] * 4}
         true_attendance = np.bincount(truth["attendance"], minlength=4)
         rows.append(
             (
                 "attendance='never' (mle, calibrated)",
                 float(true_attendance[0]),
                 float(np.sum(sent_opinion["attendance"] == "never")),
-                result["counts"][0],
-                tuple(result["ci95"][0]),
+                _number(result["counts"][0]),
+                _interval(result["ci95"][0]),
             )
         )
 
         self.step("Analysis: mean age of the very satisfied (condition across both surveys)")
-        result = self.analyse(
-            {
-                "survey": opinion_id,
-                "kind": "mean",
-                "attribute": "age",
-                "where": [{"attribute": "satisfaction", "op": "in", "value": ["4", "5"]}],
-            }
+        result = (
+            self.analyse(
+                {
+                    "survey": opinion_id,
+                    "kind": "mean",
+                    "attribute": "age",
+                    "where": [{"attribute": "satisfaction", "op": "in", "value": ["4", "5"]}],
+                }
+            )
+            or REFUSED
         )
         true_mean = float(pool.age[truth["satisfaction"] >= 3].mean())
         rows.append(
@@ -453,8 +500,8 @@ class Command(BaseCommand):
                 "mean age | satisfaction >= 4",
                 true_mean,
                 float("nan"),
-                result["estimate"],
-                tuple(result["ci95"]),
+                _number(result["estimate"]),
+                _interval(result["ci95"]),
             )
         )
 
@@ -472,6 +519,8 @@ class Command(BaseCommand):
                 ],
             }
         )
+        if result is None:
+            return rows
         # expected_precision is the share meeting the stratum's whole condition (age and
         # sex), so compare it with that share, not with the age condition alone.
         meets_parts = []
@@ -513,8 +562,13 @@ class Command(BaseCommand):
         self.stdout.write("-" * len(header))
         for name, true, naive, estimate, ci in rows:
             interval = f"[{ci[0]:.1f}, {ci[1]:.1f}]" if ci and None not in ci else ""
-            error = (estimate - true) / true * 100 if true else float("nan")
             naive_text = "" if np.isnan(naive) else f"{naive:.2f}"
+            if np.isnan(estimate):  # refused or suppressed by disclosure control
+                self.stdout.write(
+                    f"{name:<48} {true:>10.2f} {naive_text:>10} {'not published':>14}"
+                )
+                continue
+            error = (estimate - true) / true * 100 if true else float("nan")
             self.stdout.write(
                 f"{name:<48} {true:>10.2f} {naive_text:>10} {estimate:>14.2f} {interval:>22} "
                 f"{error:>8.1f}%"
