@@ -145,19 +145,25 @@ def job_execute(
       ``failed`` with a readable error; transient database and broker errors
       (:data:`TRANSIENT_ERRORS`) propagate so the task can retry.
     """
-    with transaction.atomic():
-        job = model.objects.select_for_update().filter(pk=job_id).first()
-        if job is None:
-            logger.warning("%s %s no longer exists; nothing to do", model.__name__, job_id)
-            return None
-        if job.status in Job.FINISHED:
-            logger.info("%s %s already %s; not run again", model.__name__, job_id, job.status)
-            return job
-        job.status = Job.Status.RUNNING
-        job.attempts += 1
-        job.started_at = timezone.now()
-        job.progress = 0.0
-        job.save(update_fields=["status", "attempts", "started_at", "progress"])
+    try:
+        with transaction.atomic():
+            job = model.objects.select_for_update().filter(pk=job_id).first()
+            if job is None:
+                logger.warning("%s %s no longer exists; nothing to do", model.__name__, job_id)
+                return None
+            if job.status in Job.FINISHED:
+                logger.info("%s %s already %s; not run again", model.__name__, job_id, job.status)
+                return job
+            job.status = Job.Status.RUNNING
+            job.attempts += 1
+            job.started_at = timezone.now()
+            job.progress = 0.0
+            job.save(update_fields=["status", "attempts", "started_at", "progress"])
+    except SoftTimeLimitExceeded:
+        # The limit can fire while the job is being claimed (a busy database or machine):
+        # the claim rolls back, so end the job here rather than leave it queued for ever.
+        job_fail(model, job_id, "The job ran past its time limit and was stopped.")
+        return model.objects.filter(pk=job_id).first()
 
     try:
         result = compute(job, _progress_writer(model, job_id))

@@ -94,6 +94,27 @@ def test_an_unexpected_error_fails_the_job_without_leaking_details(
     assert "KeyError" in job.error and "secret" not in job.error
 
 
+def test_the_soft_time_limit_while_claiming_fails_the_job_not_leaves_it_queued(
+    data: Consultation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a loaded machine the limit can fire while the worker still claims the job row."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    job = queued_analysis(data)
+    real = AnalysisJob.objects.select_for_update
+
+    def slow_claim(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(AnalysisJob.objects, "select_for_update", real)
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr(AnalysisJob.objects, "select_for_update", slow_claim)
+    tasks.run_analysis.delay(job.pk)
+    job.refresh_from_db()
+    assert job.status == Job.Status.FAILED
+    assert "time limit" in job.error
+    assert job.result is None and job.finished_at is not None
+
+
 def test_data_changed_since_the_request_is_refused_readably(data: Consultation) -> None:
     """The worker checks the thresholds again: withdrawals can leave too few answers."""
     from surveys.services import response_withdraw
