@@ -19,7 +19,7 @@ Celery worker (concurrency 1), PostgreSQL with fsync on (tests/servers.py). At e
 Participants up to ``--copy-above`` (default 200,000) go through the bulk API, and that is
 where the ingest rate is measured; those beyond are loaded with binary ``COPY`` straight
 into the tables (same generator, same client-side distortion), with per-phase timings
-printed, so that ``--sizes 10000000`` loads in minutes (about 10 GB of disk at 10^7).
+printed, so that ``--sizes 10000000`` loads in minutes (an estimated 10 GB of disk at 10^7).
 
 Prints the table of bench/common.py: each figure beside issue 9's figures from before the
 re-cut, which this run does NOT re-measure (they are labelled so), and the target; exits 1
