@@ -540,7 +540,7 @@ def distribution_payload(
         payload["suppression"] = suppression_reason(min_cell)
         # The hidden cells' sum is derivable from the total; its (publishable) interval
         # lets the query audit judge it (reconstruction/auditing.py).
-        payload["suppressed_total_ci95"] = interval_json(hidden_total(bounds, hidden))
+        payload["suppressed_total_ci95"] = interval_json(hidden_total(bounds, hidden, total))
     return payload
 
 

@@ -128,7 +128,7 @@ def hidden_cells(
     # (the sum of the hidden cells' bounds, worst case) is neither publishable nor
     # provably empty.
     while hidden.any() and not hidden.all():
-        total = hidden_total(bounds, hidden)
+        total = hidden_total(bounds, hidden, float(values.sum()))
         if hidden.sum() > 1 and (publishable(total, threshold) or total[1] < 0.5):
             break
         order = np.argsort(np.where(hidden, np.inf, values), kind="stable")
@@ -136,10 +136,16 @@ def hidden_cells(
     return hidden
 
 
-def hidden_total(bounds: Any, hidden: Any) -> tuple[float, float]:
-    """Worst-case interval of the hidden cells' sum: the sums of their bounds."""
-    rows = np.asarray(bounds, dtype=np.float64).reshape(-1, 2)[np.asarray(hidden, dtype=bool)]
-    return (float(rows[:, 0].sum()), float(rows[:, 1].sum()))
+def hidden_total(bounds: Any, hidden: Any, total: float | None = None) -> tuple[float, float]:
+    """Worst-case interval of the hidden cells' sum: the sums of their bounds, and (with
+    the published ``total``) at most ``total`` minus the shown cells' bounds."""
+    all_rows = np.asarray(bounds, dtype=np.float64).reshape(-1, 2)
+    mask = np.asarray(hidden, dtype=bool)
+    low, high = float(all_rows[mask, 0].sum()), float(all_rows[mask, 1].sum())
+    if total is not None:
+        low = max(low, total - float(all_rows[~mask, 1].sum()))
+        high = min(high, total - float(all_rows[~mask, 0].sum()))
+    return (low, high)
 
 
 def suppression_reason(threshold: int) -> str:
