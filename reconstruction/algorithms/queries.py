@@ -639,19 +639,26 @@ class _JointFit:
     def refit(
         self, draws: NDArray[np.float64], tol: float | None, max_iter: int
     ) -> NDArray[np.float64]:
-        """Joint estimates of a batch of reported tables, warm-started at the estimate.
+        """Joint estimates of a batch of reported tables, started afresh.
 
-        The (smoothed) EM fixed point does not depend on the start, so starting each
-        replicate at ``theta`` only saves iterations.
+        Each replicate starts half way between the estimate and the uniform start of
+        001_28af1923c784b480.txt, Figure 2 (as :func:`~.discrete.em_as` does). EM's
+        update is multiplicative, so replicates started at the estimate could never
+        move a true cell it puts at (about) 0, and without smoothing (only discrete
+        attributes) the interval of a count whose truth is 0 collapsed: (0.02, 0.33) for
+        two yes/no questions under RR 0.8 at n = 2,000. With smoothing the fixed point
+        does not depend on the start, and at n = 1,000 (the joint count of issue 10)
+        coverage over 400 surveys was the same from either start (93.2%).
         """
         channels = [ax.channel for ax in self.axes]
+        start = 0.5 * (self.theta + 1.0 / self.theta.size)
         theta, _, _ = fixed_point(
             draws,
             channels,
             stopping="em",
             tol=_BOOTSTRAP_TOL if tol is None else tol,
             max_iter=max_iter,
-            initial=self.theta,
+            initial=start,
             smoothing=self.smoothing,
         )
         return theta
