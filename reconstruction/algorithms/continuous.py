@@ -425,8 +425,10 @@ def axis_model(
     Without ``step``: intervals over ``[low, high]`` with the thresholds as edges
     (:func:`interval_edges`; 001_28af1923c784b480.txt, Section IV-A1), each modelled as
     uniform (``noise.interval_channel``). With ``step``: cells of whole lattice points
-    (:func:`lattice_cells`), each threshold cut at the half-step :func:`lattice_cut`
-    gives, and the exact point channels (``noise.point_channel``).
+    (:func:`lattice_cells`: one per point up to :data:`MAX_LATTICE_CELLS` points unless
+    ``n_intervals`` asks for fewer), each threshold cut at the half-step
+    :func:`lattice_cut` gives, the exact point channels (``noise.point_channel``) and
+    the EMS strength :data:`LATTICE_SMOOTHING` when there is one cell per point.
 
     Parameters
     ----------

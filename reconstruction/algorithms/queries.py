@@ -821,7 +821,13 @@ def count_joint(
     reconstructed jointly. The channel of the tuple of reported values is the Kronecker
     product of the attributes' channels (distortions are independent given the truth);
     continuous attributes are cut into intervals that include the query's thresholds
-    (001, Section IV-A1) and enter through ``noise.interval_channel``. The joint reported
+    (001, Section IV-A1) and enter through ``noise.interval_channel``; one that declares
+    ``step`` is modelled on its lattice instead (one cell per point up to 128 points,
+    thresholds cut on the lattice so ``age <= 30`` counts 30, ``noise.point_channel``;
+    :func:`~.continuous.axis_model`). Without a declared step, whole-number values at a
+    threshold sit on a cell edge and the count is biased (about -5% for ``age <= 30``
+    on whole years with ±10 uniform noise): the reports cannot tell a value of exactly
+    30 from values just above it. The joint reported
     cells are counted in one pass (``ravel_multi_index`` + ``bincount``), the EM fixed
     point of 001, Figure 2 runs on the product channel (:func:`fixed_point`, applied one
     axis at a time) and the estimate is ``n`` times the total probability of the true
@@ -839,7 +845,8 @@ def count_joint(
         spread uniformly inside each (biased when the density is not flat there).
     ci : bool
         Add a 95% interval from a vectorised bootstrap over participants (multinomial
-        resampling of the joint reported cells, each replicate reconstructed).
+        resampling of the joint reported cells, each replicate reconstructed from a
+        fresh start, :meth:`_JointFit.refit`).
     n_boot, tol, max_iter, rng
         Bootstrap replicates, EM stopping tolerance, iteration cap, randomness.
 

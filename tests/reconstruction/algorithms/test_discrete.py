@@ -476,3 +476,21 @@ def test_a_two_percent_category_is_covered_about_95_percent_of_the_time() -> Non
         low, high = em_as(reported, channel).ci95[4]
         hits += low <= counts[4] <= high
     assert 0.91 <= hits / surveys <= 0.99, hits / surveys
+
+
+@pytest.mark.slow
+def test_a_two_percent_category_is_covered_95_percent_over_300_surveys() -> None:
+    # The strict version (make test-slow) of the test above: 300 surveys, two-sided
+    # binomial bound at alpha = 0.001.
+    from tests.coverage import assert_coverage
+
+    rng = np.random.default_rng(17)
+    truth = np.array([0.5, 0.25, 0.15, 0.08, 0.02])
+    channel = randomised_response(5, 0.6)
+    hits = []
+    for counts in rng.multinomial(2_000, truth, size=300):
+        codes = np.repeat(np.arange(5), counts)
+        reported = reported_counts(distort_codes(codes, channel, rng), 5)
+        low, high = em_as(reported, channel).ci95[4]
+        hits.append(bool(low <= counts[4] <= high))
+    assert_coverage(hits, label="em_as 2% category")
