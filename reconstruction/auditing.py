@@ -17,6 +17,7 @@ analyses finishing at once are judged one after the other.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -56,9 +57,25 @@ def _conditions(
 
 
 def _interval(pair: Any, estimate: float) -> tuple[float, float]:
-    if isinstance(pair, (list, tuple)) and len(pair) == 2 and None not in pair:
-        return float(pair[0]), float(pair[1])
+    """A published size's 95% interval, as the audit must assume it.
+
+    A missing bound (``null``: not finite) is unbounded on that side, never the point
+    estimate: a result is judged on what is known about it (issue 10, the threshold
+    point). Only a result stored without any interval (an exact count, or a result
+    stored before its kind published one) is taken at its value.
+    """
+    if isinstance(pair, (list, tuple)) and len(pair) == 2:
+        low = -math.inf if pair[0] is None else float(pair[0])
+        high = math.inf if pair[1] is None else float(pair[1])
+        return low, high
     return estimate, estimate
+
+
+def _sized(box: Box, estimate: Any, pair: Any) -> Published:
+    """A group's size published with its 95% interval (``pair``; see :func:`_interval`)."""
+    value = float(estimate)
+    low, high = _interval(pair, value)
+    return Published(box, value, low, high)
 
 
 def results_of(
@@ -70,20 +87,24 @@ def results_of(
     out: list[Published] = []
     if kind == "count":
         if payload.get("estimate") is not None:
-            low, high = _interval(payload.get("ci95"), float(payload["estimate"]))
-            out.append(Published(box, float(payload["estimate"]), low, high))
+            out.append(_sized(box, payload["estimate"], payload.get("ci95")))
     elif kind == "mean":
+        # The group's size on its interval (issue 10: a group is judged on its size's
+        # 95% interval, in the audit as in the per-query rule).
         if payload.get("group_size") is not None:
-            # The point estimate, as before this session: its interval on a negative
-            # survey is so wide that every difference with it would be refused (README).
-            out.append(Published.exact(box, float(payload["group_size"])))
+            out.append(_sized(box, payload["group_size"], payload.get("group_size_ci95")))
     elif kind == "sample":
         if payload.get("pool_estimate") is not None:
-            out.append(Published.exact(box, float(payload["pool_estimate"])))
+            out.append(_sized(box, payload["pool_estimate"], payload.get("pool_ci95")))
     elif kind == "panel":
-        # Every eligible candidate is listed (the probabilities CSV): their number is
-        # published for the eligibility's box (exactly the group on undistorted answers).
-        if payload.get("candidates") is not None:
+        # The eligible pool on its interval; a panel stored before it published one
+        # counts its listed candidates (exactly the group on undistorted answers).
+        if (
+            payload.get("eligible_ci95") is not None
+            and payload.get("expected_eligible") is not None
+        ):
+            out.append(_sized(box, payload["expected_eligible"], payload["eligible_ci95"]))
+        elif payload.get("candidates") is not None:
             out.append(Published.exact(box, float(payload["candidates"])))
     elif kind == "distribution":
         key = spec["attribute"]
@@ -91,7 +112,8 @@ def results_of(
         if question is None:
             raise _Unknown(key)
         if where and payload.get("n") is not None:
-            out.append(Published.exact(box, float(payload["n"])))
+            # The group's size on the interval it was judged on.
+            out.append(_sized(box, payload["n"], payload.get("group_size_ci95")))
         counts = payload.get("counts") or []
         ci95 = payload.get("ci95") or [None] * len(counts)
         intervals = payload.get("intervals")
@@ -108,8 +130,7 @@ def results_of(
             if value is None:
                 hidden.append(index)
                 continue  # suppressed: not published
-            low, high = _interval(pair, float(value))
-            out.append(Published(Box.of([*where, cell_of(index, index)]), float(value), low, high))
+            out.append(_sized(Box.of([*where, cell_of(index, index)]), value, pair))
         total = payload.get("suppressed_total_ci95")
         if hidden and isinstance(total, list) and None not in total:
             # The hidden cells' sum is derivable from the total: published with the

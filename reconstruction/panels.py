@@ -382,6 +382,8 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
         "selection_probability": result.selection_summary,
         "candidates": int(result.candidates.size),
         "expected_eligible": float(result.expected_eligible),
+        # The eligible pool's size interval it was judged on (the query audit uses it).
+        "eligible_ci95": interval_json(pool.ci95),
         "lottery_size": int(result.lottery_size),
         "lottery_draw": int(result.lottery_draw),
         "guarantee": result.guarantee,

@@ -367,16 +367,21 @@ def _distribution(request: AnalysisRequest, progress: Progress) -> dict[str, Any
         cells = analysis.cells(request, plan)
         progress(0.3)
         reconstructed = tables.distribution_from_table(plan, cells)
-        _check_group(request, request.thresholds.min_responses)
+        size = _check_group(request, request.thresholds.min_responses)
     else:
         reconstructed, _ = analysis.overall_distribution(request.survey, question, request.method)
+        size = None
     progress(0.9)
-    return analysis.distribution_payload(
+    payload = analysis.distribution_payload(
         reconstructed,
         question,
         request.thresholds.min_cell,
         exact=disclosure.is_exact(request, request.keys),
     )
+    if size is not None:
+        # The group's size interval it was judged on (the query audit judges it so too).
+        payload["group_size_ci95"] = interval_json(size.ci95)
+    return payload
 
 
 register(
@@ -417,6 +422,11 @@ _TOO_LARGE = (
 )
 
 
+def _pool_interval(size: disclosure.GroupSize | None) -> dict[str, Any]:
+    """The pool's size interval it was judged on (``pool_ci95``; none without 'where')."""
+    return {} if size is None else {"pool_ci95": interval_json(size.ci95)}
+
+
 def _sample(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
     if (request.method or "posterior") == "posterior":
         return _sample_posterior(request, progress)
@@ -454,8 +464,7 @@ def _sample_posterior(request: AnalysisRequest, progress: Progress) -> dict[str,
     # The pool and every stratum are groups like any other (issue 13, finding 2; issue
     # 10, item 4): each size's 95% interval passes the count threshold (the threshold
     # point, reconstruction/disclosure.py), and the refusal never states it.
-    if request.where:
-        _check_group(request, min_cell)
+    pool_size = _check_group(request, min_cell) if request.where else None
     for i, (stratum, _quota) in enumerate(request.strata):
         pool = disclosure.group_size(request, [*request.where, *stratum])
         disclosure.check_group(pool, min_cell, label=f"strata[{i}]: ")
@@ -511,6 +520,7 @@ def _sample_posterior(request: AnalysisRequest, progress: Progress) -> dict[str,
         if request.strata
         else [],
         "pool_estimate": float(pool_estimate),
+        **_pool_interval(pool_size),
         "expected_precision": float(np.concatenate(precision).mean()),
         "subcondition_precision": {
             label: float(np.concatenate(parts).mean()) for label, parts in per_condition.items()
@@ -527,8 +537,7 @@ def _sample_figure3(request: AnalysisRequest, progress: Progress) -> dict[str, A
     min_cell = request.thresholds.min_cell
     # The pool and every stratum are groups like any other (issue 13, finding 2): each
     # size's interval passes the count threshold, and the refusal never states it.
-    if request.where:
-        _check_group(request, min_cell)
+    pool_size = _check_group(request, min_cell) if request.where else None
     for i, (stratum, _quota) in enumerate(request.strata):
         pool = disclosure.group_size(request, [*request.where, *stratum])
         disclosure.check_group(pool, min_cell, label=f"strata[{i}]: ")
@@ -555,6 +564,7 @@ def _sample_figure3(request: AnalysisRequest, progress: Progress) -> dict[str, A
         if request.strata
         else [],
         "pool_estimate": float(drawn.pool_estimate),
+        **_pool_interval(pool_size),
         "expected_precision": float(drawn.expected_precision),
         "subcondition_precision": {label: value for label, value in drawn.subcondition_precision},
         "seed": seed,

@@ -221,7 +221,7 @@ def _small(low: float, high: float, threshold: float) -> bool:
 
     The negation of the threshold point (``reconstruction/disclosure.py``,
     ``privacy.mechanisms.group_publishable``) for an implied cell, plus the empty cell.
-    A NaN bound is not evidence of a large cell.
+    A NaN bound is not evidence of a large cell (nor of an empty one).
     """
     return not (low >= threshold) and not (high < 0.5)
 
@@ -288,6 +288,7 @@ def audit(
                 continue
             for big, small in ((i, j), (j, i)):
                 if _contains(sets[big], sets[small]):
+                    # (an unbounded end gives an infinite or NaN bound: judged small)
                     low = results[big].low - results[small].high
                     high = results[big].high - results[small].low
                     if _small(low, high, threshold):
@@ -318,15 +319,21 @@ def audit(
     # (suppression), not here.
     single = matrix.sum(axis=1) == 1
     known[np.flatnonzero(matrix[single].any(axis=0))] = True
-    centre = np.array([(r.low + r.high) / 2 for r in results])
-    half = np.array([(r.high - r.low) / 2 for r in results])
+    # A result with an unbounded (unknown) end has no finite centre: any combination
+    # that uses it is refused, and one that does not is unaffected (only the results a
+    # combination uses enter its sums).
+    with np.errstate(invalid="ignore"):
+        centre = np.array([(r.low + r.high) / 2 for r in results])
+        half = np.array([(r.high - r.low) / 2 for r in results])
     for column in np.flatnonzero((leverage > 1.0 - 1e-6) & ~known):
         coefficients: NDArray[np.float64] = u @ (vt[:, column] / s)
         coefficients[np.abs(coefficients) < 1e-9] = 0.0
         if not np.any(coefficients[first_new:]):
             continue
-        mid = float(coefficients @ centre)
-        spread = float(np.abs(coefficients) @ half)
+        used = coefficients != 0.0
+        with np.errstate(invalid="ignore"):
+            mid = float(coefficients[used] @ centre[used])
+            spread = float(np.abs(coefficients[used]) @ half[used])
         if _small(mid - spread, mid + spread, threshold):
             uses = tuple(int(k) for k in np.flatnonzero(coefficients))
             return Finding(uses=uses, kind="combination")

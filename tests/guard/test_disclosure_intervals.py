@@ -261,3 +261,70 @@ def test_without_the_report_the_same_count_is_published(exact_world):
         tenant, analyse(tenant, count(survey, is_in("sex", "F"), is_in("district", *"NSEW")))
     )
     assert rest["status"] == "succeeded", rest
+
+
+# ------------------------------------------- the audit judges every group on its interval
+
+
+def _grouped(kind, survey, *where):
+    body = {"survey": survey.pk, "kind": kind, "where": list(where)}
+    if kind in ("mean", "distribution"):
+        body["attribute"] = "income"
+    if kind == "sample":
+        body.update(size=10, seed=3)
+    return body
+
+
+@pytest.mark.parametrize("kind", ["mean", "distribution", "sample"])
+def test_the_audit_judges_a_groups_size_on_its_interval_not_its_point(distorted, kind):
+    # Issue 10 ("disclosure control decided on intervals") in the query audit: a mean's
+    # (a conditioned distribution's, a sample pool's) group entered the audit at its
+    # point estimate. The public response count (200) minus the group 'district in
+    # N, S, E, W' is district C: at the point estimate that implied cell is about 12,
+    # at or above 5, so the result was published; on the group's interval the implied
+    # cell's interval reaches below 5 (a true group of 3 lies inside it): refused.
+    from reconstruction import disclosure
+
+    tenant, survey = distorted
+    rest = is_in("district", *"NSEW")
+    c = disclosure.group_size(_request(survey, count(survey, is_in("district", "C"))))
+    assert c.estimate >= 5 and c.low < 5 <= c.high
+    group = disclosure.group_size(_request(survey, _grouped(kind, survey, rest)))
+    assert 200 - group.estimate >= 5  # the point rule publishes the implied cell ...
+    assert disclosure.publishable(group.ci95, 10)  # ... and the group passes on its own
+    assert 200 - group.high < 5  # ... but the implied cell's interval reaches below 5
+
+    job = finished(tenant, analyse(tenant, _grouped(kind, survey, rest)))
+    assert job["status"] == "refused", job
+    assert "query auditing" in job["error"] and "threshold of 5" in job["error"]
+    assert not small_numbers(job["error"])
+
+
+def test_a_large_group_with_a_large_complement_is_still_published_after_the_audit(distorted):
+    # Control for the test above: the group 'district in N, S' has a complement whose
+    # interval lies far above 5, so the audit on intervals publishes it.
+    tenant, survey = distorted
+    job = finished(tenant, analyse(tenant, _grouped("mean", survey, is_in("district", "N", "S"))))
+    assert job["status"] == "succeeded", job
+    for kind in ("distribution", "sample"):
+        body = _grouped(kind, survey, is_in("district", "N", "S"))
+        assert finished(tenant, analyse(tenant, body))["status"] == "succeeded", kind
+
+
+def test_every_published_group_enters_the_audit_with_its_interval():
+    # The published set (reconstruction/auditing.results_of) takes each kind's group size
+    # with the interval the result states; a missing end is unbounded (never the point).
+    from reconstruction.algorithms.audit import Box
+    from reconstruction.auditing import results_of
+
+    box = Box()
+    mean = results_of("mean", {}, {"group_size": 50.0, "group_size_ci95": [40.0, 60.0]}, {})
+    sample = results_of("sample", {}, {"pool_estimate": 50.0, "pool_ci95": [41.0, 59.0]}, {})
+    panel = results_of(
+        "panel", {}, {"candidates": 48, "expected_eligible": 50.0, "eligible_ci95": [42, 58]}, {}
+    )
+    count = results_of("count", {}, {"estimate": 50.0, "ci95": [43.0, None]}, {})
+    assert [(r.box, r.low, r.high) for r in mean] == [(box, 40.0, 60.0)]
+    assert [(r.low, r.high) for r in sample] == [(41.0, 59.0)]
+    assert [(r.low, r.high) for r in panel] == [(42.0, 58.0)]
+    assert [(r.low, r.high) for r in count] == [(43.0, float("inf"))]

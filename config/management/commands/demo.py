@@ -355,6 +355,12 @@ class Command(BaseCommand):
             raise SystemExit(f"analysis {body} failed: {status['error']}")
         return dict(status["result"])
 
+    def suppressed(self, label: str, result: dict[str, Any], index: int) -> None:
+        """Say why a distribution's cell is not published (it is not hidden silently)."""
+        counts = result.get("counts") or []
+        if index < len(counts) and counts[index] is None and result.get("suppression"):
+            self.step(f"  {label} not published: {result['suppression']}")
+
     # -- the analyses --------------------------------------------------------------------
     def analyses(
         self,
@@ -439,6 +445,8 @@ class Command(BaseCommand):
             error = reconstruction_error(estimate[published], true_counts[published])
             hidden = int((~published).sum())
             label = f"error {error:.4f}" + (f", {hidden} suppressed" if hidden else "")
+            if hidden:
+                self.step(f"  satisfaction ({method}): {result['suppression']}")
             rows.append(
                 (
                     f"satisfaction='5' ({method}; {label})",
@@ -453,6 +461,7 @@ class Command(BaseCommand):
         result = self.analyse(
             {"survey": opinion_id, "kind": "distribution", "attribute": "site"}
         ) or {"counts": [None] * 7, "ci95": [None] * 7}
+        self.suppressed("site='C'", result, 2)
         true_sites = np.bincount(truth["site"], minlength=7)
         rows.append(
             (
@@ -471,6 +480,7 @@ class Command(BaseCommand):
                 "method": "mle",
             }
         ) or {"counts": [None] * 4, "ci95": [None] * 4}
+        self.suppressed("attendance='never'", result, 0)
         true_attendance = np.bincount(truth["attendance"], minlength=4)
         rows.append(
             (
