@@ -281,7 +281,14 @@ def _insert_postgresql(survey: Survey, batch: Batch, submitted_at: datetime) -> 
         )
         response_ids = dict(cursor.fetchall())
         if len(response_ids) != len(ordered_ids):
-            raise _Rejected(_why_not_stored(survey, batch))
+            # Only the skipped rows conflict: the others were inserted by this very
+            # transaction (rolled back below) and must not be named.
+            skipped = [
+                ref
+                for ref, pid in zip(batch.participants, ordered_ids, strict=True)
+                if pid not in response_ids
+            ]
+            raise _Rejected(_why_not_stored(survey, batch, skipped))
         by_position = np.fromiter(
             (response_ids[pid] for pid in ordered_ids), dtype=np.int64, count=len(ordered_ids)
         )
@@ -380,8 +387,13 @@ def _current_status(survey: Survey) -> str:
     return row[0]
 
 
-def _why_not_stored(survey: Survey, batch: Batch) -> Exception:
-    """Some responses were not inserted: the survey closed, or participants answered."""
+def _why_not_stored(
+    survey: Survey, batch: Batch, skipped: Sequence[str] | None = None
+) -> Exception:
+    """Some responses were not inserted: the survey closed, or participants answered.
+
+    ``skipped``: the references whose response was not inserted (default: all).
+    """
     status_now = _current_status(survey)
     if status_now != Survey.Status.OPEN:
         survey.status = status_now
@@ -389,7 +401,7 @@ def _why_not_stored(survey: Survey, batch: Batch) -> Exception:
             require_open(survey)
         except InvalidInput as exc:
             return exc
-    answered = _already_answered(survey, batch.participants)
+    answered = _already_answered(survey, batch.participants if skipped is None else skipped)
     return _conflict(batch, answered, len(batch.participants) == 1)
 
 

@@ -213,3 +213,25 @@ def test_single_and_bulk_paths_store_surveys_of_one_answer_type(questions):
     assert set(stored.values_list("code", "value").distinct()) == (
         {(1, None)} if "sex" in answer else {(None, 3.5)}
     )
+
+
+def test_a_bulk_conflict_names_only_those_who_had_answered(setup):
+    """PostgreSQL inserts the batch's other responses before it sees the conflict: they
+    are rolled back and must not be named (they were named on PostgreSQL before)."""
+    tenant, survey = setup
+    url = f"/api/v1/surveys/{survey.pk}/responses/bulk/"
+
+    def batch(start: int, count: int) -> list[dict[str, Any]]:
+        return [
+            {"participant": f"p-{n}", "answers": good_answers(n)}
+            for n in range(start, start + count)
+        ]
+
+    assert tenant.portal.post(url, {"responses": batch(0, 3)}, format="json").status_code == 201
+    response = tenant.portal.post(url, {"responses": batch(2, 4)}, format="json")
+    assert response.status_code == 409, response.content
+    errors = response.json()["errors"]["responses"]
+    assert set(errors) == {"0"}, errors
+    assert "p-2" in errors["0"]["participant"][0]
+    assert Response.objects.filter(survey=survey).count() == 3
+    assert not Participant.objects.filter(reference__in=["p-4", "p-5"]).exists()
