@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpResponse, HttpResponseNotModified
+from django.http.response import HttpResponseBase
+from django.utils.http import parse_etags
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -319,12 +323,33 @@ class SurveySchemeApi(SurveyScopedApi):
         operation_id="surveys_scheme",
         parameters=[ID_PARAMETER],
         summary="The published scheme: what a client needs to distort answers",
-        description="Portal keys read the schemes of open surveys only (others answer 404).",
-        responses={200: SchemeSerializer, **ERRORS, **NOT_FOUND},
+        description="Portal keys read the schemes of open surveys only (others answer 404). "
+        "The response carries an ETag; sent back in If-None-Match it gives a 304 without "
+        "the body while the survey is unchanged.",
+        responses={
+            200: SchemeSerializer,
+            304: OpenApiResponse(description="Not modified: If-None-Match holds the ETag"),
+            **ERRORS,
+            **NOT_FOUND,
+        },
         examples=[SCHEME_EXAMPLE],
     )
-    def get(self, request: Request, pk: str) -> Response:
-        return Response(selectors.survey_scheme(self.open_survey_for_portal(pk)))
+    def get(self, request: Request, pk: str) -> HttpResponseBase:
+        survey = self.open_survey_for_portal(pk)
+        renderer = request.accepted_renderer
+        if not isinstance(renderer, JSONRenderer):
+            return Response(selectors.survey_scheme(survey))  # e.g. the browsable API
+        # The rendered bytes are cached once the survey opened (issue 13, finding 5);
+        # If-None-Match with the current ETag answers 304 without the body.
+        rendered = selectors.survey_scheme_rendered(survey, renderer.render)
+        sent = parse_etags(request.headers.get("If-None-Match", ""))
+        if "*" in sent or rendered.etag in [tag.removeprefix("W/") for tag in sent]:
+            response: HttpResponseBase = HttpResponseNotModified()
+        else:
+            response = HttpResponse(rendered.body, content_type="application/json")
+        response["ETag"] = rendered.etag
+        response["Cache-Control"] = "no-cache"  # keep it, but ask again (ETag) before use
+        return response
 
 
 class SubmissionApi(SurveyScopedApi):

@@ -11,7 +11,9 @@ so their cost does not depend on Django's per-row model machinery.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+import hashlib
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,6 +163,48 @@ def survey_scheme(survey: Survey) -> dict[str, Any]:
         "status": survey.status,
         "questions": questions,
     }
+
+
+@dataclass(frozen=True)
+class RenderedScheme:
+    """A survey's scheme as the bytes sent to clients, with its strong ``ETag``."""
+
+    body: bytes
+    etag: str
+
+
+_RENDERED: OrderedDict[tuple[Any, ...], RenderedScheme] = OrderedDict()
+_RENDERED_BYTES_LIMIT = 64 * 2**20
+"""Bytes of rendered schemes a process keeps (least recently used dropped first)."""
+
+
+def survey_scheme_rendered(survey: Survey, render: Callable[[Any], bytes]) -> RenderedScheme:
+    """:func:`survey_scheme` rendered by ``render`` (the API's JSON renderer), cached.
+
+    Issue 13, finding 5: a cached scheme of the largest allowed survey still cost its
+    JSON rendering (5 MB) on every GET with the public portal key. Once the survey has
+    opened its questions are frozen, so the rendered bytes are kept per process, keyed on
+    everything else the scheme states (the survey's id, title, kind, status and opening
+    time): a change of any of them (a new title, closing) is a new key, so a changed
+    survey is never served stale. The ``ETag`` is a hash of the bytes, so a client that
+    sends it back in ``If-None-Match`` gets a 304 without the body.
+    """
+    frozen = survey.status != Survey.Status.DRAFT and survey.opened_at is not None
+    key = (survey.pk, survey.opened_at, survey.status, survey.title, survey.kind)
+    if frozen:
+        hit = _RENDERED.get(key)
+        if hit is not None:
+            _RENDERED.move_to_end(key)
+            return hit
+    body = bytes(render(survey_scheme(survey)))
+    rendered = RenderedScheme(body, '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"')
+    if frozen and len(body) <= _RENDERED_BYTES_LIMIT:
+        for old in [k for k in _RENDERED if k[0] == survey.pk]:
+            del _RENDERED[old]  # the survey's earlier state (title, status) is not served
+        _RENDERED[key] = rendered
+        while sum(len(r.body) for r in _RENDERED.values()) > _RENDERED_BYTES_LIMIT:
+            _RENDERED.popitem(last=False)
+    return rendered
 
 
 # --------------------------------------------------------------------------- arrays

@@ -48,3 +48,4 @@ def _forget_cached_surveys() -> None:
     selectors._OPEN_SURVEYS.clear()
     selectors._FORMS.clear()
     selectors._SCHEMES.clear()
+    selectors._RENDERED.clear()

@@ -301,6 +301,58 @@ def test_the_scheme_is_built_once_per_survey_state(tenant, survey):
     assert calls == []
 
 
+def test_a_cached_scheme_get_sends_the_rendered_bytes_without_rendering_again(tenant, survey):
+    # Issue 13, finding 5: the questions were cached but every GET still rendered the
+    # whole scheme as JSON (0.76 s for the largest allowed survey). The rendered bytes
+    # are cached now: a second GET renders nothing.
+    from rest_framework.renderers import JSONRenderer
+
+    url = f"/api/v1/surveys/{survey.pk}/scheme/"
+    first = tenant.portal.get(url)
+    assert first.status_code == 200 and first["Content-Type"] == "application/json"
+    rendered: list[int] = []
+    original = JSONRenderer.render
+    JSONRenderer.render = lambda *a, **k: rendered.append(1) or original(*a, **k)
+    try:
+        second = tenant.portal.get(url)
+    finally:
+        JSONRenderer.render = original
+    assert rendered == []
+    assert second.content == first.content
+    assert second.json()["questions"] == first.json()["questions"]
+
+
+def test_the_scheme_answers_304_to_its_etag_and_200_to_another(tenant, survey):
+    url = f"/api/v1/surveys/{survey.pk}/scheme/"
+    first = tenant.portal.get(url)
+    etag = first["ETag"]
+    assert etag.startswith('"') and etag.endswith('"') and len(etag) > 10
+    again = tenant.portal.get(url, HTTP_IF_NONE_MATCH=etag)
+    assert again.status_code == 304 and again.content == b""
+    assert again["ETag"] == etag
+    weak = tenant.portal.get(url, HTTP_IF_NONE_MATCH=f'"other", W/{etag}')
+    assert weak.status_code == 304
+    other = tenant.portal.get(url, HTTP_IF_NONE_MATCH='"not-this-one"')
+    assert other.status_code == 200 and other.content == first.content
+
+
+def test_the_cached_scheme_follows_a_change_of_the_survey(tenant, survey):
+    # A new title (allowed on an open survey) and closing it change the scheme: the
+    # cached bytes and the ETag follow, and the old ETag no longer gives a 304.
+    from surveys.services import survey_close, survey_update
+
+    url = f"/api/v1/surveys/{survey.pk}/scheme/"
+    first = tenant.analyst.get(url)
+    survey_update(survey=survey, title="A new title", actor="test")
+    renamed = tenant.analyst.get(url, HTTP_IF_NONE_MATCH=first["ETag"])
+    assert renamed.status_code == 200, renamed.status_code
+    assert renamed.json()["title"] == "A new title" and renamed["ETag"] != first["ETag"]
+    survey_close(survey=survey, actor="test")
+    closed = tenant.analyst.get(url, HTTP_IF_NONE_MATCH=renamed["ETag"])
+    assert closed.status_code == 200 and closed.json()["status"] == "closed"
+    assert tenant.portal.get(url).status_code == 404  # portal keys: open surveys only
+
+
 # ----------------------------------------------------------------------- SQLite concurrency
 
 
