@@ -38,7 +38,7 @@ from reconstruction.algorithms.panel import (
     select_panel,
 )
 from reconstruction.analysis import AnalysisInputError, AnalysisRequest, interval_json
-from reconstruction.jobs import JobInputError
+from reconstruction.jobs import JobInputError, JobRefused
 from reconstruction.registry import AnalysisKind, Progress, register
 
 OBJECTIVES = ("maximin", "nash", "leximin")
@@ -339,8 +339,12 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
             progress=solving,
             max_seconds=solver_seconds(),
         )
-    except InfeasibleQuotas:
-        raise
+    except InfeasibleQuotas as exc:
+        # Feasibility needs the posteriors, i.e. the fit, which never runs in the request
+        # (POST only validates, issue 9), so the worker refuses: the reason names the
+        # conflicting quotas and the smallest relaxation, in panel seats (bounds the
+        # analyst wrote or seats of a panel), never a count of the pool.
+        raise JobRefused(str(exc)) from None
     except ValueError as exc:
         if "larger than the eligible pool" not in str(exc):
             raise

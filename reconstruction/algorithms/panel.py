@@ -40,6 +40,22 @@ Where and why this module differs from Flanigan et al.
   candidate of a type at the same probability (any optimal distribution can be
   symmetrised this way, so nothing is lost). This is what makes pools of 10,000 solvable
   in minutes with HiGHS where the per-person formulation takes hours.
+* **Near-equal types merged.** A continuous attribute gives nearly every reported value
+  its own posterior, so candidates whose posteriors differ by at most ``min(0.05, 0.5 /
+  size)`` per quota are merged (:func:`_merge_types`). Unlike an approximation, this
+  cannot break a band: the lower edge is imposed on the type's smallest member posterior
+  and the upper edge on its largest, so any members filling the seats keep every
+  panel's expected counts within the bands; the cost is at most half a seat of band in
+  total and some fairness (the test bounds it). ``merge=False`` turns it off.
+* **A relaxation bound and a rounded warm start.** Flanigan et al. start the column
+  generation from a covering set of panels and stop on the pricing MILP's dual bound.
+  Here the LP relaxation over types (fractional expected seats per type, maximin
+  level ``z`` with ``x_t >= z n_t``, :func:`_lp_bound`) bounds the optimum from above
+  before any MILP, and hundreds of panels rounded from its seats (systematic rounding
+  along types sorted by posteriors, quotas repaired by one-seat moves,
+  :func:`_warm_start`) seed the master LP, so it starts near the optimum. The stopping
+  rule is sortition-algorithms' own: a gap of 0.0005 in selection probability to the
+  best proven bound (the relaxation's or a pricing MILP's), or 0.2% if larger.
 * **LEXIMIN without Gurobi.** The LEXIMIN of Flanigan et al. solves a sequence of
   maximin programmes, fixing the probabilities whose dual values are positive; it runs
   here with HiGHS' LP solver (the reference implementation requires Gurobi). Nash welfare
@@ -96,6 +112,10 @@ _Z95 = 1.959963984540054
 _FIX_TOL = 1e-7
 # Relative optimality gap of the column generation (maximin, leximin rounds) and of Nash.
 _MAXIMIN_GAP = 2e-3
+# Absolute gap in selection probability at which maximin has converged: sortition-
+# algorithms' own stopping rule (``EPS = 0.0005`` in its maximin column generation), so
+# "converged" means the same here as in the reference implementation.
+_MAXIMIN_ABS_GAP = 5e-4
 _NASH_GAP = 1e-4
 # HiGHS' relative MIP gap in pricing: its dual bound stays valid, so the stopping test
 # above stays sound; only the columns are slightly less than the best.
@@ -111,6 +131,15 @@ _MILP_TIME_LIMIT = 10.0
 _OUTSIDE_STEPS = (1.0, 1.5, 2.0, 3.0, 5.0)
 # Posterior vectors that agree to this many decimals form one type.
 _TYPE_DECIMALS = 10
+# Merged types (:func:`_merge_types`): members' posteriors may spread over at most
+# ``_MERGE_SEATS / size`` per quota, so the bands lose at most ``_MERGE_SEATS`` seats in
+# total to the conservative rows (a panel's worst-case shift), and much less in practice.
+_MERGE_SEATS = 0.5
+_MERGE_CAP = 0.05
+# Panels rounded from the LP relaxation's expected seats to seed the column generation.
+_WARM_PANELS = 400
+_WARM_OFFSETS = 50  # panels per random order of the types (evenly spaced offsets)
+_WARM_SEED = 0x5EA7_2021
 
 
 @dataclass(frozen=True)
@@ -334,6 +363,11 @@ class _Problem:
     tight: NDArray[np.float64] | None = None  # (r, T)
     tight_lower: NDArray[np.float64] | None = None  # (r,)
     tight_upper: NDArray[np.float64] | None = None  # (r,)
+    # Merged types (:func:`_merge_types`): the smallest and largest member posterior per
+    # type and quota. The lower edge of a band is imposed on the smallest, the upper edge
+    # on the largest, so every panel of members meets the bands whoever fills its seats.
+    least: NDArray[np.float64] | None = None  # (T, q)
+    most: NDArray[np.float64] | None = None  # (T, q)
 
     def rows(
         self, active: NDArray[np.bool_] | None = None
@@ -343,7 +377,13 @@ class _Problem:
         With ``active`` (a mask over quotas), only those quotas' plain bands.
         """
         keep = np.ones(self.lower.size, dtype=bool) if active is None else active
-        a, lo, hi = self.posteriors[:, keep].T, self.lower[keep], self.upper[keep]
+        if self.least is not None and self.most is not None:
+            k = int(keep.sum())
+            a = np.vstack([self.least[:, keep].T, self.most[:, keep].T])
+            lo = np.concatenate([self.lower[keep], np.full(k, -math.inf)])
+            hi = np.concatenate([np.full(k, math.inf), self.upper[keep]])
+        else:
+            a, lo, hi = self.posteriors[:, keep].T, self.lower[keep], self.upper[keep]
         if active is None and self.tight is not None:
             assert self.tight_lower is not None and self.tight_upper is not None
             a = np.vstack([a, self.tight])
@@ -631,6 +671,204 @@ def _infeasible(problem: _Problem, quotas: Sequence[Quota]) -> InfeasibleQuotas:
     return InfeasibleQuotas(message, conflicting, relaxation)
 
 
+def _merge_types(
+    matrix: NDArray[np.float64], spread: float
+) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Group candidates into types whose posteriors differ by at most ``spread`` per quota.
+
+    Candidates with equal posterior vectors (the same reported cells) are one type, as in
+    Flanigan et al.'s symmetry argument. With ``spread > 0``, those exact types are also
+    merged by leader clustering (in lexicographic order, each joins the nearest leader
+    within ``spread / 2`` in every quota, else leads a new type), which matters for
+    continuous attributes: every noisy age has its own posterior of every age band.
+    Returns ``type_of`` per candidate, the members' mean, smallest and largest posterior
+    per type and quota. The optimisation imposes a band's lower edge on the smallest and
+    its upper edge on the largest (:class:`_Problem`), so a merged type can cost some
+    fairness but never a band: any members filling a panel's seats keep its expected
+    counts within the bands.
+    """
+    n, q = matrix.shape
+    if q == 0:
+        zero = np.zeros((1, 0))
+        return np.zeros(n, dtype=np.intp), zero, zero, zero
+    keys = np.round(matrix, _TYPE_DECIMALS)
+    unique, exact = np.unique(keys, axis=0, return_inverse=True)
+    exact = np.asarray(exact, dtype=np.intp).ravel()
+    if spread > 0 and unique.shape[0] > 1:
+        radius = spread / 2.0
+        leaders = np.empty_like(unique)
+        group = np.empty(unique.shape[0], dtype=np.intp)
+        count = 0
+        for u in range(unique.shape[0]):  # np.unique's rows are in lexicographic order
+            if count:
+                distance = np.abs(leaders[:count] - unique[u]).max(axis=1)
+                nearest = int(np.argmin(distance))
+                if distance[nearest] <= radius:
+                    group[u] = nearest
+                    continue
+            leaders[count] = unique[u]
+            group[u] = count
+            count += 1
+        type_of = group[exact]
+    else:
+        type_of = exact
+    t = int(type_of.max()) + 1
+    sizes = np.bincount(type_of, minlength=t).astype(np.float64)
+    mean = np.stack(
+        [np.bincount(type_of, weights=matrix[:, j], minlength=t) / sizes for j in range(q)],
+        axis=1,
+    )
+    least = np.full((t, q), np.inf)
+    most = np.full((t, q), -np.inf)
+    np.minimum.at(least, type_of, matrix)
+    np.maximum.at(most, type_of, matrix)
+    return type_of, mean, least, most
+
+
+def _lp_bound(
+    problem: _Problem, selectable: NDArray[np.bool_]
+) -> tuple[float, NDArray[np.float64]]:
+    """The maximin of the LP relaxation: expected seats per type, not panels.
+
+    ``max z`` over fractional seats ``x`` (``0 <= x <= n``, ``sum x = k``, the quota rows)
+    with ``x_t >= z n_t`` for every selectable type. The marginals of every lottery over
+    quota-satisfying panels are such an ``x`` (expectations keep linear rows), so ``z``
+    bounds the optimal lowest selection probability from above; the column generation
+    stops once its level is within the gap of it. Returns ``z`` and ``x``.
+    """
+    t = problem.sizes.size
+    a, lo, hi = problem.rows()
+    has_hi, has_lo = np.isfinite(hi), np.isfinite(lo)
+    sel = np.flatnonzero(selectable)
+    # -x_t + n_t z <= 0 for selectable t
+    link = sparse.hstack(
+        [
+            -sparse.identity(t, format="csr")[sel],
+            sparse.csr_matrix(problem.sizes[sel][:, None]),
+        ],
+        format="csr",
+    )
+    quota = sparse.csr_matrix(np.vstack([a[has_hi], -a[has_lo]]))
+    quota = sparse.hstack([quota, sparse.csr_matrix((quota.shape[0], 1))], format="csr")
+    cost = np.zeros(t + 1)
+    cost[-1] = -1.0
+    result = linprog(
+        cost,
+        A_ub=sparse.vstack([link, quota], format="csr"),
+        b_ub=np.concatenate([np.zeros(sel.size), hi[has_hi], -lo[has_lo]]),
+        A_eq=np.concatenate([np.ones(t), [0.0]])[None, :],
+        b_eq=[float(problem.size)],
+        bounds=np.column_stack([np.zeros(t + 1), np.concatenate([problem.sizes, [1.0]])]),
+        method="highs",
+    )
+    if result.status != 0:
+        return math.inf, np.zeros(t)
+    return float(result.x[-1]), np.asarray(result.x[:-1], dtype=np.float64)
+
+
+def _round_panel(
+    x: NDArray[np.float64],
+    size: int,
+    rng: np.random.Generator,
+    posteriors: NDArray[np.float64] | None = None,
+) -> NDArray[np.int64]:
+    """Systematic (dependent) rounding of expected seats ``x`` to a panel of ``size``.
+
+    One uniform offset over the types' cumulated seats: every type gets ``floor(x_t)``
+    or ``ceil(x_t)`` seats, with expectation ``x_t`` whatever the order, and the seats sum
+    to ``size``. With ``posteriors``, the types are sorted by their posteriors (quotas in
+    random priority, ties at random), so that like types are neighbours and the rounding
+    acts as stratified sampling: every quota's expected count stays close to ``x``'s.
+    """
+    return _systematic(x, size, _order(x.size, rng, posteriors), float(rng.random()))
+
+
+def _order(
+    t: int, rng: np.random.Generator, posteriors: NDArray[np.float64] | None
+) -> NDArray[np.intp]:
+    """Types sorted by their posteriors (quotas in random priority, ties at random)."""
+    if posteriors is None or posteriors.shape[1] == 0:
+        return np.asarray(rng.permutation(t), dtype=np.intp)
+    keys = [rng.random(t)]
+    keys += [posteriors[:, j] for j in rng.permutation(posteriors.shape[1])]
+    return np.asarray(np.lexsort(keys), dtype=np.intp)
+
+
+def _systematic(
+    x: NDArray[np.float64], size: int, order: NDArray[np.intp], offset: float
+) -> NDArray[np.int64]:
+    """Systematic rounding of ``x`` along ``order`` at ``offset`` in ``[0, 1)``."""
+    ends = np.cumsum(x[order]) * (size / max(float(x.sum()), 1e-300))
+    marks = np.floor(ends + offset)
+    seats = np.diff(np.concatenate([[math.floor(offset)], marks]))
+    panel = np.zeros(x.size, dtype=np.int64)
+    panel[order] = seats.astype(np.int64)
+    return panel
+
+
+def _repair(
+    problem: _Problem,
+    panel: NDArray[np.int64],
+    rows: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]],
+    rng: np.random.Generator,
+    steps: int = 8,
+    pool: int = 64,
+) -> NDArray[np.int64] | None:
+    """Greedy one-seat moves that reduce the quota violation of ``panel`` to zero.
+
+    Each step moves the seat (from an occupied type to one of ``pool`` random types with
+    room) that leaves the smallest total violation; ``None`` if ``steps`` moves do not
+    reach a quota-satisfying panel.
+    """
+    a, lo, hi = rows
+    columns = a.T  # (T, r)
+    panel = panel.copy()
+    for _ in range(steps + 1):
+        counts = panel @ columns
+        violation = float((np.maximum(lo - counts, 0) + np.maximum(counts - hi, 0)).sum())
+        if violation <= 1e-9:
+            return panel
+        occupied = np.flatnonzero(panel > 0)
+        room = np.flatnonzero(panel < problem.sizes)
+        if room.size > pool:
+            room = rng.choice(room, size=pool, replace=False)
+        moved = counts[None, None, :] - columns[occupied][:, None, :] + columns[room][None, :, :]
+        after = (np.maximum(lo - moved, 0) + np.maximum(moved - hi, 0)).sum(axis=2)
+        after[occupied[:, None] == room[None, :]] = np.inf
+        s, t = np.unravel_index(int(np.argmin(after)), after.shape)
+        if not after[s, t] < violation - 1e-12:
+            return None
+        panel[occupied[s]] -= 1
+        panel[room[t]] += 1
+    return None
+
+
+def _warm_start(
+    cg: _ColumnGeneration, x: NDArray[np.float64], count: int, rng: np.random.Generator
+) -> int:
+    """Seed the columns with panels rounded from the LP relaxation's expected seats.
+
+    Each panel rounds ``x`` (:func:`_round_panel`) and repairs the quotas by one-seat
+    moves (:func:`_repair`); the panels' average is close to ``x``, whose lowest
+    probability is the LP bound, so the master LP starts near the optimum and few
+    pricing MILPs remain. Returns the number of new panels.
+    """
+    problem = cg.problem
+    rows = problem.rows()
+    added = 0
+    orders = max(1, count // _WARM_OFFSETS)
+    for _ in range(orders):
+        order = _order(x.size, rng, problem.posteriors)
+        # Evenly spaced offsets along one order: over them every type gets x_t seats per
+        # panel on average up to one seat in all, far closer than independent roundings.
+        for offset in (np.arange(_WARM_OFFSETS) + float(rng.random())) / _WARM_OFFSETS:
+            rounded = _systematic(x, problem.size, order, float(offset))
+            panel = _repair(problem, rounded, rows, rng)
+            if panel is not None:
+                added += cg.add(panel)
+    return added
+
+
 def _quota_name(quotas: Sequence[Quota], j: int) -> str:
     return quotas[j].label or f"quota {j}"
 
@@ -828,18 +1066,20 @@ def _maximin_round(
     tol: float,
     base: float,
     share: float,
+    relaxation: float = math.inf,
 ) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
     """Column generation for one maximin programme (Flanigan et al., Methods, dual LP).
 
     Stops when the best new panel cannot raise the level by more than the relative
-    ``tol`` (its dual value bounds the optimum) or the level reaches ``size / N``, the
-    equal share of the free candidates, which no distribution can exceed.
+    ``tol`` (its dual value bounds the optimum) or the level comes within ``tol`` of
+    ``relaxation`` (the LP relaxation's bound, :func:`_lp_bound`) or of ``size / N``, the
+    equal share of the free candidates; no distribution can exceed either.
     """
     sizes = cg.problem.sizes
     remaining = cg.problem.size - float((fixed[fixed_mask] * sizes[fixed_mask]).sum())
-    ceiling = remaining / max(float(sizes[free].sum()), 1.0)
+    ceiling = min(remaining / max(float(sizes[free].sum()), 1.0), relaxation)
     offsets = np.where(fixed_mask, fixed - _FIX_TOL, 0.0)
-    best = math.inf  # the lowest Lagrangian bound on the level seen so far
+    best = ceiling  # the lowest proven bound on the level so far (LP relaxation, Lagrangian)
     center: NDArray[np.float64] | None = None  # the duals that gave it
     while True:
         level, weights, duals, _ = _maximin_master(cg.matrix(), free, fixed, fixed_mask)
@@ -849,7 +1089,7 @@ def _maximin_round(
             keep[-200:] = True
             cg.prune(keep)
             weights = weights[keep]
-        if level >= ceiling * (1.0 - tol):  # nobody can do better than an equal share
+        if ceiling - level <= max(tol * ceiling, _MAXIMIN_ABS_GAP):  # no lottery does better
             return level, weights, duals
         a = cg.matrix()
         added = False
@@ -875,18 +1115,29 @@ def _maximin_round(
         gap = max(best - level, 0.0)
         cg.bound = best
         cg.report(base + share * (level / (level + gap) if level + gap > 0 else 1.0))
-        if gap <= tol * max(level, 1e-12) or not added or cg.out_of_time():
+        if gap <= max(tol * level, _MAXIMIN_ABS_GAP) or not added or cg.out_of_time():
             # Columns added in this iteration are not in the master's solution yet.
             weights = np.concatenate([weights, np.zeros(len(cg.columns) - weights.size)])
             return level, weights, duals
+
+
+def _seed_columns(cg: _ColumnGeneration, selectable: NDArray[np.bool_]) -> float:
+    """The LP relaxation's bound (:func:`_lp_bound`) over the selectable types, and more
+    panels rounded from its seats when some types proved unselectable (the warm start
+    of :func:`select_panel` rounded the relaxation over all types)."""
+    bound, x = _lp_bound(cg.problem, selectable)
+    if math.isfinite(bound) and not selectable.all():
+        _warm_start(cg, x, _WARM_PANELS, np.random.default_rng(_WARM_SEED + 1))
+    return bound
 
 
 def _maximin(
     cg: _ColumnGeneration, selectable: NDArray[np.bool_], tol: float
 ) -> NDArray[np.float64]:
     t = selectable.size
+    bound = _seed_columns(cg, selectable)
     _, weights, _ = _maximin_round(
-        cg, selectable, np.zeros(t), np.zeros(t, dtype=bool), tol, 0.1, 0.9
+        cg, selectable, np.zeros(t), np.zeros(t, dtype=bool), tol, 0.1, 0.9, bound
     )
     return weights
 
@@ -903,13 +1154,15 @@ def _leximin(
     fixed = np.zeros(t)
     fixed_mask = np.zeros(t, dtype=bool)
     free = selectable.copy()
+    bound = _seed_columns(cg, selectable)  # the first round's LP bound
     weights = np.zeros(len(cg.columns))
     total = max(int(selectable.sum()), 1)
     while free.any():
         done = 1.0 - free.sum() / total
         level, weights, duals = _maximin_round(
-            cg, free, fixed, fixed_mask, tol, 0.1 + 0.9 * done, 0.9 / total
+            cg, free, fixed, fixed_mask, tol, 0.1 + 0.9 * done, 0.9 / total, bound
         )
+        bound = math.inf
         tight = free & (duals > _FIX_TOL)
         if not tight.any():  # degenerate duals: fix the lowest instead
             pi = weights @ cg.matrix()
@@ -1023,6 +1276,7 @@ def select_panel(
     progress: Progress | None = None,
     max_outside: float | None = None,
     max_seconds: float | None = None,
+    merge: bool = True,
 ) -> PanelResult:
     """Draw a panel from a fair lottery whose panels meet quotas on expected true counts.
 
@@ -1071,6 +1325,11 @@ def select_panel(
         the run several times slower and the lottery less fair without bringing the
         realised counts closer to the bands, because it favours candidates with extreme
         posteriors, which are the least reliable ones (the reconstruction's tails).
+    merge : bool
+        Merge candidates whose posteriors differ by at most ``min(0.05, 0.5 / size)``
+        per quota into one type (:func:`_merge_types`; bands are imposed on the
+        members' extreme posteriors, so every panel still meets them). ``False``: one
+        type per distinct posterior vector.
     max_seconds : float or None
         Stop improving the distribution after this many seconds of optimisation (the
         covering panels are always found first). Every panel of the lottery still meets
@@ -1140,34 +1399,23 @@ def select_panel(
         if q
         else np.zeros((candidates.size, 0))
     )
-    keys = np.round(matrix, _TYPE_DECIMALS)
-    if q:
-        type_posteriors, type_of = np.unique(keys, axis=0, return_inverse=True)
-    else:
-        type_posteriors, type_of = np.zeros((1, 0)), np.zeros(candidates.size, dtype=np.intp)
-    type_of = np.asarray(type_of, dtype=np.intp).ravel()
-    sizes = np.bincount(type_of, minlength=type_posteriors.shape[0]).astype(np.float64)
-    # The type's posterior is the mean of its members' (equal up to the rounding).
-    type_posteriors = (
-        np.stack(
-            [
-                np.bincount(type_of, weights=matrix[:, j], minlength=sizes.size) / sizes
-                for j in range(q)
-            ],
-            axis=1,
-        )
-        if q
-        else type_posteriors
-    )
-    problem = _Problem(
-        sizes,
-        type_posteriors,
-        int(size),
-        np.array([qt.min for qt in quotas], dtype=np.float64),
-        np.array([qt.max for qt in quotas], dtype=np.float64),
-    )
-    if not problem.feasible():
-        raise _infeasible(problem, quotas)
+    lower = np.array([qt.min for qt in quotas], dtype=np.float64)
+    upper = np.array([qt.max for qt in quotas], dtype=np.float64)
+    # Tightened bands are built on the types' mean posteriors: merge only without them.
+    spread = min(_MERGE_CAP, _MERGE_SEATS / size) if merge and max_outside is None else 0.0
+    problem = None
+    if spread > 0:
+        type_of, type_posteriors, least, most = _merge_types(matrix, spread)
+        sizes = np.bincount(type_of, minlength=type_posteriors.shape[0]).astype(np.float64)
+        merged = _Problem(sizes, type_posteriors, int(size), lower, upper, least=least, most=most)
+        if merged.feasible():
+            problem = merged
+    if problem is None:  # exact types (also the infeasibility diagnosis's problem)
+        type_of, type_posteriors, _, _ = _merge_types(matrix, 0.0)
+        sizes = np.bincount(type_of, minlength=type_posteriors.shape[0]).astype(np.float64)
+        problem = _Problem(sizes, type_posteriors, int(size), lower, upper)
+        if not problem.feasible():
+            raise _infeasible(problem, quotas)
     notes: list[str] = []
     levels = np.full(q, math.inf)
     if max_outside is not None and q:
@@ -1187,7 +1435,15 @@ def select_panel(
         progress,
         deadline=None if max_seconds is None else time.monotonic() + float(max_seconds),
     )
-    selectable = cg.cover(np.zeros(sizes.size, dtype=bool))
+    # Panels rounded from the LP relaxation first (they cover most types at once), then
+    # the covering step for the rest (Flanigan et al., Methods).
+    bound, x = _lp_bound(problem, np.ones(sizes.size, dtype=bool))
+    if math.isfinite(bound) and bound > 0:
+        _warm_start(cg, x, _WARM_PANELS, np.random.default_rng(_WARM_SEED))
+    covered = np.zeros(sizes.size, dtype=bool)
+    for column in cg.columns:
+        covered |= column > 0
+    selectable = cg.cover(covered)
     solve = {"maximin": _maximin, "leximin": _leximin, "nash": _nash}[objective]
     weights = solve(cg, selectable, _NASH_GAP if objective == "nash" else _MAXIMIN_GAP)
     a = cg.matrix()
@@ -1252,14 +1508,14 @@ def select_panel(
     if progress is not None:
         progress(1.0)
     if cg.stopped:
-        bound = (
+        bound_text = (
             f"; no lottery can give everyone more than {cg.bound:.4g}"
             if objective == "maximin" and math.isfinite(cg.bound)
             else ""
         )
         notes.append(
             f"optimisation stopped after max_seconds={max_seconds:g}: the lowest selection "
-            f"probability reached is {optimum:.4g}{bound}"
+            f"probability reached is {optimum:.4g}{bound_text}"
         )
     unselectable = int(sizes[~selectable].sum())
     if unselectable:

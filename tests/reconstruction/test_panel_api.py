@@ -390,7 +390,7 @@ def test_infeasible_quotas_name_the_conflict_and_the_smallest_relaxation(
          "min": 13, "max": 15},
     ]  # fmt: skip
     job = run(world.analyst, django_capture_on_commit_callbacks, panel_body(world, quotas=quotas))
-    assert job["status"] == "failed", job
+    assert job["status"] == "refused", job
     error = job["error"]
     assert "quotas[0] (sex in [F])" in error and "quotas[1]" in error, error
     assert "Smallest feasible relaxation" in error

@@ -19,9 +19,16 @@ from reconstruction.algorithms.panel import (
     InfeasibleQuotas,
     PanelCancelled,
     Quota,
+    _lp_bound,
+    _Problem,
     select_panel,
 )
-from reconstruction.algorithms.queries import Condition, ContinuousAttribute, DiscreteAttribute
+from reconstruction.algorithms.queries import (
+    Condition,
+    ContinuousAttribute,
+    DiscreteAttribute,
+    condition_posterior,
+)
 
 SEX = [1, 0, 0, 1, 0, 1, 1, 0, 1, 1]
 DISTRICT = [0, 1, 2, 2, 0, 1, 0, 0, 1, 0]
@@ -271,7 +278,7 @@ def test_tightened_bands_bound_the_expected_seats_outside_every_band() -> None:
         Quota((Condition("age", "between", (16, 40)),), 2, 6, "16-39"),
     ]
     size = 12
-    tight = select_panel(table, size, quotas, rng=np.random.default_rng(1), max_outside=0.3)
+    tight = select_panel(table, size, quotas, rng=np.random.default_rng(1), max_outside=0.1)
     plain = select_panel(table, size, quotas, rng=np.random.default_rng(1), max_outside=None)
     worst = {}
     for name, result in (("tight", tight), ("plain", plain)):
@@ -291,13 +298,14 @@ def test_tightened_bands_bound_the_expected_seats_outside_every_band() -> None:
             if name == "plain":
                 assert outcome.outside_level == np.inf
             else:
-                assert outcome.outside_level >= 0.3
+                assert outcome.outside_level >= 0.1
     levels = np.array([o.outside_level for o in tight.quotas])
     # Every panel of the lottery keeps each quota's expected seats outside within its level.
     assert np.all(worst["tight"] <= levels + 1e-6)
     assert np.all(worst["tight"] <= worst["plain"] + 1e-9)
-    assert worst["plain"].max() > 0.3  # the plain lottery needed the tightening
-    assert "expected to fall outside its band by at most 0.3" in tight.guarantee
+    # The plain lottery needed the tightening (its worst panel is beyond the level).
+    assert worst["plain"].max() > levels.min(), (worst, levels)
+    assert "expected to fall outside its band by at most 0.1" in tight.guarantee
 
 
 def test_unattainable_outside_level_falls_back_with_a_note() -> None:
@@ -316,12 +324,69 @@ def test_a_time_limit_stops_early_with_a_valid_lottery_and_says_so() -> None:
         Quota((Condition("sex", "in", {0}),), 4, 8, "women"),
         Quota((Condition("age", "between", (16, 40)),), 2, 6, "16-39"),
     ]
-    full = select_panel(table, 12, quotas, rng=np.random.default_rng(4))
-    stopped = select_panel(table, 12, quotas, rng=np.random.default_rng(4), max_seconds=0.0)
+    # LEXIMIN: many maximin rounds (a single maximin now often converges on its warm
+    # start, before any time check).
+    full = select_panel(table, 12, quotas, rng=np.random.default_rng(4), objective="leximin")
+    stopped = select_panel(
+        table, 12, quotas, rng=np.random.default_rng(4), max_seconds=0.0, objective="leximin"
+    )
     assert any("max_seconds" in note for note in stopped.notes)
     assert not any("max_seconds" in note for note in full.notes)
     # Still a lottery over panels that meet the bands, just not the fairest one.
     mu = stopped.support @ stopped.type_posteriors
     assert np.all(mu >= np.array([4, 2]) - 1e-6) and np.all(mu <= np.array([8, 6]) + 1e-6)
     assert_allclose(stopped.weights.sum(), 1.0)
-    assert stopped.optimum <= full.optimum + 1e-9
+    assert stopped.optimum <= full.optimum + 1e-6  # LEXIMIN fixes levels with 1e-7 slack
+
+
+def test_merged_types_keep_every_members_panel_within_the_bands() -> None:
+    # Continuous ages give many distinct posteriors; merging groups near-equal ones. The
+    # bands are imposed on each merged type's extreme members, so whichever members fill
+    # a panel's seats, their own posteriors keep the expected counts within the bands.
+    table = _age_sex_table(2.0, n=400)
+    quotas = [
+        Quota((Condition("sex", "in", {0}),), 4, 6, "women"),
+        Quota((Condition("age", "between", (16, 40)),), 3, 4, "16-39"),
+    ]
+    merged = select_panel(table, 10, quotas, rng=np.random.default_rng(3))
+    exact = select_panel(table, 10, quotas, rng=np.random.default_rng(3), merge=False)
+    assert merged.type_posteriors.shape[0] < exact.type_posteriors.shape[0]
+    posteriors = np.column_stack(
+        [condition_posterior(table, q.where, rng=np.random.default_rng(0)).values for q in quotas]
+    )[merged.candidates]
+    lower = np.array([q.min for q in quotas])
+    upper = np.array([q.max for q in quotas])
+    for panel in merged.support:
+        least = np.zeros(len(quotas))
+        most = np.zeros(len(quotas))
+        for t in np.flatnonzero(panel):
+            members = posteriors[merged.type_of == t]
+            # The panel's seats of this type taken by its lowest / highest members.
+            least += np.sort(members, axis=0)[: panel[t]].sum(axis=0)
+            most += np.sort(members, axis=0)[::-1][: panel[t]].sum(axis=0)
+        assert np.all(least >= lower - 1e-6) and np.all(most <= upper + 1e-6)
+    # Merging costs little fairness (the issue's bound: half a seat of band in total).
+    assert merged.optimum >= 0.9 * exact.optimum
+
+
+def test_lp_relaxation_bounds_the_maximin_optimum() -> None:
+    # The relaxation's level bounds every lottery's lowest probability from above, and
+    # the column generation stops within sortition-algorithms' gap (0.0005) of the best
+    # bound, so a converged optimum lies within that of the relaxation or below it.
+    table = _age_sex_table(3.0)
+    quotas = [
+        Quota((Condition("sex", "in", {0}),), 4, 5, "women"),
+        Quota((Condition("age", "between", (16, 40)),), 5, 6, "16-39"),
+    ]
+    result = select_panel(table, 12, quotas, rng=np.random.default_rng(5), merge=False)
+    problem = _Problem(
+        np.bincount(result.type_of).astype(float),
+        result.type_posteriors,
+        12,
+        np.array([4.0, 5.0]),
+        np.array([5.0, 6.0]),
+    )
+    bound, seats = _lp_bound(problem, np.ones(problem.sizes.size, dtype=bool))
+    assert_allclose(seats.sum(), 12.0)
+    assert result.optimum <= bound + 1e-9
+    assert not result.notes or not any("max_seconds" in n for n in result.notes)
