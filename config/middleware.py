@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import translation
+
+from config.i18n import supported_language
 
 
 class JsonApiErrors:
@@ -33,3 +37,22 @@ class JsonApiErrors:
             }[response.status_code]
             return JsonResponse({"detail": detail, "errors": {}}, status=response.status_code)
         return response
+
+
+class QueryLanguage:
+    """``?lang=de`` chooses the language of any page or API answer (after LocaleMiddleware,
+    which reads Accept-Language and the admin's cookie): error messages, job reasons,
+    reports. An unsupported code is ignored."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        requested = request.GET.get("lang")
+        if requested:
+            supported = {code for code, _name in settings.LANGUAGES}
+            code = supported_language(requested)
+            if code in supported and code.split("-")[0] == requested.lower()[:2]:
+                translation.activate(code)
+                request.LANGUAGE_CODE = code
+        return self.get_response(request)

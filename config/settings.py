@@ -64,8 +64,9 @@ MIDDLEWARE = [
     "corsheaders.middleware.CorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # The language of admin pages, API error messages, the example page and reports:
-    # Accept-Language (or the admin's language cookie); ?lang= on report downloads.
+    # Accept-Language (or the admin's language cookie); ?lang= overrides it everywhere.
     "django.middleware.locale.LocaleMiddleware",
+    "config.middleware.QueryLanguage",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",

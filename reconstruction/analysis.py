@@ -16,7 +16,10 @@ from typing import Any
 
 import numpy as np
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
+from config.messages import translate
+from privacy.mechanisms.messages import Message
 from reconstruction.algorithms import tables
 from reconstruction.algorithms.continuous import IntervalReconstruction
 from reconstruction.algorithms.methods import check_method, reconstruct
@@ -142,7 +145,7 @@ def parse_where(
         try:
             conditions.append(Condition(question.key, op, value))
         except ValueError as exc:
-            raise AnalysisInputError({item_field: str(exc)}) from None
+            raise AnalysisInputError({item_field: translate(exc)}) from None
     _check_satisfiable(conditions, questions, field)
     return conditions
 
@@ -357,7 +360,11 @@ def check_method_fits(question: Question, method: str) -> None:
         raise AnalysisInputError(
             {
                 "method": _("%(problem)s (%(key)s uses %(mechanism)s)")
-                % {"problem": exc, "key": repr(question.key), "mechanism": question.mechanism}
+                % {
+                    "problem": translate(exc),
+                    "key": repr(question.key),
+                    "mechanism": question.mechanism,
+                }
             }
         ) from None
 
@@ -398,7 +405,7 @@ def participant_bound(request: AnalysisRequest) -> int:
     return min([responses[request.survey.pk], *(answers[q.pk] for q in questions)])
 
 
-def too_few_responses(request: AnalysisRequest, n: int) -> str | None:
+def too_few_responses(request: AnalysisRequest, n: int) -> Message | None:
     """Why nothing may be published for so few participants (``None`` when enough).
 
     The reason names the threshold, never the below-threshold number.
@@ -406,11 +413,16 @@ def too_few_responses(request: AnalysisRequest, n: int) -> str | None:
     needed = request.thresholds.min_responses
     if n >= needed:
         return None
-    keys = ", ".join(repr(key) for key in request.keys) or _("this survey")
-    return _(
-        "fewer than %(needed)s participants answered %(keys)s; at least %(needed)s are needed "
-        "before anything is published"
-    ) % {"needed": needed, "keys": keys}
+    keys: Message | str = ", ".join(repr(key) for key in request.keys) or Message(
+        gettext_noop("this survey")
+    )
+    return Message(
+        gettext_noop(
+            "fewer than %(needed)s participants answered %(keys)s; at least %(needed)s are "
+            "needed before anything is published"
+        ),
+        {"needed": needed, "keys": keys},
+    )
 
 
 def plan(request: AnalysisRequest, n: int, *, target: str | None = None) -> tables.CellPlan:
@@ -464,10 +476,13 @@ def naive_count(request: AnalysisRequest) -> int:
     return naive_moments(request).count
 
 
-def group_too_small(needed: int) -> str:
-    return (
-        "the group this condition selects is too small to publish (the 95% interval "
-        f"of its size reaches below {needed})"
+def group_too_small(needed: int) -> Message:
+    return Message(
+        gettext_noop(
+            "the group this condition selects is too small to publish (the 95%% interval "
+            "of its size reaches below %(needed)s)"
+        ),
+        {"needed": needed},
     )
 
 

@@ -23,7 +23,9 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
+from privacy.mechanisms.messages import Message
 from reconstruction import analysis
 from reconstruction.algorithms.audit import Box, Continuous, Discrete, Published, audit
 from reconstruction.analysis import AnalysisInputError, AnalysisRequest
@@ -231,14 +233,20 @@ def publish(job: AnalysisJob, prepared: AnalysisRequest, payload: dict[str, Any]
         finding = audit(_universe(questions), published, new, threshold) if new else None
         if finding is not None:
             raise JobRefused(
-                "this result, together with results already published for this survey, "
-                f"would reveal a group smaller than the threshold of {threshold} "
-                f"(query auditing: {finding.kind} of published results)"
+                Message(
+                    gettext_noop(
+                        "this result, together with results already published for this "
+                        "survey, would reveal a group smaller than the threshold of "
+                        "%(threshold)s (query auditing: %(kind)s of published results)"
+                    ),
+                    {"threshold": threshold, "kind": finding.kind},
+                )
             )
         AnalysisJob.objects.filter(pk=job.pk).exclude(status__in=Job.FINISHED).update(
             status=Job.Status.SUCCEEDED,
             result=payload,
             progress=1.0,
             error="",
+            error_message=None,
             finished_at=timezone.now(),
         )

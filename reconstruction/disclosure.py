@@ -33,8 +33,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from django.utils.translation import gettext_noop
 
 from privacy.mechanisms import group_publishable
+from privacy.mechanisms.messages import Message
 from reconstruction import analysis
 from reconstruction.algorithms import tables
 from reconstruction.algorithms.queries import Condition
@@ -96,13 +98,18 @@ def group_size(request: AnalysisRequest, where: Sequence[Condition] | None = Non
     return GroupSize(float(result.estimate), float(low), float(high), False)
 
 
-def check_group(size: GroupSize, threshold: int, *, label: str = "") -> None:
+def check_group(size: GroupSize, threshold: int, *, label: Message | str = "") -> None:
     """Refuse (:class:`JobRefused`) a group whose size is not :func:`publishable`.
 
-    The reason names the threshold, never the size.
+    The reason names the threshold, never the size; ``label`` (translatable) prefixes it.
     """
     if not publishable(size.ci95, threshold):
-        raise JobRefused(label + analysis.group_too_small(threshold))
+        reason = analysis.group_too_small(threshold)
+        if label:
+            reason = Message(
+                gettext_noop("%(label)s%(reason)s"), {"label": label, "reason": reason}
+            )
+        raise JobRefused(reason)
 
 
 def hidden_cells(

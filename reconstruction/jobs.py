@@ -23,7 +23,9 @@ from celery import current_app
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
+from privacy.mechanisms.messages import Message
 from reconstruction.models import Job
 
 logger = logging.getLogger(__name__)
@@ -46,20 +48,31 @@ RUN_REPORT = "reconstruction.run_report"
 RUN_AGGREGATE_RECONSTRUCTION = "reconstruction.run_aggregate_reconstruction"
 
 
+Reason = Message | str
+"""A job's refusal or failure reason: a translatable :class:`Message` (stored as
+``error_message`` and shown in the reader's language), or plain text."""
+
+
 class JobInputError(ValueError):
     """The job's input cannot be computed; the message is shown to the analyst."""
+
+    def __init__(self, reason: Reason) -> None:
+        super().__init__(str(reason))
+        self.message = reason
 
 
 class JobRefused(Exception):
     """The job ran but its result may not be published (disclosure control).
 
-    The job ends as ``refused`` with ``reason`` as its error. The reason names the
-    threshold, never a below-threshold number (architecture.md, privacy rules).
+    The job ends as ``refused`` with ``reason`` (English text) as its error and the
+    translatable ``message`` beside it. The reason names the threshold, never a
+    below-threshold number (architecture.md, privacy rules).
     """
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    def __init__(self, reason: Reason) -> None:
+        super().__init__(str(reason))
+        self.reason = str(reason)
+        self.message = reason
 
 
 class JobCancelled(Exception):
@@ -114,11 +127,37 @@ def _progress_writer(model: type[J], job_id: int) -> Progress:
     return report
 
 
-def job_fail(model: type[J], job_id: int, error: str, *, status: str = Job.Status.FAILED) -> None:
-    """End an unfinished job as ``failed`` (or ``refused``) with a readable message."""
+def reason_of(error: BaseException | Reason) -> Reason:
+    """The translatable message an error carries (pure-layer ``InputError``,
+    :class:`JobRefused`, :class:`JobInputError`), else its text."""
+    if isinstance(error, (Message, str)):
+        return error
+    carried = getattr(error, "message", None)
+    return carried if isinstance(carried, (Message, str)) else str(error)
+
+
+def reason_fields(reason: Reason) -> dict[str, Any]:
+    """The columns a reason is stored in: English ``error``, translatable ``error_message``."""
+    return {
+        "error": str(reason),
+        "error_message": reason.as_json() if isinstance(reason, Message) else None,
+    }
+
+
+def job_fail(
+    model: type[J], job_id: int, error: BaseException | Reason, *, status: str = Job.Status.FAILED
+) -> None:
+    """End an unfinished job as ``failed`` (or ``refused``) with a readable message.
+
+    A :class:`Message` (or an error carrying one) is stored with its template and
+    parameters too, so readers see it in their own language (``Job.error_text``).
+    """
     model.objects.filter(pk=job_id).exclude(status__in=Job.FINISHED).update(
-        status=status, error=error, finished_at=timezone.now()
+        status=status, finished_at=timezone.now(), **reason_fields(reason_of(error))
     )
+
+
+TIME_LIMIT = Message(gettext_noop("The job ran past its time limit and was stopped."))
 
 
 @dataclass(frozen=True)
@@ -162,24 +201,31 @@ def job_execute(
     except SoftTimeLimitExceeded:
         # The limit can fire while the job is being claimed (a busy database or machine):
         # the claim rolls back, so end the job here rather than leave it queued for ever.
-        job_fail(model, job_id, "The job ran past its time limit and was stopped.")
+        job_fail(model, job_id, TIME_LIMIT)
         return model.objects.filter(pk=job_id).first()
 
     try:
         result = compute(job, _progress_writer(model, job_id))
     except SoftTimeLimitExceeded:
-        job_fail(model, job_id, "The job ran past its time limit and was stopped.")
+        job_fail(model, job_id, TIME_LIMIT)
     except JobCancelled:
         logger.info("%s %s was cancelled while it ran; nothing stored", model.__name__, job_id)
     except JobRefused as exc:
-        job_fail(model, job_id, exc.reason, status=Job.Status.REFUSED)
+        job_fail(model, job_id, exc, status=Job.Status.REFUSED)
     except ValueError as exc:  # includes JobInputError and the engine's input checks
-        job_fail(model, job_id, str(exc))
+        job_fail(model, job_id, exc)
     except Exception as exc:
         if isinstance(exc, TRANSIENT_ERRORS):
             raise
         logger.exception("%s %s failed", model.__name__, job_id)
-        job_fail(model, job_id, f"Internal error ({type(exc).__name__}); the operators were told.")
+        job_fail(
+            model,
+            job_id,
+            Message(
+                gettext_noop("Internal error (%(error)s); the operators were told."),
+                {"error": type(exc).__name__},
+            ),
+        )
     else:
         output = result if isinstance(result, JobOutput) else JobOutput(result)
         model.objects.filter(pk=job_id).exclude(status__in=Job.FINISHED).update(
@@ -187,6 +233,7 @@ def job_execute(
             result=output.result,
             progress=1.0,
             error="",
+            error_message=None,
             finished_at=timezone.now(),
             **output.fields,
         )
@@ -228,8 +275,15 @@ def jobs_requeue_stuck(
         expired.filter(attempts__gte=max_attempts).update(
             status=Job.Status.FAILED,
             finished_at=now,
-            error=f"The job's worker stopped before it finished, {max_attempts} times; "
-            "it was not tried again.",
+            **reason_fields(
+                Message(
+                    gettext_noop(
+                        "The job's worker stopped before it finished, %(attempts)s times; "
+                        "it was not tried again."
+                    ),
+                    {"attempts": max_attempts},
+                )
+            ),
         )
         again = list(expired.filter(attempts__lt=max_attempts).values_list("pk", flat=True))
         model.objects.filter(pk__in=again, status=Job.Status.RUNNING).update(

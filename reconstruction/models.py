@@ -33,6 +33,12 @@ class Job(models.Model):
     progress = models.FloatField(default=0.0)
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
+    error_message = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The error as a translatable template and its parameters (shown in the "
+        "reader's language); empty for errors stored before it existed, shown as 'error'.",
+    )
     attempts = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -44,6 +50,14 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{type(self).__name__} {self.pk} ({self.status})"
+
+    def error_text(self) -> str:
+        """The refusal or failure reason in the active language (English if stored as text)."""
+        from config.messages import translate
+
+        if self.error_message:
+            return translate(self.error_message)
+        return self.error
 
 
 class AggregateReconstruction(Job):

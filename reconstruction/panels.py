@@ -28,7 +28,9 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
+from privacy.mechanisms.messages import Message
 from reconstruction import analysis, cost, disclosure
 from reconstruction.algorithms import queries
 from reconstruction.algorithms.panel import (
@@ -301,19 +303,27 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
     # 95% interval at or above min_cell; exact when the attributes are undistorted);
     # refusals never state a below-threshold number.
     pool = disclosure.group_size(request)
-    disclosure.check_group(pool, min_cell, label="the eligible pool: ")
+    disclosure.check_group(pool, min_cell, label=Message(gettext_noop("the eligible pool: ")))
     if request.where and size + reserves > pool.low:
         raise JobInputError(
-            f"a panel of {size} with {reserves} reserves is larger than the lower end of "
-            "the 95% interval of the eligible pool (participants estimated to truly meet "
-            "'where'); ask for a smaller panel or widen the eligibility"
+            Message(
+                gettext_noop(
+                    "a panel of %(size)s with %(reserves)s reserves is larger than the lower "
+                    "end of the 95%% interval of the eligible pool (participants estimated to "
+                    "truly meet 'where'); ask for a smaller panel or widen the eligibility"
+                ),
+                {"size": size, "reserves": reserves},
+            )
         )
     for j, (where, _low, _high) in enumerate(parsed):
         category = disclosure.group_size(request, [*request.where, *where])
         disclosure.check_group(
             category,
             min_cell,
-            label=f"{quota_label(j, raw[j])}: the quota category within the eligible pool: ",
+            label=Message(
+                gettext_noop("%(quota)s: the quota category within the eligible pool: "),
+                {"quota": quota_label(j, raw[j])},
+            ),
         )
     progress(0.15)
     prepared = analysis.load(request)
@@ -350,8 +360,14 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
             raise
         # The engine's message states the pool; say it without the number.
         raise JobInputError(
-            f"a panel of {size} with {reserves} reserves is larger than the eligible pool "
-            "(candidates whose answers make them more likely than not to meet 'where')"
+            Message(
+                gettext_noop(
+                    "a panel of %(size)s with %(reserves)s reserves is larger than the eligible "
+                    "pool (candidates whose answers make them more likely than not to meet "
+                    "'where')"
+                ),
+                {"size": size, "reserves": reserves},
+            )
         ) from None
     progress(0.9)
 

@@ -18,7 +18,10 @@ from typing import Any, Literal
 
 import numpy as np
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
+from config.messages import translate
+from privacy.mechanisms.messages import Message
 from reconstruction import analysis, disclosure
 from reconstruction.algorithms import queries, tables
 from reconstruction.algorithms.methods import DISCRETE_METHODS
@@ -187,7 +190,7 @@ def validate_request(
     n = analysis.participant_bound(request)
     reason = analysis.too_few_responses(request, n)
     if reason is not None:
-        raise AnalysisInputError({"survey": reason})
+        raise AnalysisInputError({"survey": translate(reason)})
     request = replace(request, participants=n)
     kind.validate(request)
     return request
@@ -416,8 +419,8 @@ def _validate_sample(request: AnalysisRequest) -> None:
         )
 
 
-_TOO_LARGE = (
-    "a sample of {size} (or one of its strata) is larger than the estimated pool "
+_TOO_LARGE = gettext_noop(
+    "a sample of %(size)s (or one of its strata) is larger than the estimated pool "
     "of participants meeting its condition"
 )
 
@@ -481,7 +484,7 @@ def _sample_posterior(request: AnalysisRequest, progress: Progress) -> dict[str,
     precision: list[Any] = []
     for (_conds, quota), (plan, scores, estimate) in zip(quotas, fits, strict=True):
         if quota > min(round(estimate), n - taken.size):
-            raise JobRefused(_TOO_LARGE.format(size=size))
+            raise JobRefused(Message(_TOO_LARGE, {"size": size}))
         best = tables.TopCandidates(quota, width=len(keys))
         for ids, block in statistics.iter_attribute_columns(
             request.survey, questions, using=statistics.analysis_alias()
@@ -493,7 +496,7 @@ def _sample_posterior(request: AnalysisRequest, progress: Progress) -> dict[str,
             rows = np.column_stack([columns[key] for key in keys]) if keys else None
             best.offer(ids[free], score[free], draws[free], None if rows is None else rows[free])
         if best.ids.size < quota:
-            raise JobRefused(_TOO_LARGE.format(size=size))
+            raise JobRefused(Message(_TOO_LARGE, {"size": size}))
         taken = np.concatenate([taken, best.ids])
         order = np.argsort(best.ids)
         chosen.append((best.ids[order], best.rows[order]))
@@ -555,7 +558,7 @@ def _sample_figure3(request: AnalysisRequest, progress: Progress) -> dict[str, A
     except ValueError as exc:
         if "larger than the pool" not in str(exc):
             raise
-        raise JobRefused(_TOO_LARGE.format(size=size)) from None
+        raise JobRefused(Message(_TOO_LARGE, {"size": size})) from None
     progress(0.9)
     participants = analysis.references(prepared, drawn.rows)
     return {

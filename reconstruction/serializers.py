@@ -7,6 +7,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from rest_framework import serializers
 
+from config.messages import translate
 from reconstruction import registry
 from reconstruction.algorithms.methods import DISCRETE_METHODS, check_method
 from reconstruction.models import Job
@@ -24,7 +25,7 @@ class JobSerializer(serializers.Serializer[Job]):
     finished_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
     def get_error(self, job: Job) -> str | None:
-        return job.error or None
+        return job.error_text() or None
 
 
 class AggregateReconstructionSerializer(JobSerializer):
@@ -73,12 +74,14 @@ class AggregateReconstructionSerializer(JobSerializer):
             matrix = check_method(channel, attrs["method"])
             if attrs["method"] == "eq" and np.linalg.matrix_rank(matrix) < len(matrix):
                 raise ValueError(
-                    "the channel matrix is singular: eq solves C^T t = r and needs an "
-                    "invertible channel (001, Section III-B6); use em_as"
+                    _(
+                        "the channel matrix is singular: eq solves C^T t = r and needs an "
+                        "invertible channel (001, Section III-B6); use em_as"
+                    )
                 )
         except ValueError as exc:
             field = "method" if "method" in str(exc) else "channel"
-            raise serializers.ValidationError({field: str(exc)}) from None
+            raise serializers.ValidationError({field: translate(exc)}) from None
         return attrs
 
 

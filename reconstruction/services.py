@@ -15,9 +15,11 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.template.loader import render_to_string
+from django.utils.translation import gettext_noop
 
 from consultations.models import Organisation
 from consultations.services import audit_record
+from privacy.mechanisms.messages import Message
 from reconstruction import auditing, panels, registry, selectors
 from reconstruction.algorithms.methods import reconstruct, reconstruction_as_dict
 from reconstruction.analysis import AnalysisInputError
@@ -170,7 +172,11 @@ def analysis_cancel(*, job: AnalysisJob, requested_by: str) -> AnalysisJob:
     is returned unchanged.
     """
     if job.status not in Job.FINISHED:
-        job_fail(AnalysisJob, job.pk, f"Cancelled by {requested_by}.")
+        job_fail(
+            AnalysisJob,
+            job.pk,
+            Message(gettext_noop("Cancelled by %(who)s."), {"who": requested_by}),
+        )
         audit_record(
             organisation=job.organisation,
             actor=requested_by,

@@ -16,7 +16,9 @@ from collections.abc import Callable
 from celery import Task, shared_task
 from celery.signals import worker_ready
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
+from privacy.mechanisms.messages import Message
 from reconstruction import jobs, services
 from reconstruction.jobs import TRANSIENT_ERRORS
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
@@ -44,7 +46,10 @@ def _run_with_retries(
             jobs.job_fail(
                 model,
                 job_id,
-                f"Infrastructure error after {MAX_RETRIES} retries: {type(exc).__name__}",
+                Message(
+                    gettext_noop("Infrastructure error after %(retries)s retries: %(error)s"),
+                    {"retries": MAX_RETRIES, "error": type(exc).__name__},
+                ),
             )
             return
         countdown = min(60, 2**task.request.retries)

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
+from config.messages import translate
 from surveys import schemes, selectors
 from surveys.models import Question, Survey
 from surveys.preview import preview
@@ -70,7 +71,7 @@ def question_preview(raw: dict[str, Any], respondents: int) -> dict[str, Any]:
     except schemes.QuestionInvalid as exc:
         return {"key": key, "text": raw.get("text") or "", "error": problems_text(exc.errors)}
     except ValueError as exc:
-        return {"key": key, "text": raw.get("text") or "", "error": str(exc)}
+        return {"key": key, "text": raw.get("text") or "", "error": translate(exc)}
     discrete = spec.type != "continuous"
     return {
         "key": spec.key,

@@ -17,6 +17,7 @@ import numpy as np
 from django.utils.translation import gettext as _
 from numpy.typing import NDArray
 
+from config.messages import translate
 from privacy.mechanisms import (
     channel_conditioning,
     custom_channel,
@@ -438,12 +439,12 @@ def mechanism_error(
                 retain = params.get("retain") if name == "randomised_response" else None
                 checked = channel_conditioning(channel, retain=retain)
                 if checked.problem is not None:
-                    return f"{name}: {checked.problem}."
+                    return f"{name}: {translate(checked.problem)}."
         else:
             assert value_range is not None
             continuous_noise(value_range, name, params)
     except ValueError as exc:
-        return f"{name}: {exc}"
+        return f"{name}: {translate(exc)}"
     return None
 
 

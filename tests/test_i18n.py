@@ -145,3 +145,108 @@ def test_a_refused_job_quota_is_explained_in_german(db, settings):
     assert english.json()["detail"].startswith("Your organisation already has 0 jobs")
     assert german.json()["detail"].startswith("Ihre Organisation hat bereits 0 Aufträge")
     assert "Your organisation" not in german.json()["detail"]
+
+
+# --------------------------------------------------------------------------- pure-layer errors
+
+
+def three_languages(send):
+    """The same request with no header (English), Accept-Language de and ?lang=pl."""
+    english = send("")
+    german = send("", HTTP_ACCEPT_LANGUAGE="de-DE,de;q=0.9")
+    polish = send("?lang=pl", HTTP_ACCEPT_LANGUAGE="de")
+    assert english.status_code == german.status_code == polish.status_code, (
+        english.json(),
+        german.json(),
+        polish.json(),
+    )
+    return english.json(), german.json(), polish.json()
+
+
+def test_a_pure_layer_refusal_of_a_survey_is_explained_in_each_language(db):
+    """privacy/mechanisms/channels.py refuses randomised response with retain <= 1/k; the
+    message (an InputError template, no Django there) is translated in the API."""
+    from privacy.mechanisms.channels import channel_conditioning, randomised_response
+
+    pure = channel_conditioning(randomised_response(4, 0.2), retain=0.2).problem
+    assert pure is not None and str(pure).startswith("retain must exceed 1/k = 1/4 = 0.25")
+    tenant = tenant_factory()
+    consultation = consultation_factory(tenant.organisation)
+    body = {
+        "consultation": consultation.pk, "kind": "opinion", "title": "Parks",
+        "questions": [
+            {"key": "site", "type": "nominal", "categories": ["A", "B", "C", "D"],
+             "mechanism": {"name": "randomised_response", "retain": 0.2}},
+        ],
+    }  # fmt: skip
+    en, de, pl = three_languages(
+        lambda query, **headers: tenant.analyst.post(
+            f"/api/v1/surveys/{query}", body, format="json", **headers
+        )
+    )
+    assert en["errors"]["questions"][0]["mechanism"] == [f"randomised_response: {pure}."], (
+        en
+    )  # the English text is the pure layer's own
+    assert de["errors"]["questions"][0]["mechanism"] == [
+        "randomised_response: retain muss größer als 1/k = 1/4 = 0.25 sein: mit retain 0.2 "
+        "sagt die gemeldete Antwort nichts über die wahre aus oder meldet sie seltener als der "
+        "Zufall (verwenden Sie dafür eine negative Umfrage)."
+    ], de
+    assert pl["errors"]["questions"][0]["mechanism"][0].startswith(
+        "randomised_response: retain musi być większe niż 1/k = 1/4 = 0.25: przy retain 0.2"
+    ), pl
+    assert de["detail"].startswith("Ungültige Eingabe") and "retain muss größer" in de["detail"]
+    assert pl["detail"].startswith("Nieprawidłowe dane") and "retain musi być" in pl["detail"]
+    assert not Survey.objects.exists()
+
+
+def test_a_pure_layer_refusal_of_an_analysis_is_explained_in_each_language(db):
+    """reconstruction/algorithms/methods.py (check_method) refuses nstops for a
+    randomised-response channel; the API answers in the reader's language."""
+    tenant = tenant_factory()
+    body = {
+        "counts": [30, 50, 20],
+        "channel": [[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]],
+        "method": "nstops",
+    }
+    en, de, pl = three_languages(
+        lambda query, **headers: tenant.analyst.post(
+            f"/api/v1/aggregate-reconstructions/{query}", body, format="json", **headers
+        )
+    )
+    assert en["errors"]["method"] == [
+        "method 'nstops' applies only to the uniform negative survey"
+    ], en
+    assert de["errors"]["method"] == [
+        "das Verfahren 'nstops' gilt nur für die gleichverteilte negative Umfrage"
+    ], de
+    assert pl["errors"]["method"] == [
+        "metoda 'nstops' dotyczy tylko jednostajnej ankiety negatywnej"
+    ], pl
+    assert de["detail"].startswith("Ungültige Eingabe: method: das Verfahren"), de
+    assert pl["detail"].startswith("Nieprawidłowe dane: method: metoda"), pl
+
+
+def test_every_pure_layer_template_is_in_the_catalogues():
+    """Every template the pure layer marks (gettext_noop) is extracted and translated."""
+    import ast
+
+    root = LOCALE.parent
+    templates = set()
+    for folder in ("privacy/mechanisms", "reconstruction/algorithms"):
+        for path in (root / folder).glob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (
+                    isinstance(node, ast.Call)
+                    and getattr(node.func, "id", None) == "gettext_noop"
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                ):
+                    templates.add(node.args[0].value)
+    assert len(templates) > 30
+    for language in ("de", "pl"):
+        po = {
+            e.msgid: e for e in polib.pofile(str(LOCALE / language / "LC_MESSAGES" / "django.po"))
+        }
+        missing = [t for t in templates if t not in po or not po[t].translated()]
+        assert missing == [], (language, missing)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from privacy.mechanisms.messages import InputError, Message, gettext_noop
+
 __all__ = [
     "MAX_CONDITION",
     "WIDE_CONDITION",
@@ -62,28 +64,43 @@ def validate_stochastic(channel: ArrayLike, *, square: bool = False) -> NDArray[
     try:
         matrix = np.array(channel, dtype=np.float64, copy=True)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"channel must be a numeric matrix: {exc}") from None
+        raise InputError(
+            gettext_noop("channel must be a numeric matrix: %(problem)s"), problem=str(exc)
+        ) from None
     if matrix.ndim != 2:
-        raise ValueError(f"channel must be a 2-D matrix, got an array with shape {matrix.shape}")
+        raise InputError(
+            gettext_noop("channel must be a 2-D matrix, got an array with shape %(shape)s"),
+            shape=str(matrix.shape),
+        )
     rows, cols = matrix.shape
     if rows == 0 or cols == 0:
-        raise ValueError(f"channel must not be empty, got shape {matrix.shape}")
+        raise InputError(
+            gettext_noop("channel must not be empty, got shape %(shape)s"), shape=str(matrix.shape)
+        )
     if square:
         if rows != cols:
-            raise ValueError(f"channel must be square, got shape {matrix.shape}")
+            raise InputError(
+                gettext_noop("channel must be square, got shape %(shape)s"), shape=str(matrix.shape)
+            )
         if rows < 2:
-            raise ValueError(f"channel needs at least 2 categories, got k={rows}")
+            raise InputError(
+                gettext_noop("channel needs at least 2 categories, got k=%(k)s"), k=rows
+            )
     if not np.all(np.isfinite(matrix)):
         row = int(np.flatnonzero(~np.all(np.isfinite(matrix), axis=1))[0])
-        raise ValueError(f"channel row {row} has a non-finite entry")
+        raise InputError(gettext_noop("channel row %(row)s has a non-finite entry"), row=row)
     if np.any(matrix < 0):
         row = int(np.flatnonzero(np.any(matrix < 0, axis=1))[0])
-        raise ValueError(f"channel row {row} has a negative entry")
+        raise InputError(gettext_noop("channel row %(row)s has a negative entry"), row=row)
     sums = matrix.sum(axis=1)
     bad = np.flatnonzero(np.abs(sums - 1.0) > _ROW_SUM_RTOL * np.maximum(1.0, np.abs(sums)))
     if bad.size:
         row = int(bad[0])
-        raise ValueError(f"channel row {row} sums to {sums[row]!r}, not 1")
+        raise InputError(
+            gettext_noop("channel row %(row)s sums to %(total)s, not 1"),
+            row=row,
+            total=repr(float(sums[row])),
+        )
     return np.ascontiguousarray(matrix)
 
 
@@ -111,18 +128,24 @@ def validate_channel(channel: ArrayLike) -> NDArray[np.float64]:
 
 def _check_k(k: int, minimum: int) -> int:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise ValueError(f"k must be an integer number of categories, got {k!r}")
+        raise InputError(
+            gettext_noop("k must be an integer number of categories, got %(k)s"), k=repr(k)
+        )
     if k < minimum:
-        raise ValueError(f"k must be at least {minimum}, got {k}")
+        raise InputError(
+            gettext_noop("k must be at least %(minimum)s, got %(k)s"), minimum=minimum, k=k
+        )
     return int(k)
 
 
 def _check_negative_k(k: int) -> int:
     k = _check_k(k, 2)
     if k < 3:
-        raise ValueError(
-            "a negative survey needs k >= 3 categories: with 2 categories the reported "
-            "(negative) category reveals the true answer"
+        raise InputError(
+            gettext_noop(
+                "a negative survey needs k >= 3 categories: with 2 categories the reported "
+                "(negative) category reveals the true answer"
+            )
         )
     return k
 
@@ -149,7 +172,9 @@ def randomised_response(k: int, retain: float) -> NDArray[np.float64]:
     k = _check_k(k, 2)
     retain = float(retain)
     if not (np.isfinite(retain) and 0.0 < retain <= 1.0):
-        raise ValueError(f"retain must be in (0, 1], got {retain!r}")
+        raise InputError(
+            gettext_noop("retain must be in (0, 1], got %(retain)s"), retain=repr(retain)
+        )
     matrix = np.full((k, k), (1.0 - retain) / (k - 1))
     np.fill_diagonal(matrix, retain)
     return matrix
@@ -213,7 +238,9 @@ def negative_gaussian(k: int, sigma: float) -> NDArray[np.float64]:
     k = _check_negative_k(k)
     sigma = float(sigma)
     if not (np.isfinite(sigma) and sigma > 0.0):
-        raise ValueError(f"sigma must be > 0 and finite, got {sigma!r}")
+        raise InputError(
+            gettext_noop("sigma must be > 0 and finite, got %(sigma)s"), sigma=repr(sigma)
+        )
     index = np.arange(k, dtype=np.float64)
     squared = (index[None, :] - index[:, None]) ** 2
     np.fill_diagonal(squared, np.inf)  # the true category is never reported
@@ -295,15 +322,16 @@ class ChannelConditioning:
     condition : float
         2-norm condition number of ``C`` (ratio of its largest to smallest singular
         value; ``inf`` for a singular channel).
-    problem : str or None
-        Why the channel is refused (``None`` when it is accepted).
+    problem : Message or None
+        Why the channel is refused (``None`` when it is accepted); ``str()`` gives the
+        English text.
     wide : bool
         Accepted, but the condition number exceeds :data:`WIDE_CONDITION`: intervals are
         that many times wider than those of undistorted answers.
     """
 
     condition: float
-    problem: str | None
+    problem: Message | None
     wide: bool
 
     def note(self) -> str | None:
@@ -358,19 +386,32 @@ def channel_conditioning(
     singular = np.linalg.svd(matrix, compute_uv=False)
     smallest = float(singular[-1])
     condition = float(singular[0] / smallest) if smallest > singular[0] * 1e-15 else float("inf")
-    problem: str | None = None
+    problem: Message | None = None
     if retain is not None and float(retain) <= 1.0 / k:
-        problem = (
-            f"retain must exceed 1/k = 1/{k} = {1.0 / k:.4g}: with retain {float(retain):g} "
-            "the reported answer carries no information about the true one, or reports it "
-            "less often than chance (use a negative survey for that)"
+        problem = Message(
+            gettext_noop(
+                "retain must exceed 1/k = 1/%(k)s = %(chance)s: with retain %(retain)s "
+                "the reported answer carries no information about the true one, or reports it "
+                "less often than chance (use a negative survey for that)"
+            ),
+            {"k": k, "chance": f"{1.0 / k:.4g}", "retain": f"{float(retain):g}"},
         )
     elif not condition <= max_condition:
-        kind = "singular" if math.isinf(condition) else "nearly singular"
-        problem = (
-            f"the channel is {kind} (condition number {condition:.3g}, at most "
-            f"{max_condition:g} accepted), so the true answers cannot be reconstructed from "
-            "the reported ones; keep the true answer more often"
+        template = (
+            gettext_noop(
+                "the channel is singular (condition number %(condition)s, at most "
+                "%(limit)s accepted), so the true answers cannot be reconstructed from "
+                "the reported ones; keep the true answer more often"
+            )
+            if math.isinf(condition)
+            else gettext_noop(
+                "the channel is nearly singular (condition number %(condition)s, at most "
+                "%(limit)s accepted), so the true answers cannot be reconstructed from "
+                "the reported ones; keep the true answer more often"
+            )
+        )
+        problem = Message(
+            template, {"condition": f"{condition:.3g}", "limit": f"{max_condition:g}"}
         )
     return ChannelConditioning(
         condition=condition, problem=problem, wide=problem is None and condition > WIDE_CONDITION
@@ -387,5 +428,5 @@ def require_invertible(channel: ArrayLike, *, max_condition: float = MAX_CONDITI
     """
     checked = channel_conditioning(channel, max_condition=max_condition)
     if checked.problem is not None:
-        raise ValueError(checked.problem)
+        raise InputError(checked.problem.template, **checked.problem.params)
     return checked.condition

@@ -21,6 +21,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
+from privacy.mechanisms.messages import InputError, gettext_noop
+
 __all__ = [
     "AdditiveGaussian",
     "AdditiveLaplace",
@@ -55,9 +57,15 @@ def _positive(name: str, value: float) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
+        raise InputError(
+            gettext_noop("%(name)s must be a number, got %(value)s"), name=name, value=repr(value)
+        ) from None
     if not (math.isfinite(number) and number > 0.0):
-        raise ValueError(f"{name} must be > 0 and finite, got {value!r}")
+        raise InputError(
+            gettext_noop("%(name)s must be > 0 and finite, got %(value)s"),
+            name=name,
+            value=repr(value),
+        )
     return number
 
 
@@ -65,9 +73,13 @@ def _retain(value: float) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"retain must be a number, got {value!r}") from None
+        raise InputError(
+            gettext_noop("retain must be a number, got %(value)s"), value=repr(value)
+        ) from None
     if not (math.isfinite(number) and 0.0 < number <= 1.0):
-        raise ValueError(f"retain must be in (0, 1], got {value!r}")
+        raise InputError(
+            gettext_noop("retain must be in (0, 1], got %(retain)s"), retain=repr(value)
+        )
     return number
 
 
@@ -92,7 +104,11 @@ def _edges(edges: ArrayLike, name: str) -> NDArray[np.float64]:
 def _bounds(low: float, high: float) -> tuple[float, float]:
     low, high = float(low), float(high)
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
-        raise ValueError(f"need finite low < high, got low={low!r}, high={high!r}")
+        raise InputError(
+            gettext_noop("need finite low < high, got low=%(low)s, high=%(high)s"),
+            low=repr(low),
+            high=repr(high),
+        )
     return low, high
 
 
@@ -334,8 +350,10 @@ class RetentionReplacement:
         try:
             low, high = _bounds(self.low, self.high)
         except ValueError:
-            raise ValueError(
-                f"low and high must be finite with low < high, got {self.low!r}, {self.high!r}"
+            raise InputError(
+                gettext_noop("low and high must be finite with low < high, got %(low)s, %(high)s"),
+                low=repr(self.low),
+                high=repr(self.high),
             ) from None
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
@@ -454,14 +472,24 @@ def noise_model(
         names the parameter).
     """
     if name not in _MODELS:
-        raise ValueError(f"unknown noise model {name!r}; expected one of {sorted(_MODELS)}")
+        raise InputError(
+            gettext_noop("unknown noise model %(name)s; expected one of %(names)s"),
+            name=repr(name),
+            names=str(sorted(_MODELS)),
+        )
     cls, expected = _MODELS[name]
     missing = [key for key in expected if key not in params]
     if missing:
-        raise ValueError(f"{name} needs parameter(s) {missing}")
+        raise InputError(
+            gettext_noop("%(name)s needs parameter(s) %(missing)s"), name=name, missing=str(missing)
+        )
     unexpected = sorted(set(params) - set(expected))
     if unexpected:
-        raise ValueError(f"{name} does not take parameter(s) {unexpected}")
+        raise InputError(
+            gettext_noop("%(name)s does not take parameter(s) %(unexpected)s"),
+            name=name,
+            unexpected=str(unexpected),
+        )
     model: AdditiveUniform | AdditiveGaussian | AdditiveLaplace | RetentionReplacement | NoNoise
     model = cls(**{key: params[key] for key in expected})
     return model

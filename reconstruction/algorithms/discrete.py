@@ -22,6 +22,7 @@ from privacy.mechanisms.channels import (
     validate_channel,
     validate_stochastic,
 )
+from privacy.mechanisms.messages import InputError
 from reconstruction.algorithms.counts import validate_counts
 from reconstruction.algorithms.result import Reconstruction
 from reconstruction.algorithms.uncertainty import (
@@ -88,7 +89,7 @@ def _conditioning_notes(matrix: NDArray[np.float64]) -> tuple[str, ...]:
         return ()
     checked = channel_conditioning(matrix)
     if checked.problem is not None:
-        raise ValueError(checked.problem)
+        raise InputError(checked.problem.template, **checked.problem.params)
     note = checked.note()
     return () if note is None else (note,)
 

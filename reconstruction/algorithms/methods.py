@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from privacy.mechanisms import negative_uniform, validate_channel
+from privacy.mechanisms.messages import InputError, gettext_noop
 from reconstruction.algorithms.discrete import em_as, eq, nstops, nstops_i, nstops_ii, nstops_mle
 from reconstruction.algorithms.result import Reconstruction
 
@@ -56,12 +57,21 @@ def check_method(channel: ArrayLike, method: str) -> np.ndarray[Any, np.dtype[np
         Unknown method, invalid channel, or a method that does not fit the channel.
     """
     if method not in DISCRETE_METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(DISCRETE_METHODS)}")
+        raise InputError(
+            gettext_noop("unknown method %(method)s; choose one of %(methods)s"),
+            method=repr(method),
+            methods=", ".join(DISCRETE_METHODS),
+        )
     matrix = validate_channel(channel)
     if method in _UNIFORM_NEGATIVE_ONLY and not _is_uniform_negative(matrix):
-        raise ValueError(f"method {method!r} applies only to the uniform negative survey")
+        raise InputError(
+            gettext_noop("method %(method)s applies only to the uniform negative survey"),
+            method=repr(method),
+        )
     if method in _NEGATIVE_ONLY and not _is_negative(matrix):
-        raise ValueError(f"method {method!r} applies only to negative surveys")
+        raise InputError(
+            gettext_noop("method %(method)s applies only to negative surveys"), method=repr(method)
+        )
     return matrix
 
 

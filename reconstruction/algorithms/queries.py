@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privacy.mechanisms import NoiseModel, RetentionReplacement, validate_stochastic
+from privacy.mechanisms.messages import InputError, Message, gettext_noop
 from reconstruction.algorithms.assignment import arvesna, sorted_assignment
 from reconstruction.algorithms.continuous import (
     IntervalReconstruction,
@@ -202,39 +203,70 @@ class Condition:
 
     def __post_init__(self) -> None:
         if not isinstance(self.attribute, str) or not self.attribute:
-            raise ValueError("condition attribute must be a non-empty name")
+            raise InputError(gettext_noop("condition attribute must be a non-empty name"))
         if self.op == "in":
             raw = self.value
             if isinstance(raw, (str, bytes)) or not isinstance(raw, (Sequence, set, frozenset)):
-                raise ValueError(f"'in' on {self.attribute!r} needs a set of category codes")
+                raise InputError(
+                    gettext_noop("'in' on %(attribute)s needs a set of category codes"),
+                    attribute=repr(self.attribute),
+                )
             codes = set()
             for item in raw:
                 if isinstance(item, bool) or not isinstance(item, (int, np.integer)):
-                    raise ValueError(
-                        f"'in' on {self.attribute!r} needs integer category codes, got {item!r}"
+                    raise InputError(
+                        gettext_noop(
+                            "'in' on %(attribute)s needs integer category codes, got %(item)s"
+                        ),
+                        attribute=repr(self.attribute),
+                        item=repr(item),
                     )
                 codes.add(int(item))
             if not codes:
-                raise ValueError(f"'in' on {self.attribute!r} has an empty set of categories")
+                raise InputError(
+                    gettext_noop("'in' on %(attribute)s has an empty set of categories"),
+                    attribute=repr(self.attribute),
+                )
             object.__setattr__(self, "value", frozenset(codes))
         elif self.op in ("gt", "lte"):
-            threshold = _number(self.value, f"{self.op} threshold on {self.attribute!r}")
+            what = Message(
+                gettext_noop("%(op)s threshold on %(attribute)s"),
+                {"op": self.op, "attribute": repr(self.attribute)},
+            )
+            threshold = _number(self.value, what)
             object.__setattr__(self, "value", threshold)
         elif self.op == "between":
             raw_pair = self.value
             if not isinstance(raw_pair, (Sequence, np.ndarray)) or len(raw_pair) != 2:
-                raise ValueError(f"'between' on {self.attribute!r} needs two thresholds [t1, t2)")
-            t1 = _number(raw_pair[0], f"between lower threshold on {self.attribute!r}")
-            t2 = _number(raw_pair[1], f"between upper threshold on {self.attribute!r}")
+                raise InputError(
+                    gettext_noop("'between' on %(attribute)s needs two thresholds [t1, t2)"),
+                    attribute=repr(self.attribute),
+                )
+            named = {"attribute": repr(self.attribute)}
+            t1 = _number(
+                raw_pair[0],
+                Message(gettext_noop("between lower threshold on %(attribute)s"), named),
+            )
+            t2 = _number(
+                raw_pair[1],
+                Message(gettext_noop("between upper threshold on %(attribute)s"), named),
+            )
             if not t1 < t2:
-                raise ValueError(
-                    f"contradictory condition: between [{t1}, {t2}) on {self.attribute!r} "
-                    "is empty (need t1 < t2)"
+                raise InputError(
+                    gettext_noop(
+                        "contradictory condition: between [%(t1)s, %(t2)s) on %(attribute)s "
+                        "is empty (need t1 < t2)"
+                    ),
+                    t1=t1,
+                    t2=t2,
+                    attribute=repr(self.attribute),
                 )
             object.__setattr__(self, "value", (t1, t2))
         else:
-            raise ValueError(
-                f"unknown op {self.op!r} on {self.attribute!r}; use in, gt, lte or between"
+            raise InputError(
+                gettext_noop("unknown op %(op)s on %(attribute)s; use in, gt, lte or between"),
+                op=repr(self.op),
+                attribute=repr(self.attribute),
             )
 
     @property
@@ -246,12 +278,16 @@ class Condition:
         return ()
 
 
-def _number(value: object, what: str) -> float:
+def _number(value: object, what: Message) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{what} must be a number, got {value!r}")
+        raise InputError(
+            gettext_noop("%(what)s must be a number, got %(value)s"), what=what, value=repr(value)
+        )
     number = float(value)
     if not math.isfinite(number):
-        raise ValueError(f"{what} must be finite, got {value!r}")
+        raise InputError(
+            gettext_noop("%(what)s must be finite, got %(value)s"), what=what, value=repr(value)
+        )
     return number
 
 

@@ -497,6 +497,17 @@ def test_too_small_group_is_refused_by_the_worker_and_audited(
     assert "too small to publish" in job["error"], job
     assert "reaches below 5" in job["error"]  # decided on the size's interval
     assert " 3" not in job["error"]  # the below-threshold number is never quoted
+    # Stored as a template and its parameters, shown in the reader's language (issue 12).
+    stored = AnalysisJob.objects.get(pk=job["id"])
+    assert stored.error == job["error"] and stored.error_message["params"] == {"needed": 5}
+    german = world.analyst.get(f"{URL}{job['id']}/?lang=de").json()
+    assert german["error"] == (
+        "die Gruppe, die diese Bedingung auswählt, ist zu klein für eine Veröffentlichung "
+        "(das 95-Prozent-Intervall ihrer Größe reicht unter 5)"
+    ), german
+    polish = world.analyst.get(f"{URL}{job['id']}/", HTTP_ACCEPT_LANGUAGE="pl").json()
+    assert polish["error"].startswith("grupa wybrana przez ten warunek jest zbyt mała"), polish
+    assert polish["error"].endswith("sięga poniżej 5)") and polish["status"] == "refused"
     event = AuditEvent.objects.filter(action="analysis.refused").first()
     assert event is not None
     assert event.details["where"] == where
