@@ -109,12 +109,10 @@ class QuestionForm(forms.ModelForm):
             question["range"] = [data.get("range_low"), data.get("range_high")]
             if data.get("step") is not None:
                 question["step"] = data["step"]
-        elif data.get("step") is not None:
-            question["step"] = data["step"]  # refused by the services, with the API's message
-            if data.get("step") is not None:
-                question["step"] = data["step"]
         else:
             question["categories"] = data.get("categories") or []
+            if data.get("step") is not None:  # refused by the services, with the API's message
+                question["step"] = data["step"]
         if data.get("translations"):
             question["translations"] = data["translations"]
         return question
@@ -125,6 +123,11 @@ API_FIELD_TO_FORM = {"range": "range_low", "mechanism": "mechanism_params"}
 
 class QuestionFormSet(forms.BaseInlineFormSet):
     """Validates the whole list with the services' own rules and messages."""
+
+    def validate_unique(self) -> None:
+        """Left to :meth:`clean`: the services refuse a duplicate key with the API's
+        message ("Duplicate key 'sex': question 0 has it."), where Django's own check
+        would say "Please correct the duplicate data for key" (and stop there)."""
 
     def clean(self) -> None:
         super().clean()

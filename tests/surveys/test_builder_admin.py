@@ -101,9 +101,19 @@ def test_a_draft_survey_is_built_with_its_questions_in_the_admin(staff, consulta
         {"key": "9bad", "type": "binary", "categories": "F\nM", "mechanism": "none"},
         {"key": "age", "type": "continuous", "range_low": "50", "range_high": "10",
          "mechanism": "none"},
+        {"key": "site", "type": "nominal", "categories": "A\nA\nB", "mechanism": "none"},
+        {"key": "site", "type": "nominal", "categories": "A\nB\nC\nD",
+         "mechanism": "randomised_response", "mechanism_params": '{"retain": 0.2}'},
+        {"key": "site", "type": "ordinal", "categories": "A\nB\nC\nD",
+         "mechanism": "negative_gaussian", "mechanism_params": '{"sigma": -1}'},
+        {"key": "age", "type": "continuous", "range_low": "0", "range_high": "10",
+         "mechanism": "additive_uniform", "mechanism_params": '{"half_width": 1e6}'},
+        {"key": "age", "type": "continuous", "range_low": "0", "range_high": "10",
+         "mechanism": "additive_gaussian", "mechanism_params": '{"sigma": 1, "x": 2}'},
     ],
     ids=["negative-binary", "singular-rr", "foreign-language", "missing-label", "bad-key",
-         "empty-range"],
+         "empty-range", "duplicate-label", "rr-below-chance", "negative-sigma", "huge-noise",
+         "unknown-parameter"],
 )  # fmt: skip
 def test_the_builder_refuses_what_the_api_refuses_with_the_same_messages(staff, consultation, row):
     data = {"consultation": consultation.pk, "kind": "opinion", "title": "T",
@@ -253,3 +263,70 @@ def test_the_live_preview_is_for_staff_of_the_organisation_only(client, consulta
     response = client.post(PREVIEW, data)
     assert response.status_code == 200 and response.json()["previews"][0]["key"] == "sex"
     assert client.get(PREVIEW).status_code == 405
+
+
+def test_duplicate_keys_are_refused_by_the_builder_with_the_apis_message(staff, consultation):
+    """Two questions with one key: the formset's clean refuses them (no save, no database
+    error) with the very message the API gives for the same list."""
+    rows = [
+        {"key": "sex", "type": "binary", "categories": "F\nM", "mechanism": "none"},
+        {"key": "sex", "type": "nominal", "categories": "A\nB\nC", "mechanism": "none"},
+    ]
+    data = {"consultation": consultation.pk, "kind": "opinion", "title": "T", **management(2),
+            **question_row(0, **rows[0]), **question_row(1, **rows[1])}  # fmt: skip
+    response = staff.post("/admin/surveys/survey/add/", data)
+    assert response.status_code == 200  # the form again, with the errors
+    assert not Survey.objects.exists() and not Question.objects.exists()
+    page = response.content.decode()
+    _key, secret = key_factory(consultation.organisation, "analyst")
+    api = client_for(secret).post(
+        "/api/v1/surveys/",
+        {"consultation": consultation.pk, "kind": "opinion", "title": "T",
+         "questions": [{"key": row["key"], "type": row["type"],
+                        "categories": row["categories"].split("\n"),
+                        "mechanism": {"name": "none"}} for row in rows]},
+        format="json",
+    )  # fmt: skip
+    assert api.status_code == 400
+    first, second = api.json()["errors"]["questions"]
+    assert first == {} and second["key"] == ["Duplicate key 'sex': question 0 has it."]
+    assert escape(second["key"][0]) in page
+    assert "Please correct the duplicate data" not in page
+    # The same in German, from the admin and from the API.
+    german_page = staff.post(
+        "/admin/surveys/survey/add/", data, HTTP_ACCEPT_LANGUAGE="de"
+    ).content.decode()
+    assert escape("Doppelter Schlüssel 'sex': Frage 0 hat ihn bereits.") in german_page
+
+
+def test_editing_keys_of_a_draft_is_judged_on_the_whole_list(staff, consultation):
+    """Swapping two keys is valid (the list has no duplicate); renaming one onto another
+    is refused with the API's message, not Django's "already exists"."""
+    data = {"consultation": consultation.pk, "kind": "opinion", "title": "T", **management(2),
+            **question_row(0, key="a", categories="F\nM"),
+            **question_row(1, key="b", categories="F\nM"), "_continue": "1"}  # fmt: skip
+    assert staff.post("/admin/surveys/survey/add/", data).status_code == 302
+    survey = Survey.objects.get()
+    first, second = survey.questions.order_by("position")
+
+    def change(key_a, key_b):
+        rows = {
+            **question_row(0, key=key_a, categories="F\nM", id=str(first.pk),
+                           survey=str(survey.pk)),
+            **question_row(1, key=key_b, categories="F\nM", id=str(second.pk),
+                           survey=str(survey.pk)),
+        }  # fmt: skip
+        return staff.post(
+            f"/admin/surveys/survey/{survey.pk}/change/",
+            {"title": "T", **management(2, 2), **rows, "_continue": "1"},
+        )
+
+    clash = change("a", "a")
+    assert clash.status_code == 200
+    page = clash.content.decode()
+    assert escape("Duplicate key 'a': question 0 has it.") in page
+    assert "already exists" not in page and "duplicate data" not in page
+    assert list(survey.questions.order_by("position").values_list("key", flat=True)) == ["a", "b"]
+    swapped = change("b", "a")
+    assert swapped.status_code == 302, swapped.content.decode()[-2000:]
+    assert list(survey.questions.order_by("position").values_list("key", flat=True)) == ["b", "a"]
