@@ -821,6 +821,7 @@ DE_PURE: dict[str, str | list[str]] = {
     "the channel matrix is singular: eq solves C^T t = r and needs an invertible channel (001, Section III-B6); use em_as": "die Kanalmatrix ist singulär: eq löst C^T t = r und braucht einen invertierbaren Kanal (001, Abschnitt III-B6); verwenden Sie em_as",
     "Cancelled by %(who)s.": "Abgebrochen von %(who)s.",
     "Infrastructure error after %(retries)s retries: %(error)s": "Infrastrukturfehler nach %(retries)s Wiederholungen: %(error)s",
+    "error": "Fehler",
 }
 
 PL_PURE: dict[str, str | list[str]] = {
@@ -877,6 +878,7 @@ PL_PURE: dict[str, str | list[str]] = {
     "the channel matrix is singular: eq solves C^T t = r and needs an invertible channel (001, Section III-B6); use em_as": "macierz kanału jest osobliwa: eq rozwiązuje C^T t = r i potrzebuje odwracalnego kanału (001, sekcja III-B6); użyj em_as",
     "Cancelled by %(who)s.": "Anulowane przez %(who)s.",
     "Infrastructure error after %(retries)s retries: %(error)s": "Błąd infrastruktury po %(retries)s ponowieniach: %(error)s",
+    "error": "błąd",
 }
 
 TRANSLATIONS = {

@@ -18,7 +18,7 @@ from surveys.models import Survey
 JOB_FIELDS = (
     "status",
     "progress",
-    "error",
+    "error_text",  # the reason in the admin's language
     "attempts",
     "requested_by",
     "created_at",
@@ -31,6 +31,7 @@ class JobAdmin(admin.ModelAdmin):
     list_filter = ("status", "organisation")
     search_fields = ("requested_by",)
     date_hierarchy = "created_at"
+    exclude = ("error", "error_message")  # error_text shows the reason, translated
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -47,7 +48,7 @@ class AnalysisJobAdmin(JobAdmin):
     list_display = ("id", "kind", "survey", "status", "progress", "requested_by", "created_at")
     list_filter = ("status", "kind", "organisation")
     readonly_fields = ("organisation", "survey", "kind", "spec", "result", *JOB_FIELDS)
-    exclude = ("attachment",)
+    exclude = ("attachment", "error", "error_message")  # error_text shows the reason
     change_form_template = "admin/reconstruction/analysisjob/result_change_form.html"
 
     def has_add_permission(self, request: HttpRequest) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from consultations.models import Organisation
 
@@ -58,6 +59,8 @@ class Job(models.Model):
         if self.error_message:
             return translate(self.error_message)
         return self.error
+
+    error_text.short_description = _("error")  # type: ignore[attr-defined]
 
 
 class AggregateReconstruction(Job):

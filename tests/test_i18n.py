@@ -250,3 +250,85 @@ def test_every_pure_layer_template_is_in_the_catalogues():
         }
         missing = [t for t in templates if t not in po or not po[t].translated()]
         assert missing == [], (language, missing)
+
+
+def test_a_stored_job_reason_is_shown_in_the_readers_language(db, client):
+    """A refusal is stored as its template and parameters (Job.error_message) and read in
+    the API (?lang=, Accept-Language) and on the admin result page in the reader's language."""
+    from django.contrib.auth.models import User
+
+    from reconstruction.analysis import group_too_small
+    from reconstruction.jobs import JobRefused, job_fail
+
+    tenant = tenant_factory()
+    survey = survey_factory(consultation_factory(tenant.organisation))
+    job = AnalysisJob.objects.create(
+        organisation=tenant.organisation, requested_by="key:test", survey=survey,
+        kind="count", spec={"survey": survey.pk, "kind": "count"},
+    )  # fmt: skip
+    job_fail(AnalysisJob, job.pk, JobRefused(group_too_small(7)), status="refused")
+    job.refresh_from_db()
+    english = (
+        "the group this condition selects is too small to publish (the 95% interval of its "
+        "size reaches below 7)"
+    )
+    assert job.status == "refused" and job.error == english
+    assert job.error_message == {"template": group_too_small(7).template, "params": {"needed": 7}}
+    url = f"/api/v1/analyses/{job.pk}/"
+    assert tenant.analyst.get(url).json()["error"] == english
+    german = tenant.analyst.get(url, HTTP_ACCEPT_LANGUAGE="de").json()["error"]
+    assert german.startswith("die Gruppe, die diese Bedingung auswählt, ist zu klein")
+    assert german.endswith("reicht unter 7)")
+    polish = tenant.analyst.get(url + "?lang=pl", HTTP_ACCEPT_LANGUAGE="de").json()["error"]
+    assert polish.startswith("grupa wybrana przez ten warunek") and polish.endswith("poniżej 7)")
+    # A reason stored before the template existed (no error_message) is shown as it is.
+    AnalysisJob.objects.filter(pk=job.pk).update(error="an old reason", error_message=None)
+    assert tenant.analyst.get(url, HTTP_ACCEPT_LANGUAGE="de").json()["error"] == "an old reason"
+    AnalysisJob.objects.filter(pk=job.pk).update(
+        error=english, error_message=group_too_small(7).as_json()
+    )
+    User.objects.create_superuser("organiser", "o@example.org", "a-long-passw0rd")
+    client.login(username="organiser", password="a-long-passw0rd")
+    page = client.get(
+        f"/admin/reconstruction/analysisjob/{job.pk}/change/", HTTP_ACCEPT_LANGUAGE="pl"
+    ).content.decode()
+    assert "grupa wybrana przez ten warunek jest zbyt mała" in page
+    assert "too small to publish" not in page
+
+
+def test_reasons_stored_as_text_before_are_backfilled_with_their_template(db):
+    import importlib
+
+    from django.apps import apps
+    from django.utils import translation
+
+    migration = importlib.import_module("reconstruction.migrations.0006_job_error_message")
+    tenant = tenant_factory()
+    survey = survey_factory(consultation_factory(tenant.organisation))
+
+    def job(error):
+        return AnalysisJob.objects.create(
+            organisation=tenant.organisation, requested_by="key:test", survey=survey,
+            kind="count", spec={}, status="refused", error=error,
+        )  # fmt: skip
+
+    small = job(
+        "the group this condition selects is too small to publish (the 95% interval of its "
+        "size reaches below 5)"
+    )
+    crashed = job("Internal error (KeyError); the operators were told.")
+    other = job("something nobody templated")
+    migration.backfill(apps, None)
+    for row in (small, crashed, other):
+        row.refresh_from_db()
+    assert small.error_message["params"] == {"needed": 5}
+    assert crashed.error_message["params"] == {"error": "KeyError"}
+    assert other.error_message is None
+    with translation.override("de"):
+        assert small.error_text().endswith("reicht unter 5)")
+        assert (
+            crashed.error_text() == "Interner Fehler (KeyError); der Betrieb wurde benachrichtigt."
+        )
+        assert other.error_text() == "something nobody templated"
+    with translation.override("en"):
+        assert small.error_text() == small.error
