@@ -822,6 +822,9 @@ DE_PURE: dict[str, str | list[str]] = {
     "Cancelled by %(who)s.": "Abgebrochen von %(who)s.",
     "Infrastructure error after %(retries)s retries: %(error)s": "Infrastrukturfehler nach %(retries)s Wiederholungen: %(error)s",
     "error": "Fehler",
+    "the panel size": "die Panelgröße",
+    "none found within the panel size": "keine innerhalb der Panelgröße gefunden",
+    "no panel of %(size)s meets the quotas on expected true counts; these quotas conflict: %(names)s. Smallest feasible relaxation: %(changes)s": "kein Panel von %(size)s erfüllt die Quoten bei den erwarteten wahren Anzahlen; diese Quoten widersprechen sich: %(names)s. Kleinste erfüllbare Lockerung: %(changes)s",
 }
 
 PL_PURE: dict[str, str | list[str]] = {
@@ -879,6 +882,9 @@ PL_PURE: dict[str, str | list[str]] = {
     "Cancelled by %(who)s.": "Anulowane przez %(who)s.",
     "Infrastructure error after %(retries)s retries: %(error)s": "Błąd infrastruktury po %(retries)s ponowieniach: %(error)s",
     "error": "błąd",
+    "the panel size": "wielkość panelu",
+    "none found within the panel size": "nie znaleziono żadnego w granicach wielkości panelu",
+    "no panel of %(size)s meets the quotas on expected true counts; these quotas conflict: %(names)s. Smallest feasible relaxation: %(changes)s": "żaden panel %(size)s osób nie spełnia kwot dla oczekiwanych prawdziwych liczebności; te kwoty są sprzeczne: %(names)s. Najmniejsze wykonalne złagodzenie: %(changes)s",
 }
 
 TRANSLATIONS = {

@@ -354,7 +354,7 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
         # (POST only validates, issue 9), so the worker refuses: the reason names the
         # conflicting quotas and the smallest relaxation, in panel seats (bounds the
         # analyst wrote or seats of a panel), never a count of the pool.
-        raise JobRefused(str(exc)) from None
+        raise JobRefused(exc.message) from None
     except ValueError as exc:
         if "larger than the eligible pool" not in str(exc):
             raise

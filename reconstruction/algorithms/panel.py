@@ -85,6 +85,7 @@ from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, brentq, linprog, milp
 from scipy.special import ndtr
 
+from privacy.mechanisms.messages import Message, gettext_noop
 from reconstruction.algorithms.queries import (
     Attribute,
     Condition,
@@ -306,15 +307,18 @@ class InfeasibleQuotas(ValueError):
     relaxation : tuple of (int, int)
         For every quota, the ``(min, max)`` of the smallest relaxation that is feasible
         (fewest seats added to the bands in total); unchanged quotas keep their bounds.
+    message : Message or str
+        The explanation, translatable (``str()`` of the error is its English text).
     """
 
     def __init__(
         self,
-        message: str,
+        message: Message | str,
         conflicting: tuple[int, ...],
         relaxation: tuple[tuple[int, int], ...],
     ) -> None:
-        super().__init__(message)
+        super().__init__(str(message))
+        self.message = message
         self.conflicting = conflicting
         self.relaxation = relaxation
 
@@ -657,16 +661,26 @@ def _infeasible(problem: _Problem, quotas: Sequence[Quota]) -> InfeasibleQuotas:
     conflicting = tuple(int(j) for j in np.flatnonzero(active))
     slack = _relaxation(problem, [qt.min for qt in quotas], [qt.max for qt in quotas])
     relaxation = tuple((quotas[j].min - slack[j], quotas[j].max + slack[q + j]) for j in range(q))
-    names = ", ".join(_quota_name(quotas, j) for j in conflicting) or "the panel size"
+    names: Message | str = ", ".join(_quota_name(quotas, j) for j in conflicting) or Message(
+        gettext_noop("the panel size")
+    )
     changes = [
         f"{_quota_name(quotas, j)}: {quotas[j].min}-{quotas[j].max} -> {lo}-{hi}"
         for j, (lo, hi) in enumerate(relaxation)
         if (lo, hi) != (quotas[j].min, quotas[j].max)
     ]
-    message = (
-        f"no panel of {problem.size} meets the quotas on expected true counts; "
-        f"these quotas conflict: {names}. Smallest feasible relaxation: "
-        + ("; ".join(changes) if changes else "none found within the panel size")
+    message = Message(
+        gettext_noop(
+            "no panel of %(size)s meets the quotas on expected true counts; these quotas "
+            "conflict: %(names)s. Smallest feasible relaxation: %(changes)s"
+        ),
+        {
+            "size": problem.size,
+            "names": names,
+            "changes": "; ".join(changes)
+            if changes
+            else Message(gettext_noop("none found within the panel size")),
+        },
     )
     return InfeasibleQuotas(message, conflicting, relaxation)
 

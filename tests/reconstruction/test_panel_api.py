@@ -396,6 +396,11 @@ def test_infeasible_quotas_name_the_conflict_and_the_smallest_relaxation(
     assert "Smallest feasible relaxation" in error
     # Fewest seats moved: F up to 13, or F-and-N down to 11 (two seats either way).
     assert "9-11 -> 9-13" in error or "13-15 -> 11-15" in error, error
+    # The reason is stored as a template: read in German, with the same quotas and numbers.
+    german = world.analyst.get(f"/api/v1/analyses/{job['id']}/?lang=de").json()["error"]
+    assert german.startswith("kein Panel von"), german
+    assert "diese Quoten widersprechen sich: quotas[0] (sex in [F])" in german
+    assert "Kleinste erfüllbare Lockerung" in german and error.split(": ")[-1] in german
 
 
 def test_panel_larger_than_the_eligible_pool_fails_without_stating_it(
