@@ -578,7 +578,39 @@ def overall_distribution(
     using = statistics.analysis_alias()
     if question.is_discrete:
         counts = statistics.cell_statistics(survey, [statistics.Axis(question)], using=using)
-        naive = counts.counts
+        return distribution_from_counts(question, method, counts.counts)
+    n = statistics.participant_count(survey, [question], using=using)
+    if n < 1:
+        raise ValueError(f"nobody answered {question.key!r}")
+    cell_plan = overall_plan(question, n)
+    counted = statistics.cell_statistics(
+        survey, [statistics.Axis(question, overall_inner_edges(cell_plan))], using=using
+    )
+    return distribution_from_counts(question, method, counted.counts, cell_plan)
+
+
+def overall_plan(question: Question, n: int) -> tables.CellPlan:
+    """The engine's plan of a continuous question's reported bins for ``n`` answers."""
+    return tables.plan_cells({question.key: question_spec(question)}, (), n=n, target=question.key)
+
+
+def overall_inner_edges(cell_plan: tables.CellPlan) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """The inner edges the database cuts an overall plan's reported values at."""
+    bins = cell_plan.reported_edges[0]
+    assert bins is not None
+    return statistics.finite_edges(bins)
+
+
+def distribution_from_counts(
+    question: Question,
+    method: str | None,
+    counts: np.ndarray[Any, Any],
+    cell_plan: tables.CellPlan | None = None,
+) -> tuple[Reconstruction | IntervalReconstruction, np.ndarray[Any, np.dtype[np.float64]]]:
+    """:func:`overall_distribution` from counts already read: a discrete question's
+    codes, or a continuous one's reported bins of ``cell_plan`` (:func:`overall_plan`)."""
+    if question.is_discrete:
+        naive = np.asarray(counts, dtype=np.float64)
         result: Reconstruction | IntervalReconstruction = reconstruct(
             naive,
             selectors.question_channel(question),
@@ -586,24 +618,16 @@ def overall_distribution(
             calibration_pairs=calibration_of(question),
         )
         return result, naive
-    n = statistics.participant_count(survey, [question], using=using)
-    if n < 1:
-        raise ValueError(f"nobody answered {question.key!r}")
-    cell_plan = tables.plan_cells(
-        {question.key: question_spec(question)}, (), n=n, target=question.key
-    )
+    assert cell_plan is not None
     bins = cell_plan.reported_edges[0]
     assert bins is not None
-    counted = statistics.cell_statistics(
-        survey, [statistics.Axis(question, statistics.finite_edges(bins))], using=using
-    )
     interval = tables.distribution_from_table(
         cell_plan,
-        tables.CellTable(counted.counts),
+        tables.CellTable(counts),
         method="em" if method is None else method,  # type: ignore[arg-type]
     )
     assert isinstance(interval, IntervalReconstruction)
-    return interval, fold_naive(counted.counts, bins, interval.edges)
+    return interval, fold_naive(counts, bins, interval.edges)
 
 
 def fold_naive(

@@ -28,7 +28,7 @@ truth that nobody knows, issue 10, finding 5).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -77,12 +77,20 @@ def is_exact(request: AnalysisRequest, keys: Sequence[str]) -> bool:
     return all(request.questions[key].mechanism == EXACT_MECHANISM for key in keys)
 
 
-def group_size(request: AnalysisRequest, where: Sequence[Condition] | None = None) -> GroupSize:
+def group_size(
+    request: AnalysisRequest,
+    where: Sequence[Condition] | None = None,
+    *,
+    counted: Callable[[list[Condition]], tuple[tables.CellPlan, tables.CellTable]] | None = None,
+) -> GroupSize:
     """The size of the group ``where`` (default: the request's condition) selects.
 
     Without a condition the group is every participant counted for the request (exact).
     With one: the exact count on undistorted attributes, else the engine's joint count
-    with its interval (see the module docstring).
+    with its interval (see the module docstring). ``counted(conditions)`` may supply the
+    plan and cell table (:func:`reconstruction.analysis.plan` and
+    :func:`~reconstruction.analysis.cells` of the same conditions) when the caller has
+    read them already (sampling reuses them for its posterior).
     """
     conditions = list(request.where if where is None else where)
     if not conditions:
@@ -91,9 +99,13 @@ def group_size(request: AnalysisRequest, where: Sequence[Condition] | None = Non
     sub = replace(request, where=conditions)
     if is_exact(request, keys):
         return GroupSize.counted(analysis.naive_count(sub))
-    n = request.participants or analysis.participant_count(request)
-    plan = analysis.plan(sub, n)
-    result = tables.count_from_table(plan, analysis.cells(sub, plan))
+    if counted is not None:
+        plan, table = counted(conditions)
+    else:
+        n = request.participants or analysis.participant_count(request)
+        plan = analysis.plan(sub, n)
+        table = analysis.cells(sub, plan)
+    result = tables.count_from_table(plan, table)
     low, high = result.ci95
     return GroupSize(float(result.estimate), float(low), float(high), False)
 

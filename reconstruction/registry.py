@@ -454,22 +454,38 @@ def _sample_posterior(request: AnalysisRequest, progress: Progress) -> dict[str,
     keys = request.keys
     questions = [request.questions[key] for key in keys]
 
+    specs = {key: analysis.question_spec(request.questions[key]) for key in keys}
+    # Each condition's cells are read and fitted once, whoever asks (the group checks,
+    # the pool, the quotas, the subconditions' precisions).
+    read: dict[tuple[str, ...], tuple[tables.CellPlan, tables.CellTable]] = {}
+    fitted: dict[tuple[str, ...], tuple[tables.CellPlan | None, Any, float]] = {}
+
+    def counted(conds: list[Any]) -> tuple[tables.CellPlan, tables.CellTable]:
+        key = tuple(queries.condition_label(c) for c in conds)
+        if key not in read:
+            plan = tables.plan_cells(specs, conds, n=n)
+            read[key] = (plan, tables.CellTable(analysis.cells(request, plan).counts))
+        return read[key]
+
     def posterior(conds: list[Any]) -> tuple[tables.CellPlan | None, Any, float]:
         if not conds:
             return None, None, float(n)
-        specs = {key: analysis.question_spec(request.questions[key]) for key in keys}
-        plan = tables.plan_cells(specs, conds, n=n)
-        table = analysis.cells(request, plan)
-        table = tables.CellTable(table.counts)
-        scores, estimate = tables.posterior_from_table(plan, table)
-        return plan, scores.ravel(), estimate
+        key = tuple(queries.condition_label(c) for c in conds)
+        if key not in fitted:
+            plan, table = counted(conds)
+            scores, estimate = tables.posterior_from_table(plan, table)
+            fitted[key] = (plan, scores.ravel(), estimate)
+        return fitted[key]
 
     # The pool and every stratum are groups like any other (issue 13, finding 2; issue
     # 10, item 4): each size's 95% interval passes the count threshold (the threshold
     # point, reconstruction/disclosure.py), and the refusal never states it.
-    pool_size = _check_group(request, min_cell) if request.where else None
+    pool_size = None
+    if request.where:
+        pool_size = disclosure.group_size(request, counted=counted)
+        disclosure.check_group(pool_size, min_cell)
     for i, (stratum, _quota) in enumerate(request.strata):
-        pool = disclosure.group_size(request, [*request.where, *stratum])
+        pool = disclosure.group_size(request, [*request.where, *stratum], counted=counted)
         disclosure.check_group(pool, min_cell, label=f"strata[{i}]: ")
     pool_estimate = posterior(list(request.where))[2] if request.where else float(n)
     quotas = (

@@ -295,7 +295,15 @@ class Answer(models.Model):
                 name="answer_code_in_range_xor_finite_value",
             ),
         ]
-        indexes = [models.Index(fields=["question", "code"], name="answer_question_code")]
+        # The statistics read a question's answers in response order (merge joins of
+        # index-only scans, surveys/statistics.py): the covering index holds what they read.
+        indexes = [
+            models.Index(
+                fields=["question", "response"],
+                include=["code", "value"],
+                name="answer_question_response",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.question_id}: {self.code if self.code is not None else self.value}"

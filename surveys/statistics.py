@@ -18,7 +18,7 @@ joined on the participant (their profile response must be live too).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,6 +184,76 @@ def cell_statistics(
                 sums[index] = row[d + 1]
                 squares[index] = row[d + 2]
     return CellStatistics(counts, sums, squares)
+
+
+def question_tables(
+    survey: Survey,
+    questions: Sequence[Question],
+    *,
+    inner_edges: Mapping[int, NDArray[np.float64]] | None = None,
+    using: str = "default",
+) -> dict[int, NDArray[np.float64]]:
+    """Each question's reported cells over the live participants who answered it, in
+    one ``GROUP BY`` of the survey's answers (a report's statistics, every question at once).
+
+    The same counts as :func:`cell_statistics` with one axis per question, called once
+    per question, from one scan instead of one join per question.
+
+    Parameters
+    ----------
+    questions : sequence of Question
+        Questions of ``survey`` itself.
+    inner_edges : mapping of question pk -> ndarray, optional
+        A continuous question listed here is counted in the bins of these inner edges
+        (``#{inner edges <= value}``); one that is not gets a single cell, the number
+        who answered it. Discrete questions count their codes.
+
+    Returns
+    -------
+    dict of question pk -> ndarray
+        Counts of shape ``(k,)`` (discrete), ``(len(edges) + 1,)`` or ``(1,)``.
+    """
+    edges = dict(inner_edges or {})
+    distinct = list({q.pk: q for q in questions}.values())
+    if any(q.survey_id != survey.pk for q in distinct):
+        raise ValueError("question_tables counts the survey's own questions only")
+    result: dict[int, NDArray[np.float64]] = {}
+    for q in distinct:
+        if q.is_discrete:
+            size = int(q.n_categories)
+        elif q.pk in edges:
+            size = int(np.asarray(edges[q.pk]).size) + 1
+        else:
+            size = 1
+        result[q.pk] = np.zeros(size, dtype=np.float64)
+    if not distinct:
+        return result
+    connection = connections[using]
+    cases: list[str] = []
+    params: list[Any] = []
+    for q in distinct:
+        if q.is_discrete:
+            expression, values = "a.code", []
+        elif q.pk in edges:
+            expression, values = _bucket(
+                "a.value", np.asarray(edges[q.pk], dtype=np.float64), connection.vendor
+            )
+        else:
+            expression, values = "0", []
+        cases.append(f"WHEN %s THEN {expression}")
+        params += [q.pk, *values]
+    ids = [q.pk for q in distinct]
+    sql = (
+        f"SELECT a.question_id, CASE a.question_id {' '.join(cases)} ELSE 0 END, COUNT(*) "
+        f"FROM {_ANSWER} a JOIN {_RESPONSE} r ON r.id = a.response_id "
+        "WHERE r.survey_id = %s AND r.withdrawn_at IS NULL "
+        f"AND a.question_id IN ({', '.join('%s' for _ in ids)}) GROUP BY 1, 2"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, survey.pk, *ids])
+        for question_id, cell, count in cursor.fetchall():
+            result[int(question_id)][int(cell)] = count
+    return result
 
 
 def condition_count(
@@ -365,4 +435,5 @@ __all__ = [
     "iter_attribute_columns",
     "participant_count",
     "participant_references",
+    "question_tables",
 ]

@@ -158,6 +158,23 @@ def check_sql_equals_numpy(
         assert moments.count == int(selected.sum())
         assert moments.total == pytest.approx(float(chosen.sum()), rel=1e-9, abs=1e-6)
         assert moments.squares == pytest.approx(float(chosen @ chosen), rel=1e-9, abs=1e-6)
+    # A report's statistics: every question of a survey in one GROUP BY (codes, who
+    # answered, and the continuous values cut at the given edges).
+    live = [a for a, _, pw, _ in people if a is not None and not pw]
+    sexes = np.asarray([a[0] for a in live], dtype=int)
+    ages = np.asarray([a[1] for a in live], dtype=np.float64)
+    report = [questions["sex"], questions["age"]]
+    totals = statistics.question_tables(profile, report, using=using)
+    np.testing.assert_array_equal(totals[questions["sex"].pk], np.bincount(sexes, minlength=2))
+    np.testing.assert_array_equal(totals[questions["age"].pk], [ages.size])
+    binned = statistics.question_tables(
+        profile, report, inner_edges={questions["age"].pk: cut}, using=using
+    )
+    age_bins = tables.cell_index(ages, np.concatenate([[-np.inf], cut, [np.inf]]))
+    np.testing.assert_array_equal(
+        binned[questions["age"].pk], np.bincount(age_bins, minlength=cut.size + 1)
+    )
+    np.testing.assert_array_equal(binned[questions["sex"].pk], totals[questions["sex"].pk])
     # The response tallies, recounted from the stored answers, equal numpy's counts.
     tallies.rebuild(using=using)
     live_profile = [a is not None and not pw for a, _, pw, _ in people]
