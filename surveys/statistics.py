@@ -55,8 +55,39 @@ class CellStatistics:
     squares: NDArray[np.float64] | None = None
 
 
-def _joins(survey: Survey, questions: Sequence[Question]) -> tuple[str, list[Any]]:
-    """``FROM`` the survey's live responses, one answer join per distinct question."""
+_LIVE = (
+    f"NOT EXISTS (SELECT 1 FROM {_RESPONSE} w WHERE w.id = {{alias}}.response_id "
+    "AND w.withdrawn_at IS NOT NULL)"
+)
+"""The answer's response is live: an anti-join with the (few) withdrawn responses."""
+
+
+def _joins(
+    survey: Survey, questions: Sequence[Question], *, participant: bool = False
+) -> tuple[str, list[Any]]:
+    """``FROM`` the survey's live responses, one answer join per distinct question.
+
+    When every question is the survey's own (and ``participant`` is not needed: the
+    alias ``r`` is then absent), the answers are joined to each other on their response
+    and the withdrawn responses are left out by an anti-join: with the covering index
+    ``answer_question_response`` PostgreSQL merges index-only scans in response order
+    and never visits the response table's live rows. An answer to a question of the
+    survey belongs to a response to the survey (the services store them so), so both
+    forms count the same participants.
+    """
+    distinct = list({q.pk: q for q in questions}.values())
+    if distinct and not participant and all(q.survey_id == survey.pk for q in distinct):
+        sql = [f"FROM {_ANSWER} a0"]
+        params: list[Any] = []
+        for index, question in enumerate(distinct[1:], start=1):
+            sql.append(
+                f"JOIN {_ANSWER} a{index} ON a{index}.response_id = a0.response_id "
+                f"AND a{index}.question_id = %s"
+            )
+            params.append(question.pk)
+        sql.append(f"WHERE a0.question_id = %s AND {_LIVE.format(alias='a0')}")
+        params.append(distinct[0].pk)
+        return " ".join(sql), params
     sql = [f"FROM {_RESPONSE} r"]
     params: list[Any] = []
     profile_joined = False
@@ -245,12 +276,11 @@ def question_tables(
     ids = [q.pk for q in distinct]
     sql = (
         f"SELECT a.question_id, CASE a.question_id {' '.join(cases)} ELSE 0 END, COUNT(*) "
-        f"FROM {_ANSWER} a JOIN {_RESPONSE} r ON r.id = a.response_id "
-        "WHERE r.survey_id = %s AND r.withdrawn_at IS NULL "
-        f"AND a.question_id IN ({', '.join('%s' for _ in ids)}) GROUP BY 1, 2"
+        f"FROM {_ANSWER} a WHERE a.question_id IN ({', '.join('%s' for _ in ids)}) "
+        f"AND {_LIVE.format(alias='a')} GROUP BY 1, 2"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, survey.pk, *ids])
+        cursor.execute(sql, [*params, *ids])
         for question_id, cell, count in cursor.fetchall():
             result[int(question_id)][int(cell)] = count
     return result
@@ -348,7 +378,7 @@ def iter_attribute_columns(
     server-side cursor (PostgreSQL) or SQLite's cursor, inside one read transaction.
     """
     size = CHUNK if chunk is None else int(chunk)
-    joins, params = _joins(survey, questions)
+    joins, params = _joins(survey, questions, participant=True)
     aliases = _aliases(questions)
     distinct = list({q.pk: q for q in questions}.values())
     select = ", ".join(
