@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('surveys', '0006_response_tally'),
+        ('surveys', '0007_answer_references_checked_per_statement'),
     ]
 
     operations = [
