@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import orjson
 from django.conf import settings
+from django.utils.translation import gettext as _
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser, get_encoding
 
@@ -44,7 +45,7 @@ def _bounded_int(literal: str) -> int | float:
 
 
 def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number; send a finite number.")
+    raise ValueError(_("%(name)s is not a JSON number; send a finite number.") % {"name": name})
 
 
 def max_depth() -> int:
@@ -107,7 +108,7 @@ def fast_loads(raw: bytes) -> Any:
         return loads(raw.decode("utf-8"))
     limit = max_depth()
     if depth > limit:
-        raise ValueError(f"JSON nested deeper than {limit} levels.")
+        raise ValueError(_("JSON nested deeper than %(limit)s levels.") % {"limit": limit})
     return data
 
 
@@ -117,9 +118,11 @@ def loads(text: str | bytes) -> Any:
     try:
         data = json.loads(text, parse_int=_bounded_int, parse_constant=_refuse_constant)
     except RecursionError:
-        raise ValueError(f"JSON nested deeper than {limit} levels.") from None
+        raise ValueError(
+            _("JSON nested deeper than %(limit)s levels.") % {"limit": limit}
+        ) from None
     if depth_exceeds(data, limit):
-        raise ValueError(f"JSON nested deeper than {limit} levels.")
+        raise ValueError(_("JSON nested deeper than %(limit)s levels.") % {"limit": limit})
     return data
 
 
@@ -135,4 +138,4 @@ class GuardedJSONParser(JSONParser):
                 return fast_loads(stream.read())
             return loads(codecs.getreader(encoding)(stream).read())
         except ValueError as exc:  # includes UnicodeDecodeError and json.JSONDecodeError
-            raise ParseError(f"JSON parse error - {exc}") from None
+            raise ParseError(_("JSON parse error - %(problem)s") % {"problem": exc}) from None

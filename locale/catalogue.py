@@ -823,6 +823,9 @@ DE_PURE: dict[str, str | list[str]] = {
     "Infrastructure error after %(retries)s retries: %(error)s": "Infrastrukturfehler nach %(retries)s Wiederholungen: %(error)s",
     "error": "Fehler",
     "the panel size": "die Panelgröße",
+    "%(name)s is not a JSON number; send a finite number.": "%(name)s ist keine JSON-Zahl; senden Sie eine endliche Zahl.",
+    "JSON parse error - %(problem)s": "JSON-Syntaxfehler - %(problem)s",
+    "JSON nested deeper than %(limit)s levels.": "JSON ist tiefer als %(limit)s Ebenen verschachtelt.",
     "none found within the panel size": "keine innerhalb der Panelgröße gefunden",
     "no panel of %(size)s meets the quotas on expected true counts; these quotas conflict: %(names)s. Smallest feasible relaxation: %(changes)s": "kein Panel von %(size)s erfüllt die Quoten bei den erwarteten wahren Anzahlen; diese Quoten widersprechen sich: %(names)s. Kleinste erfüllbare Lockerung: %(changes)s",
 }
@@ -883,6 +886,9 @@ PL_PURE: dict[str, str | list[str]] = {
     "Infrastructure error after %(retries)s retries: %(error)s": "Błąd infrastruktury po %(retries)s ponowieniach: %(error)s",
     "error": "błąd",
     "the panel size": "wielkość panelu",
+    "%(name)s is not a JSON number; send a finite number.": "%(name)s nie jest liczbą JSON; wyślij liczbę skończoną.",
+    "JSON parse error - %(problem)s": "Błąd składni JSON - %(problem)s",
+    "JSON nested deeper than %(limit)s levels.": "JSON zagnieżdżony głębiej niż %(limit)s poziomów.",
     "none found within the panel size": "nie znaleziono żadnego w granicach wielkości panelu",
     "no panel of %(size)s meets the quotas on expected true counts; these quotas conflict: %(names)s. Smallest feasible relaxation: %(changes)s": "żaden panel %(size)s osób nie spełnia kwot dla oczekiwanych prawdziwych liczebności; te kwoty są sprzeczne: %(names)s. Najmniejsze wykonalne złagodzenie: %(changes)s",
 }

@@ -8,6 +8,7 @@ them without those servers is an error, never a silent skip.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -49,3 +50,14 @@ def _forget_cached_surveys() -> None:
     selectors._FORMS.clear()
     selectors._SCHEMES.clear()
     selectors._RENDERED.clear()
+
+
+@pytest.fixture(autouse=True)
+def _default_language() -> Iterator[None]:
+    """End each test in the default language: a request with ``Accept-Language`` or
+    ``?lang=`` leaves its language active in the thread (LocaleMiddleware activates, nothing
+    deactivates), and a later test reading messages outside a request would see it."""
+    yield
+    from django.utils import translation
+
+    translation.deactivate()

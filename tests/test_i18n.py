@@ -332,3 +332,20 @@ def test_reasons_stored_as_text_before_are_backfilled_with_their_template(db):
         assert other.error_text() == "something nobody templated"
     with translation.override("en"):
         assert small.error_text() == small.error
+
+
+def test_a_malformed_json_body_is_explained_in_the_requested_language(db):
+    tenant = tenant_factory()
+    body = '{"title": NaN}'
+
+    def send(query, **headers):
+        return tenant.analyst.post(
+            f"/api/v1/consultations/{query}", body, content_type="application/json", **headers
+        )
+
+    en, de, pl = three_languages(send)
+    assert en["detail"] == "JSON parse error - NaN is not a JSON number; send a finite number."
+    assert de["detail"] == (
+        "JSON-Syntaxfehler - NaN ist keine JSON-Zahl; senden Sie eine endliche Zahl."
+    )
+    assert pl["detail"] == "Błąd składni JSON - NaN nie jest liczbą JSON; wyślij liczbę skończoną."
