@@ -870,16 +870,21 @@ def _warm_start(
     problem = cg.problem
     rows = problem.rows()
     added = 0
-    orders = max(1, count // _WARM_OFFSETS)
-    for _ in range(orders):
-        order = _order(x.size, rng, problem.posteriors)
-        # Evenly spaced offsets along one order: over them every type gets x_t seats per
-        # panel on average up to one seat in all, far closer than independent roundings.
-        for offset in (np.arange(_WARM_OFFSETS) + float(rng.random())) / _WARM_OFFSETS:
-            rounded = _systematic(x, problem.size, order, float(offset))
-            panel = _repair(problem, rounded, rows, rng)
-            if panel is not None:
-                added += cg.add(panel)
+    # Herding: each panel rounds x plus the seats every type is owed so far (``m x``
+    # minus the seats the first m panels gave it), so the repairs' moves are paid back
+    # and every type's total stays within about a seat of ``m x_t``.
+    owed = np.zeros_like(x)
+    order = _order(x.size, rng, problem.posteriors)
+    for m in range(count):
+        if m % _WARM_OFFSETS == 0:
+            order = _order(x.size, rng, problem.posteriors)
+        target = np.clip(x + owed, 0.0, problem.sizes)
+        rounded = _systematic(target, problem.size, order, float(rng.random()))
+        panel = _repair(problem, rounded, rows, rng)
+        if panel is None:
+            continue
+        owed += x - panel
+        added += cg.add(panel)
     return added
 
 
