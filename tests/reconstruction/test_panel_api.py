@@ -391,6 +391,8 @@ def test_infeasible_quotas_name_the_conflict_and_the_smallest_relaxation(
     ]  # fmt: skip
     job = run(world.analyst, django_capture_on_commit_callbacks, panel_body(world, quotas=quotas))
     assert job["status"] == "refused", job
+    # Stored with its template too, so readers see it in their own language.
+    assert AnalysisJob.objects.get(pk=job["id"]).error_message is not None
     error = job["error"]
     assert "quotas[0] (sex in [F])" in error and "quotas[1]" in error, error
     assert "Smallest feasible relaxation" in error
