@@ -877,6 +877,10 @@ def _warm_start(
     order = _order(x.size, rng, problem.posteriors)
     for m in range(count):
         if m % _WARM_OFFSETS == 0:
+            # A progress report (which may cancel the run) and the time budget.
+            cg.report(0.05 + 0.05 * m / count)
+            if m and cg.out_of_time():
+                break
             order = _order(x.size, rng, problem.posteriors)
         target = np.clip(x + owed, 0.0, problem.sizes)
         rounded = _systematic(target, problem.size, order, float(rng.random()))
