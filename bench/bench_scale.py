@@ -1,7 +1,7 @@
 """Analyses at national scale: 10^5 and 10^6 participants x 7 questions on durable PostgreSQL.
 
     DJANGO_DEBUG=1 .venv/bin/python bench/bench_scale.py [--sizes 100000 1000000]
-        [--copy-above 200000]
+        [--copy-above 200000] [--ingest-only]
 
 The set-up of issue 9: a profile survey of 7 questions (2 continuous: whole-year ages,
 incomes) with realistic data (skewed categories, a rare group), distorted as the portal
@@ -145,10 +145,53 @@ def _get(conn: http.client.HTTPConnection, path: str, key: str) -> Any:
     return json.loads(response.read())
 
 
+def _server_roots(server_pid: int, workdir: Path) -> list[int]:
+    """gunicorn's master and PostgreSQL's postmaster (found by its data directory)."""
+    roots = [server_pid]
+    data = f"{workdir}/pg/pgdata".encode()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                    words = cmdline.read().split(b"\0")
+            except OSError:
+                continue
+            if data in words and words[0].endswith(b"/postgres"):
+                roots.append(int(entry))
+    return roots
+
+
+def _cpu_seconds(roots: list[int]) -> float:
+    """User + system CPU of ``roots`` and every live process below them, including the
+    processes they have reaped (PostgreSQL backends that ended count in the postmaster's
+    children's times)."""
+    ticks = 0
+    for pid in {pid for root in roots for pid in _descendants(root)}:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def ingest(
-    port: int, survey: int, key: str, scheme: dict[str, Any], start: int, stop: int, seed: int
-) -> float:
-    """Submit participants ``start..stop`` in batches from 2 concurrent clients; rate."""
+    port: int,
+    survey: int,
+    key: str,
+    scheme: dict[str, Any],
+    start: int,
+    stop: int,
+    seed: int,
+    cpu_roots: list[int] | None = None,
+) -> tuple[float, float]:
+    """Submit participants ``start..stop`` in batches from 2 concurrent clients.
+
+    Returns the rate (responses per second of wall time) and the server's CPU seconds
+    (gunicorn and PostgreSQL, :func:`_cpu_seconds` of ``cpu_roots``) per batch of
+    :data:`BATCH` responses: the CPU a batch costs, whatever else shares the machine.
+    """
     from privacy.client import distort_table
 
     rng = np.random.default_rng(seed)
@@ -179,15 +222,17 @@ def ingest(
                     failures.append(f"{status} {str(content)[:300]}")
 
     threads = [threading.Thread(target=client) for _ in range(CLIENTS)]
+    cpu_before = _cpu_seconds(cpu_roots or [])
     began = time.perf_counter()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - began
+    cpu = _cpu_seconds(cpu_roots or []) - cpu_before
     if failures:
         raise RuntimeError(f"{len(failures)} bulk batches failed, e.g. {failures[0]}")
-    return (stop - start) / elapsed
+    return (stop - start) / elapsed, cpu * BATCH / (stop - start)
 
 
 def copy_load(
@@ -420,12 +465,13 @@ def _load(
     size: int,
     copy_above: int,
     workdir: Path,
-) -> tuple[list[tuple[int, int, float]], dict[str, float]]:
+) -> tuple[list[tuple[int, int, float, float]], dict[str, float]]:
     """Participants ``loaded..size``: through the API up to ``copy_above``, then COPY.
 
-    Returns the API slices with their ingest rates and the COPY phases (seconds).
+    Returns the API slices (first, last, rate, server CPU s per batch) and the COPY phases
+    (seconds).
     """
-    rates: list[tuple[int, int, float]] = []
+    rates: list[tuple[int, int, float, float]] = []
     phases: dict[str, float] = {}
     api_stop = min(size, copy_above)
     if api_stop > loaded:
@@ -433,9 +479,18 @@ def _load(
         server = _start_gunicorn(env, port, 2, 4, workdir / "gunicorn.log")
         try:
             began = time.perf_counter()
-            rate = ingest(port, survey, portal, scheme, loaded, api_stop, seed=api_stop)
+            rate, cpu = ingest(
+                port,
+                survey,
+                portal,
+                scheme,
+                loaded,
+                api_stop,
+                seed=api_stop,
+                cpu_roots=_server_roots(server.pid, workdir),
+            )
             phases["API (incl. building the JSON bodies)"] = time.perf_counter() - began
-            rates.append((loaded, api_stop, rate))
+            rates.append((loaded, api_stop, rate, cpu))
         finally:
             server.terminate()
             server.wait(timeout=60)
@@ -454,6 +509,62 @@ def _load(
     return rates, phases
 
 
+FK_BASELINE_NAME = "per-row foreign keys (before 0007/0008), same run, measured after"
+FK_BASELINE_OFFSET = 1_000_000_000  # participant numbers of the baseline slice
+
+
+def _fk_baseline(
+    env: dict[str, str],
+    survey: int,
+    portal: str,
+    scheme: dict[str, Any],
+    measured: tuple[int, int, float, float],
+    workdir: Path,
+) -> tuple[float, float]:
+    """The per-row foreign keys put back (the reverse SQL of migrations 0008 and 0007),
+    the same number of new participants ingested, then the triggers restored.
+
+    Returns (rate, server CPU s per batch) as :func:`ingest`.
+    """
+    import importlib
+
+    from django.db import connection
+
+    answers = importlib.import_module(
+        "surveys.migrations.0007_answer_references_checked_per_statement"
+    )
+    responses = importlib.import_module(
+        "surveys.migrations.0008_response_references_checked_per_statement"
+    )
+    with connection.cursor() as cursor:
+        for statement in responses._BACKWARD + answers._POSTGRES_BACKWARD:
+            cursor.execute(statement, None)
+    connection.close()
+    try:
+        first, last = measured[0], measured[1]
+        port = free_port()
+        server = _start_gunicorn(env, port, 2, 4, workdir / "gunicorn.log")
+        try:
+            return ingest(
+                port,
+                survey,
+                portal,
+                scheme,
+                FK_BASELINE_OFFSET + first,
+                FK_BASELINE_OFFSET + last,
+                seed=last + 1,
+                cpu_roots=_server_roots(server.pid, workdir),
+            )
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+    finally:
+        with connection.cursor() as cursor:
+            for statement in answers._POSTGRES_FORWARD + responses._FORWARD:
+                cursor.execute(statement, None)
+        connection.close()
+
+
 def free_port() -> int:
     from tests.servers import free_port as port
 
@@ -470,6 +581,17 @@ def main(argv: list[str] | None = None) -> int:
         help="participants beyond this many are loaded with COPY instead of the bulk API "
         "(the ingest rate is measured on those below; default 200,000)",
     )
+    parser.add_argument(
+        "--ingest-only",
+        action="store_true",
+        help="load and report the ingest rate only (no analyses, no RSS figures)",
+    )
+    parser.add_argument(
+        "--fk-baseline",
+        action="store_true",
+        help="with --ingest-only: then put the per-row foreign keys of before migrations "
+        "0007/0008 back and measure the same number of new participants again",
+    )
     parser.add_argument("--no-fail", action="store_true")
     args = parser.parse_args(argv)
     sizes = sorted(args.sizes)
@@ -477,7 +599,7 @@ def main(argv: list[str] | None = None) -> int:
     from tests.servers import running_services, start_worker
 
     results: dict[int, dict[str, float]] = {}
-    rates: list[tuple[int, int, float]] = []
+    rates: list[tuple[int, int, float, float]] = []
     load_phases: dict[int, dict[str, float]] = {}
     load = os.getloadavg()
     with running_services(durable=True) as env:
@@ -495,10 +617,15 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"[{size:,}] loaded in {time.perf_counter() - began:.0f} s: "
                 + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
-                + "".join(f"; API {a:,}..{b:,}: {rate:,.0f} responses/s" for a, b, rate in slices),
+                + "".join(
+                    f"; API {a:,}..{b:,}: {rate:,.0f} responses/s, server CPU {cpu:.2f} s/batch"
+                    for a, b, rate, cpu in slices
+                ),
                 flush=True,
             )
             loaded = size
+            if args.ingest_only:
+                continue
             # Fresh processes: their peak RSS is then the analyses' own.
             port = free_port()
             server = _start_gunicorn(env, port, 2, 4, workdir / "gunicorn.log")
@@ -513,6 +640,11 @@ def main(argv: list[str] | None = None) -> int:
                 server.wait(timeout=60)
             results[size] = figures
             print(f"[{size:,}] {figures}", flush=True)
+
+        fk_rates: list[tuple[float, float]] = []
+        if args.fk_baseline and args.ingest_only and rates:
+            fk_rates.append(_fk_baseline(env, survey, portal, scheme, rates[0], workdir))
+            print(f"per-row foreign keys: {fk_rates[0]}", flush=True)
 
     table = Table(
         "Analyses at national scale (issue 9): durable PostgreSQL, gunicorn 2 workers x 4 "
@@ -546,6 +678,8 @@ def main(argv: list[str] | None = None) -> int:
             baseline=f"{web} / {worker_mb} MB" if web else None,
             baseline_name=BASELINE_NAME if web else "",
         )
+    if args.ingest_only:
+        table.note("--ingest-only: no analyses were run")
     if len(results) >= 2:
         small, large = results[sizes[0]], results[sizes[-1]]
         growth = max(large["rss_web"] - small["rss_web"], large["rss_worker"] - small["rss_worker"])
@@ -558,15 +692,29 @@ def main(argv: list[str] | None = None) -> int:
             target=f"< {RSS_GROWTH_TARGET_MB:g} MB",
             ok=growth < RSS_GROWTH_TARGET_MB,
         )
-    for first, last, rate in rates:
+    for index, (first, last, rate, cpu) in enumerate(rates):
+        fk = fk_rates[0] if index == 0 and fk_rates else None
         table.add(
             f"ingest through the bulk API, participants {first:,}..{last:,}, {CLIENTS} clients "
             "(responses of 7 answers / s)",
             rate,
-            baseline=BASELINE_INGEST,
-            baseline_name=BASELINE_NAME,
+            baseline=f"{fk[0]:,.0f}" if fk else BASELINE_INGEST,
+            baseline_name=FK_BASELINE_NAME if fk else BASELINE_NAME,
             target=f">= {INGEST_TARGET:,.0f}",
             ok=rate >= INGEST_TARGET,
+        )
+        table.add(
+            f"server CPU per bulk request of {BATCH:,} responses (gunicorn + PostgreSQL, "
+            f"participants {first:,}..{last:,})",
+            cpu,
+            unit="s",
+            baseline=round(fk[1], 2) if fk else None,
+            baseline_name=FK_BASELINE_NAME if fk else "",
+        )
+    if rates:
+        table.note(
+            f"The CPU per request bounds the rate on {os.cpu_count()} otherwise idle "
+            f"core(s): at most {os.cpu_count()} x {BATCH:,} / (CPU per request) responses/s."
         )
     if not rates:
         table.note("ingest rate: not measured (every participant was loaded with COPY)")

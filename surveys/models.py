@@ -186,8 +186,9 @@ class Participant(models.Model):
     Nothing else about the person is stored.
     """
 
+    # PostgreSQL checks this reference per statement (migration 0008), SQLite by its key.
     consultation = models.ForeignKey(
-        Consultation, on_delete=models.CASCADE, related_name="participants"
+        Consultation, on_delete=models.CASCADE, related_name="participants", db_constraint=False
     )
     reference = models.CharField(max_length=64)
 
@@ -213,9 +214,17 @@ class Response(models.Model):
     this row as a tombstone (``withdrawn_at`` set) so the participant cannot answer again.
     """
 
-    survey = models.ForeignKey(Survey, on_delete=models.CASCADE, related_name="responses")
+    # PostgreSQL checks both references per statement (migration 0008: one set-based
+    # check per bulk batch instead of one per row), SQLite by its foreign keys.
+    survey = models.ForeignKey(
+        Survey, on_delete=models.CASCADE, related_name="responses", db_constraint=False
+    )
     participant = models.ForeignKey(
-        Participant, on_delete=models.CASCADE, related_name="responses", db_index=False
+        Participant,
+        on_delete=models.CASCADE,
+        related_name="responses",
+        db_index=False,
+        db_constraint=False,
     )
     submitted_at = models.DateTimeField()
     withdrawn_at = models.DateTimeField(null=True, blank=True)

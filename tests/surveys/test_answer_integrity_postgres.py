@@ -211,3 +211,44 @@ def test_an_insert_after_a_committed_delete_fails(stored):
         Answer.objects.create(
             response_id=response.pk, question=questions["sex"], code=0, n_categories=2
         )
+
+
+def test_responses_and_participants_refer_to_existing_rows(stored):
+    """Migration 0008: the same statement-level checks for responses and participants."""
+    response, _ = stored
+    survey, participant = response.survey, response.participant
+    with (
+        pytest.raises(IntegrityError, match="missing surveys_participant row"),
+        transaction.atomic(),
+    ):
+        Response.objects.create(
+            survey=survey, participant_id=participant.pk + 1000, submitted_at=this_hour()
+        )
+    with (
+        pytest.raises(IntegrityError, match="missing surveys_survey row"),
+        transaction.atomic(),
+    ):
+        Response.objects.filter(pk=response.pk).update(survey_id=survey.pk + 1000)
+    with (
+        pytest.raises(IntegrityError, match="missing consultations_consultation row"),
+        transaction.atomic(),
+    ):
+        Participant.objects.create(consultation_id=survey.consultation_id + 1000, reference="p-2")
+    for table, pk in [
+        ("surveys_participant", participant.pk),
+        ("surveys_survey", survey.pk),
+        ("consultations_consultation", survey.consultation_id),
+    ]:
+        with (
+            pytest.raises(IntegrityError, match="still refer to this"),
+            transaction.atomic(),
+            connection.cursor() as cursor,
+        ):
+            cursor.execute(f"DELETE FROM {table} WHERE id = %s", [pk])
+    assert Response.objects.filter(pk=response.pk, survey=survey).exists()
+    assert Participant.objects.filter(pk=participant.pk).exists()
+    # Deleted children first (as Django's cascades do), the parents may go.
+    Answer.objects.filter(response=response).delete()
+    Response.objects.filter(pk=response.pk).delete()
+    Participant.objects.filter(pk=participant.pk).delete()
+    assert not Participant.objects.filter(pk=participant.pk).exists()
