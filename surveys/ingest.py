@@ -239,12 +239,13 @@ def _insert_postgresql(survey: Survey, batch: Batch, submitted_at: datetime) -> 
         return
     connection.ensure_connection()
     # Server-side parameter binding (a plain psycopg cursor on Django's connection, inside
-    # its transaction): arrays of 10,000 values go over the wire in binary instead of being
-    # spelled out as SQL literals, and the answers go in through a binary COPY.
+    # its transaction): arrays of 10,000 values go over the wire in binary (``%b``: no
+    # per-element quoting in Python) instead of being spelled out as SQL literals, and the
+    # answers go in through a binary COPY.
     with psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(
             f"INSERT INTO {participant_table} (consultation_id, reference) "
-            "SELECT %s, unnest(%s::varchar[]) "
+            "SELECT %s, unnest(%b::varchar[]) "
             "ON CONFLICT (consultation_id, reference) DO NOTHING "
             "RETURNING reference, id",
             [survey.consultation_id, batch.participants],
@@ -255,7 +256,7 @@ def _insert_postgresql(survey: Survey, batch: Batch, submitted_at: datetime) -> 
             # batch): a separate statement sees the rows committed while the insert waited.
             cursor.execute(
                 f"SELECT reference, id FROM {participant_table} "
-                "WHERE consultation_id = %s AND reference = ANY(%s::varchar[])",
+                "WHERE consultation_id = %s AND reference = ANY(%b::varchar[])",
                 [
                     survey.consultation_id,
                     [ref for ref in batch.participants if ref not in participant_ids],
@@ -268,7 +269,7 @@ def _insert_postgresql(survey: Survey, batch: Batch, submitted_at: datetime) -> 
             f"INSERT INTO {response_table} "
             "(survey_id, participant_id, submitted_at, withdrawal_token_hash) "
             "SELECT open_survey.id, participant.id, %s, participant.token_hash "
-            "FROM open_survey, unnest(%s::bigint[], %s::varchar[]) "
+            "FROM open_survey, unnest(%b::bigint[], %b::varchar[]) "
             "AS participant(id, token_hash) "
             "ON CONFLICT (survey_id, participant_id) DO NOTHING "
             "RETURNING participant_id, id",
