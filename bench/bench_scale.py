@@ -509,7 +509,7 @@ def _load(
     return rates, phases
 
 
-FK_BASELINE_NAME = "per-row foreign keys (before 0007/0008), same run, measured after"
+FK_BASELINE_NAME = "per-row foreign keys (before 0007/0009), same run, measured after"
 FK_BASELINE_OFFSET = 1_000_000_000  # participant numbers of the baseline slice
 
 
@@ -521,7 +521,7 @@ def _fk_baseline(
     measured: tuple[int, int, float, float],
     workdir: Path,
 ) -> tuple[float, float]:
-    """The per-row foreign keys put back (the reverse SQL of migrations 0008 and 0007),
+    """The per-row foreign keys put back (the reverse SQL of migrations 0009 and 0007),
     the same number of new participants ingested, then the triggers restored.
 
     Returns (rate, server CPU s per batch) as :func:`ingest`.
@@ -534,7 +534,7 @@ def _fk_baseline(
         "surveys.migrations.0007_answer_references_checked_per_statement"
     )
     responses = importlib.import_module(
-        "surveys.migrations.0008_response_references_checked_per_statement"
+        "surveys.migrations.0009_response_references_checked_per_statement"
     )
     with connection.cursor() as cursor:
         for statement in responses._BACKWARD + answers._POSTGRES_BACKWARD:
@@ -590,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
         "--fk-baseline",
         action="store_true",
         help="with --ingest-only: then put the per-row foreign keys of before migrations "
-        "0007/0008 back and measure the same number of new participants again",
+        "0007/0009 back and measure the same number of new participants again",
     )
     parser.add_argument("--no-fail", action="store_true")
     args = parser.parse_args(argv)

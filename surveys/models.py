@@ -186,7 +186,7 @@ class Participant(models.Model):
     Nothing else about the person is stored.
     """
 
-    # PostgreSQL checks this reference per statement (migration 0008), SQLite by its key.
+    # PostgreSQL checks this reference per statement (migration 0009), SQLite by its key.
     consultation = models.ForeignKey(
         Consultation, on_delete=models.CASCADE, related_name="participants", db_constraint=False
     )
@@ -214,7 +214,7 @@ class Response(models.Model):
     this row as a tombstone (``withdrawn_at`` set) so the participant cannot answer again.
     """
 
-    # PostgreSQL checks both references per statement (migration 0008: one set-based
+    # PostgreSQL checks both references per statement (migration 0009: one set-based
     # check per bulk batch instead of one per row), SQLite by its foreign keys.
     survey = models.ForeignKey(
         Survey, on_delete=models.CASCADE, related_name="responses", db_constraint=False

@@ -161,7 +161,7 @@ def _run(statements: list[str]):
 class Migration(migrations.Migration):
     dependencies = [
         ("consultations", "0002_consultation"),
-        ("surveys", "0007_answer_references_checked_per_statement"),
+        ("surveys", "0008_answer_covering_index"),
     ]
 
     operations = [
