@@ -129,34 +129,50 @@ def never_reported(table: Table) -> None:
 
 
 def bias(table: Table) -> None:
+    """Joint count bias at n = 10^6 over 10 distortion seeds of one population.
+
+    Three cases: whole-number ages with ``step=1`` declared, the same without a step
+    (whole numbers found in the reports, :func:`whole_number_step`), and real-valued ages
+    without a step (the interval model must stay; the control). The standard error of
+    the 10-seed mean is printed beside each (about 0.17%: one survey's error has a
+    standard deviation of about 0.55% at 10^6).
+    """
+    from reconstruction.algorithms.continuous import whole_number_step
+
     n, seeds = 10**6, 10
     pool = simulate_candidates(n, rng=np.random.default_rng(0))
-    age = np.floor(pool.age)
-    truth = float(np.sum((pool.sex == 0) & (age <= 30)))
-    for step in (1.0, None):
-        errors = []
+    cases = (
+        ("whole-number ages, step=1 declared", True, 1.0, "last session -0.5%"),
+        ("whole-number ages, no step declared", True, None, "issue -2.8%, last session -6.0%"),
+        ("real-valued ages, no step declared", False, None, "issue -0.3% (its control)"),
+    )
+    for label, whole, step, before in cases:
+        age = np.floor(pool.age) if whole else pool.age
+        truth = float(np.sum((pool.sex == 0) & (age <= 30)))
+        errors, detected = [], 0
         for seed in range(seeds):
             rng = np.random.default_rng(100 + seed)
+            reported = AGE_NOISE.distort(age, rng)
             data = {
                 "sex": DiscreteAttribute(distort_codes(pool.sex, SEX_CHANNEL, rng), SEX_CHANNEL),
-                "age": ContinuousAttribute(
-                    AGE_NOISE.distort(age, rng), AGE_NOISE, 16.0, 100.0, step=step
-                ),
+                "age": ContinuousAttribute(reported, AGE_NOISE, 16.0, 100.0, step=step),
             }
             errors.append(count_joint(data, WHERE, ci=False).estimate / truth - 1.0)
+            detected += step is None and whole_number_step(reported, AGE_NOISE, 16, 100) == 1.0
         value = 100.0 * float(np.mean(errors))
         spread = 100.0 * float(np.std(errors, ddof=1)) / math.sqrt(seeds)
-        label = "step=1 declared" if step else "no step declared"
-        before = "-1.1%" if step else "-6.0%"
         table.add(
-            f"joint count bias, whole-number ages, n=10^6, {seeds} seeds, {label}",
+            f"joint count bias, {label}, n=10^6, mean of {seeds} seeds",
             value / 100.0,
             unit="%",
-            baseline_name=f"not re-measured: issue -2.8% (default), last session {before}",
+            baseline_name=f"not re-measured: {before}",
             target="|bias| < 0.5%",
             ok=abs(value) < 0.5,
         )
-        table.note(f"{label}: standard error of the mean bias {spread:.2f}%")
+        table.note(
+            f"{label}: standard error of the mean {spread:.2f}%; whole numbers detected "
+            f"in {detected} of {seeds} surveys"
+        )
 
 
 def coverage_em(table: Table) -> None:
@@ -190,7 +206,7 @@ def coverage_joint30k(table: Table) -> None:
         table,
         30_000,
         "joint count coverage, whole-number age <= 30, n=30,000, no step",
-        "not re-measured: last session 60%",
+        "not re-measured: last session 60% (no detection of whole numbers)",
         step=None,
     )
 

@@ -42,6 +42,7 @@ from reconstruction.algorithms.continuous import (
     lattice_points,
     reconstruct_continuous,
     smoothing_matrix,
+    whole_number_step,
 )
 from reconstruction.algorithms.counts import reported_counts
 from reconstruction.algorithms.discrete import em_as
@@ -532,6 +533,7 @@ class _Axis:
     edges: NDArray[np.float64] | None = None
     reported_edges: NDArray[np.float64] | None = None
     smoother: NDArray[np.float64] | None = None
+    whole_numbers: bool = False
 
 
 def _axis(
@@ -551,12 +553,15 @@ def _axis(
             mask[list(_discrete_set(conditions))] = True
         return _Axis(name, attr.channel, codes, mask)
     values = attr.values if rows is None else attr.values[rows]
+    step = attr.step
+    if step is None:
+        step = whole_number_step(values, attr.noise, attr.low, attr.high)
     model = axis_model(
         attr.noise,
         attr.low,
         attr.high,
         cuts=condition_cuts(conditions),
-        step=attr.step,
+        step=step,
         thresholds_only=resolution == "thresholds",
         n_intervals=n_intervals,
         n=values.size,
@@ -571,7 +576,8 @@ def _axis(
     mask = _continuous_mask(model.representatives, conditions)
     strength = model.smoothing
     smoother = smoothing_matrix(edges, strength) if strength > 0 else None
-    return _Axis(name, channel, cells - first, mask, edges, bins, smoother)
+    detected = attr.step is None and step is not None
+    return _Axis(name, channel, cells - first, mask, edges, bins, smoother, detected)
 
 
 def condition_cuts(conditions: Sequence[Condition]) -> list[tuple[float, bool]]:
@@ -628,6 +634,16 @@ def _axes(
         smoother = smoothing_matrix(axes[-1].edges, strength) if strength > 0 else None
         axes[-1] = dataclasses.replace(axes[-1], smoother=smoother)
     return axes
+
+
+def _whole_number_notes(axes: Sequence[_Axis]) -> tuple[str, ...]:
+    """Notes for the axes whose whole-number truths were detected (no declared step)."""
+    return tuple(
+        f"the reports of {ax.name} show whole numbers: its true values were modelled on "
+        "the lattice of whole numbers (declare step to make this explicit)"
+        for ax in axes
+        if ax.whole_numbers
+    )
 
 
 def _reported_table(axes: Sequence[_Axis]) -> NDArray[np.float64]:
@@ -861,10 +877,13 @@ def count_joint(
     ``step`` is modelled on its lattice instead (one cell per point up to 128 points,
     thresholds cut on the lattice so ``age <= 30`` counts 30, ``noise.point_channel``;
     :func:`~.continuous.axis_model`). Without a declared step, whole-number values at a
-    threshold sit on a cell edge and the count is biased (about -5% for ``age <= 30``
-    on whole years with ±10 uniform noise): the reports cannot tell a value of exactly
-    30 from values just above it. The joint reported
-    cells are counted in one pass (``ravel_multi_index`` + ``bincount``), the EM fixed
+    threshold would sit on a cell edge of the interval model and bias the count (-5.7%
+    for ``age <= 30`` on whole years under ±10 uniform noise, infinite n), so the reports
+    are first tested for whole numbers (:func:`~.continuous.whole_number_step`); when
+    they show them, the attribute gets the lattice model of ``step=1`` and the result a
+    note. Under smooth noise (Gaussian, Laplace) the test cannot tell whole numbers from
+    real values and the bias stays: such a question should declare ``step``. The joint
+    reported cells are counted in one pass (``ravel_multi_index`` + ``bincount``), the EM fixed
     point of 001, Figure 2 runs on the product channel (:func:`fixed_point`, applied one
     axis at a time) and the estimate is ``n`` times the total probability of the true
     cells that meet the condition.
@@ -910,7 +929,9 @@ def count_joint(
     if ci:
         boot = fit.bootstrap(n_boot, generator, tol, max_iter)
         interval = _percentiles(n * boot[:, mask].sum(axis=1))
-    notes = () if fit.converged else ("the joint EM did not meet its stopping rule",)
+    notes = _whole_number_notes(fit.axes)
+    if not fit.converged:
+        notes = (*notes, "the joint EM did not meet its stopping rule")
     return CountResult(estimate, interval, n, "joint", notes)
 
 
@@ -936,6 +957,11 @@ def _stage_distribution(
         return rec.counts, mask, None
     values = attr.values[rows]
     cuts = [t for cond in conds for t in cond.thresholds]
+    # A declared step (or whole numbers the reports show) puts the cells on the lattice
+    # and the thresholds between lattice points, as in the joint model (issue 10).
+    step = attr.step
+    if step is None:
+        step = whole_number_step(values, attr.noise, attr.low, attr.high)
     result = reconstruct_continuous(
         values,
         attr.noise,
@@ -945,6 +971,8 @@ def _stage_distribution(
         ci=False,
         tol=tol,
         max_iter=max_iter,
+        step=step,
+        cuts=condition_cuts(conds) if step is not None else None,
     )
     return result.counts, _continuous_mask(result.midpoints, conds), values
 
