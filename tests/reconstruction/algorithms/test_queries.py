@@ -466,10 +466,3 @@ def test_joint_count_interval_with_a_declared_step_at_n_30000_covers_95_percent(
     # a step, where the whole years at the threshold bias the count by about -5%). With
     # the declared step the lattice model has no such bias.
     assert_coverage(_joint_count_hits(30_000, 300, step=1.0), label="joint count n=30000")
-
-
-@pytest.mark.slow
-def test_joint_count_interval_without_a_step_at_n_30000_covers_95_percent() -> None:
-    # Issue 10's coverage case without a declared step: the whole years must be found
-    # in the reports (whole_number_step) for the interval to cover.
-    assert_coverage(_joint_count_hits(30_000, 300, step=None), label="joint count n=30000")
