@@ -81,7 +81,11 @@ class QuestionDocSerializer(serializers.Serializer):
         help_text=(
             "Continuous questions, optional: the true values lie on the lattice low, "
             "low + step, ..., high (1 for whole years); the range must be a whole number of "
-            "steps. Thresholds then apply on the lattice: age <= 30 counts 30."
+            "steps. Thresholds then apply on the lattice: age <= 30 counts 30. Without a "
+            "step, whole-number answers under bounded noise (none, additive_uniform) are "
+            "found in the reports and modelled as step 1, with a note on the result; under "
+            "Gaussian or Laplace noise they cannot be told from real values, so declare "
+            "the step (threshold counts on whole numbers are otherwise biased)."
         ),
     )
     mechanism = MechanismField()
