@@ -498,16 +498,52 @@ def _sample_posterior(request: AnalysisRequest, progress: Progress) -> dict[str,
     taken = np.zeros(0, dtype=np.int64)
     chosen: list[Any] = []
     precision: list[Any] = []
-    for (_conds, quota), (plan, scores, estimate) in zip(quotas, fits, strict=True):
+    for (conds, quota), (plan, scores, estimate) in zip(quotas, fits, strict=True):
         if quota > min(round(estimate), n - taken.size):
             raise JobRefused(Message(_TOO_LARGE, {"size": size}))
         best = tables.TopCandidates(quota, width=len(keys))
-        for ids, block in statistics.iter_attribute_columns(
-            request.survey, questions, using=statistics.analysis_alias()
+        # Only the best cells' participants can be chosen: enough of them to fill the
+        # quota even if every one already taken is among them. The rest never leave
+        # the database; every participant keeps their stream position, so each
+        # candidate gets the same tie-break key as when all were streamed.
+        axes: list[statistics.Axis] = []
+        wanted = None
+        if plan is not None:
+            counts = counted(conds)[1].counts.ravel()
+            order = np.argsort(-scores, kind="stable")
+            reach = int(np.searchsorted(np.cumsum(counts[order]), quota + taken.size))
+            if reach < order.size:
+                wanted = np.flatnonzero(scores >= scores[order[reach]]).tolist()
+                axes = [
+                    statistics.Axis(
+                        request.questions[name],
+                        None if edges is None else statistics.finite_edges(edges),
+                    )
+                    for name, edges in zip(plan.names, plan.reported_edges, strict=True)
+                ]
+        found: list[Any] = []
+        total = 0
+        for streamed, positions, ids, block in statistics.iter_candidates(
+            request.survey, questions, axes, wanted, using=statistics.analysis_alias()
         ):
+            total = streamed
+            found.append((positions, ids, block))
+        total = total or n
+        # The pass's keys: one uniform draw per participant in stream order (drawn in
+        # chunks, bounded memory), the candidates' picked by position.
+        keys_at = [np.zeros(0)] * len(found)
+        start = 0
+        step = statistics.CHUNK
+        while start < total:
+            draws = generator.random(min(step, total - start))
+            for i, (positions, _ids, _block) in enumerate(found):
+                inside = (positions >= start) & (positions < start + draws.size)
+                if inside.any():
+                    keys_at[i] = np.concatenate([keys_at[i], draws[positions[inside] - start]])
+            start += draws.size
+        for (_positions, ids, block), draws in zip(found, keys_at, strict=True):
             columns = {key: block[request.questions[key].pk] for key in keys}
             score = np.ones(ids.size) if plan is None else scores[tables.flat_cells(plan, columns)]
-            draws = generator.random(ids.size)
             free = ~np.isin(ids, taken)
             rows = np.column_stack([columns[key] for key in keys]) if keys else None
             best.offer(ids[free], score[free], draws[free], None if rows is None else rows[free])

@@ -410,6 +410,96 @@ def iter_attribute_columns(
                     yield block(rows)
 
 
+def iter_candidates(
+    survey: Survey,
+    questions: Sequence[Question],
+    cells: Sequence[Axis],
+    wanted: Sequence[int] | None,
+    *,
+    using: str = "default",
+    chunk: int | None = None,
+) -> Iterator[tuple[int, NDArray[np.int64], NDArray[np.int64], dict[int, NDArray[Any]]]]:
+    """The participants of :func:`iter_attribute_columns` whose reported cell is wanted.
+
+    Every participant keeps their position in the full stream (participant-id order,
+    counted by ``row_number()`` in the database), but only those whose flat cell over
+    ``cells`` (C order, as :func:`~reconstruction.algorithms.tables.flat_cells`) is in
+    ``wanted`` leave the database (``wanted=None``: all of them). Sampling ranks by the
+    cell's posterior, so only the best cells' participants are candidates: a few
+    thousand rows instead of ``n``.
+
+    Yields ``(total, positions, ids, {question pk: column})`` blocks in position order;
+    ``total`` is the length of the full stream (0 when nothing is wanted).
+    """
+    size = CHUNK if chunk is None else int(chunk)
+    joins, params = _joins(survey, questions, participant=True)
+    aliases = _aliases(questions)
+    distinct = list({q.pk: q for q in questions}.values())
+    connection = connections[using]
+    columns = [
+        f"{aliases[q.pk]}.code" if q.is_discrete else f"{aliases[q.pk]}.value" for q in distinct
+    ]
+    select = "".join(f", {column} AS c{i}" for i, column in enumerate(columns))
+    cell_sql = "0"
+    cell_params: list[Any] = []
+    if cells:
+        strides = np.cumprod([1, *[axis.size for axis in cells][::-1]])[:-1][::-1]
+        parts = []
+        for axis, stride in zip(cells, strides, strict=True):
+            alias = aliases[axis.question.pk]
+            if axis.inner_edges is None:
+                expression, values = f"{alias}.code", []
+            else:
+                expression, values = _bucket(f"{alias}.value", axis.inner_edges, connection.vendor)
+            parts.append(f"({expression}) * {int(stride)}")
+            cell_params += values
+        cell_sql = " + ".join(parts)
+    where = ""
+    where_params: list[Any] = []
+    if wanted is not None:
+        flat = sorted({int(c) for c in wanted})
+        if not flat:
+            return
+        where = f"WHERE t.cell IN ({', '.join('%s' for _ in flat)})"
+        where_params = flat
+    outer = "".join(f", t.c{i}" for i in range(len(distinct)))
+    sql = (
+        f"SELECT t.pos, t.total, t.pid{outer} FROM (SELECT "
+        "row_number() OVER (ORDER BY r.participant_id) - 1 AS pos, COUNT(*) OVER () AS total, "
+        f"r.participant_id AS pid{select}, {cell_sql} AS cell {joins}) t {where} ORDER BY 1"
+    )
+    arguments = cell_params + params + where_params
+
+    def block(
+        rows: list[tuple[Any, ...]],
+    ) -> tuple[int, NDArray[np.int64], NDArray[np.int64], dict[int, NDArray[Any]]]:
+        values = np.array(rows, dtype=np.float64).reshape(len(rows), 3 + len(distinct))
+        found = {
+            q.pk: values[:, i + 3].astype(np.int64 if q.is_discrete else np.float64)
+            for i, q in enumerate(distinct)
+        }
+        return (
+            int(values[0, 1]),
+            values[:, 0].astype(np.int64),
+            values[:, 2].astype(np.int64),
+            found,
+        )
+
+    with transaction.atomic(using=using):
+        if connection.vendor == "postgresql":
+            connection.ensure_connection()
+            with connection.connection.cursor(name="sampling_candidates") as cursor:
+                cursor.itersize = size
+                cursor.execute(sql, arguments)
+                while rows := cursor.fetchmany(size):
+                    yield block(rows)
+        else:
+            with connection.cursor() as cursor:
+                cursor.execute(sql, arguments)
+                while rows := cursor.fetchmany(size):
+                    yield block(rows)
+
+
 def attribute_columns(
     survey: Survey, questions: Sequence[Question], *, using: str = "default"
 ) -> tuple[NDArray[np.int64], dict[int, NDArray[Any]]]:
@@ -463,6 +553,7 @@ __all__ = [
     "condition_moments",
     "finite_edges",
     "iter_attribute_columns",
+    "iter_candidates",
     "participant_count",
     "participant_references",
     "question_tables",
