@@ -284,13 +284,41 @@ def _validate_mean(request: AnalysisRequest) -> None:
         )
 
 
+def _marginal_of(
+    request: AnalysisRequest, read: tuple[tables.CellPlan, tables.CellTable] | None
+) -> Callable[[list[Any]], tuple[tables.CellPlan, tables.CellTable]]:
+    """The group's cells for :func:`disclosure.group_size`: summed out of a table already
+    read when its leading axes are the group's plan (the same participants, the same
+    reported cells), else read from the database."""
+
+    def counted(conds: list[Any]) -> tuple[tables.CellPlan, tables.CellTable]:
+        sub = replace(request, where=conds)
+        plan = analysis.plan(sub, request.participants)
+        if read is not None:
+            full, table = read
+            d = len(plan.names)
+            same = full.names[:d] == plan.names and all(
+                (a is None and b is None)
+                or (a is not None and b is not None and np.array_equal(a, b))
+                for a, b in zip(full.reported_edges[:d], plan.reported_edges, strict=True)
+            )
+            if same:
+                others = tuple(range(d, len(full.names)))
+                return plan, tables.CellTable(table.counts.sum(axis=others))
+        return plan, analysis.cells(sub, plan)
+
+    return counted
+
+
 def _mean(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
     method = request.method or "unbiased"
     attribute = request.attribute
     assert attribute is not None
+    read: tuple[tables.CellPlan, tables.CellTable] | None = None
     if method == "unbiased" or not request.where:  # without a condition: the overall mean
         plan = analysis.plan(request, request.participants, target=attribute)
         cells = analysis.cells(request, plan)
+        read = (plan, cells)
         progress(0.3)
         result = tables.mean_from_table(plan, cells, plan.specs)
     elif method == "naive":  # one SQL aggregate: count, sum, sum of squares
@@ -305,7 +333,8 @@ def _mean(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
     progress(0.9)
     size = disclosure.GroupSize.counted(request.participants)
     if request.where:
-        size = _check_group(request, request.thresholds.min_responses)
+        size = disclosure.group_size(request, counted=_marginal_of(request, read))
+        disclosure.check_group(size, request.thresholds.min_responses)
     return {
         "estimate": float(result.estimate),
         "ci95": interval_json(result.ci95),
