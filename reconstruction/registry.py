@@ -465,6 +465,25 @@ def _sample(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
     return _sample_figure3(request, progress)
 
 
+def _offer(
+    best: tables.TopCandidates,
+    plan: tables.CellPlan | None,
+    scores: Any,
+    keys: list[str],
+    request: AnalysisRequest,
+    taken: Any,
+    ids: Any,
+    block: dict[int, Any],
+    draws: Any,
+) -> None:
+    """Offer a block of participants (not yet taken) with their scores and keys."""
+    columns = {key: block[request.questions[key].pk] for key in keys}
+    score = np.ones(ids.size) if plan is None else scores[tables.flat_cells(plan, columns)]
+    free = ~np.isin(ids, taken)
+    rows = np.column_stack([columns[key] for key in keys]) if keys else None
+    best.offer(ids[free], score[free], draws[free], None if rows is None else rows[free])
+
+
 def _sample_posterior(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
     """The posterior draw of :func:`~reconstruction.algorithms.queries.sample`, streamed.
 
@@ -550,32 +569,36 @@ def _sample_posterior(request: AnalysisRequest, progress: Progress) -> dict[str,
                     )
                     for name, edges in zip(plan.names, plan.reported_edges, strict=True)
                 ]
-        found: list[Any] = []
-        total = 0
-        for streamed, positions, ids, block in statistics.iter_candidates(
-            request.survey, questions, axes, wanted, using=statistics.analysis_alias()
-        ):
-            total = streamed
-            found.append((positions, ids, block))
-        total = total or n
-        # The pass's keys: one uniform draw per participant in stream order (drawn in
-        # chunks, bounded memory), the candidates' picked by position.
-        keys_at = [np.zeros(0)] * len(found)
-        start = 0
-        step = statistics.CHUNK
-        while start < total:
-            draws = generator.random(min(step, total - start))
-            for i, (positions, _ids, _block) in enumerate(found):
-                inside = (positions >= start) & (positions < start + draws.size)
-                if inside.any():
-                    keys_at[i] = np.concatenate([keys_at[i], draws[positions[inside] - start]])
-            start += draws.size
-        for (_positions, ids, block), draws in zip(found, keys_at, strict=True):
-            columns = {key: block[request.questions[key].pk] for key in keys}
-            score = np.ones(ids.size) if plan is None else scores[tables.flat_cells(plan, columns)]
-            free = ~np.isin(ids, taken)
-            rows = np.column_stack([columns[key] for key in keys]) if keys else None
-            best.offer(ids[free], score[free], draws[free], None if rows is None else rows[free])
+        if wanted is None:  # everyone is a candidate: stream them (bounded memory)
+            for ids, block in statistics.iter_attribute_columns(
+                request.survey, questions, using=statistics.analysis_alias()
+            ):
+                draws = generator.random(ids.size)
+                _offer(best, plan, scores, keys, request, taken, ids, block, draws)
+        else:
+            # The pass's keys: one uniform draw per participant in stream order, drawn
+            # along the candidates (who come in position order) in bounded chunks; each
+            # candidate takes the draw at their position.
+            drawn = 0
+            total = n
+            for streamed, positions, ids, block in statistics.iter_candidates(
+                request.survey, questions, axes, wanted, using=statistics.analysis_alias()
+            ):
+                total = streamed
+                picked = np.empty(ids.size)
+                done = 0
+                while done < ids.size:
+                    draws = generator.random(min(statistics.CHUNK, total - drawn))
+                    if not draws.size:
+                        raise RuntimeError("a candidate's position lies past the stream")
+                    inside = positions[done:] < drawn + draws.size
+                    stop = done + int(np.count_nonzero(inside))
+                    picked[done:stop] = draws[positions[done:stop] - drawn]
+                    drawn += draws.size
+                    done = stop
+                _offer(best, plan, scores, keys, request, taken, ids, block, picked)
+            while drawn < total:  # the rest of the pass's keys (the next pass goes on)
+                drawn += generator.random(min(statistics.CHUNK, total - drawn)).size
         if best.ids.size < quota:
             raise JobRefused(Message(_TOO_LARGE, {"size": size}))
         taken = np.concatenate([taken, best.ids])
