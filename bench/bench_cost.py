@@ -34,21 +34,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("DJANGO_DEBUG", "1")
 
-import django
-
-django.setup()
-
-from django.conf import settings  # noqa: E402
-
-from bench.common import Table  # noqa: E402
-from privacy.mechanisms import noise_model, randomised_response  # noqa: E402
-from reconstruction.algorithms.queries import (  # noqa: E402
+from bench.common import Table
+from privacy.mechanisms import noise_model, randomised_response
+from reconstruction.algorithms.queries import (
     Condition,
     ContinuousAttribute,
     DiscreteAttribute,
     count,
 )
-from reconstruction.cost import N_BOOT, fit_cells  # noqa: E402
+
+# Django is set up in main(): ``--accepted`` first starts PostgreSQL and points the
+# settings at it.
 
 TARGET_SECONDS = 60.0
 SIZES = {"a": 2, "b": 5, "c": 5, "d": 7, "e": 4, "f": 3, "g": 6, "h": 2}
@@ -97,6 +93,7 @@ def _median_seconds(call, repeats: int) -> tuple[float, object]:
 
 def caps(repeats: int = 5) -> Table:
     """Time the survey caps and the scheme GET (see the module docstring)."""
+    from django.conf import settings
     from django.db import connection
     from django.test.utils import override_settings, setup_test_environment
 
@@ -206,12 +203,309 @@ def caps(repeats: int = 5) -> Table:
     return out
 
 
+# ------------------------------------------------- the most expensive accepted requests
+
+# One condition per question of bench_scale's seven-question survey (tests.factories).
+CONDITIONS: dict[str, dict[str, object]] = {
+    "sex": {"op": "in", "value": ["F"]},
+    "district": {"op": "in", "value": ["N", "S"]},
+    "satisfaction": {"op": "in", "value": ["4", "5"]},
+    "site": {"op": "in", "value": ["A", "B", "C"]},
+    "skips_class": {"op": "in", "value": ["never"]},
+    "age": {"op": "lte", "value": 40},
+    "income": {"op": "gt", "value": 2000},
+}
+STRATA = 50  # the serializer's maximum number of strata
+REQUEST_TIMEOUT = 180.0  # 3 x the target: longer is reported as not finished
+
+
+def _where(keys) -> list[dict[str, object]]:
+    return [{"attribute": key, **CONDITIONS[key]} for key in keys]
+
+
+def _subsets(keys, smallest: int = 1):
+    import itertools
+
+    for size in range(smallest, len(keys) + 1):
+        yield from itertools.combinations(keys, size)
+
+
+def candidates(survey: int) -> list[dict[str, object]]:
+    """Requests of every kind over every combination of conditions."""
+    keys = list(CONDITIONS)
+    out: list[dict[str, object]] = []
+    for chosen in _subsets(keys):
+        out.append({"survey": survey, "kind": "count", "where": _where(chosen)})
+    others = [k for k in keys if k != "income"]
+    for chosen in _subsets(others, 0):
+        out.append(
+            {"survey": survey, "kind": "mean", "attribute": "income", "where": _where(chosen)}
+        )
+    for target in ("site", "age"):
+        for chosen in _subsets([k for k in keys if k != target], 0):
+            spec = {"survey": survey, "kind": "distribution", "attribute": target}
+            out.append({**spec, "where": _where(chosen)})
+    bands = [
+        {"where": [{"attribute": "age", "op": "between", "value": [16 + k, 17 + k]}], "size": 1}
+        for k in range(STRATA)
+    ]
+    for chosen in _subsets([k for k in keys if k != "age"], 0):
+        where = _where(chosen)
+        out.append({"survey": survey, "kind": "sample", "size": 100, "seed": 1, "where": where})
+        out.append(
+            {
+                "survey": survey,
+                "kind": "sample",
+                "size": STRATA,
+                "seed": 1,
+                "where": where,
+                "strata": bands,
+            }
+        )
+    return out
+
+
+def _describe(spec: dict[str, object]) -> str:
+    where = spec.get("where") or []
+    text = str(spec["kind"])
+    if spec.get("attribute"):
+        text += f" of {spec['attribute']}"
+    if where:
+        text += " | " + " & ".join(str(c["attribute"]) for c in where)  # type: ignore[index]
+    if spec.get("strata"):
+        text += f", {len(spec['strata'])} strata (age bands)"  # type: ignore[arg-type]
+    elif spec["kind"] == "sample":
+        text += f", size {spec['size']}"
+    return text
+
+
+def _costs(survey_id: int, specs, n: int) -> list[tuple[int, dict[str, object]]]:
+    from dataclasses import replace
+
+    from reconstruction import analysis, cost
+    from surveys.models import Survey
+
+    survey = Survey.objects.get(pk=survey_id)
+    out = []
+    for spec in specs:
+        request = replace(analysis.resolve(survey, spec), participants=n)
+        if spec["kind"] == "panel":
+            out.append((cost.panel_cost(request), spec))
+        else:
+            out.append((cost.analysis_cost(request), spec))
+    return out
+
+
+def pick(costed, budget: int) -> list[tuple[int, dict[str, object]]]:
+    """Per kind (sample: with and without strata), the most expensive accepted request;
+    for counts also the accepted one with the most conditions."""
+    chosen: dict[str, tuple[int, dict[str, object]]] = {}
+    for value, spec in costed:
+        if value > budget:
+            continue
+        groups = [f"{spec['kind']}{'+strata' if spec.get('strata') else ''}"]
+        if spec["kind"] == "count":
+            groups.append(f"count-{len(spec['where'])}")  # type: ignore[arg-type]
+        for group in groups:
+            if group not in chosen or value > chosen[group][0]:
+                chosen[group] = (value, spec)
+    most = max(int(g.split("-")[1]) for g in chosen if g.startswith("count-"))
+    picked = [chosen[g] for g in chosen if not g.startswith("count-")]
+    widest = chosen[f"count-{most}"]
+    if widest[1] is not chosen["count"][1]:
+        picked.insert(1, widest)
+    return picked
+
+
+def accepted_at_scale(n: int, panel_n: int = 40_000) -> int:
+    """The most expensive requests the default budget accepts, end to end at ``n``.
+
+    PostgreSQL and Redis from tests/servers.py, bench_scale's seven-question survey loaded
+    with COPY (client-side distortion), gunicorn (1 worker x 2 threads) and one Celery
+    worker (concurrency 1), as in production. Every combination of one condition per
+    question is costed with the real cost model (reconstruction/cost.py) for counts,
+    means, distributions (a discrete and a continuous target) and samples (with and
+    without 50 strata); per kind the most expensive accepted one (and the count with the
+    most conditions) runs through the API, POST to ``succeeded``, and its wall time is
+    printed beside its cost against the 60 s target. Panels: their cost grows with the
+    participants, so a second survey of ``panel_n`` participants holds the panel at the
+    budget.
+    """
+    from bench.bench_api import _start_gunicorn
+    from bench.bench_scale import _prepare, copy_load, free_port
+    from tests.servers import running_services, start_worker
+
+    load_start = os.getloadavg()
+    rows: list[tuple[str, int, float | None, str]] = []
+    with running_services() as env:
+        survey, _portal, analyst, scheme = _prepare(env)
+        from django.conf import settings
+        from django.db import connection, connections
+
+        budget = int(settings.ANALYSIS_COST_BUDGET)
+        began = time.perf_counter()
+        copy_load(survey, scheme, 0, n, seed=n)
+        panel_survey, panel_scheme = _panel_survey(survey)
+        copy_load(panel_survey, panel_scheme, 0, panel_n, seed=panel_n)
+        _calibrate([survey, panel_survey])
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE")
+        print(f"loaded {n:,} + {panel_n:,} participants in {time.perf_counter() - began:.0f} s")
+        costed = _costs(survey, candidates(survey), n)
+        refused = sum(1 for value, _spec in costed if value > budget)
+        picked = pick(costed, budget)
+        panels = _costs(panel_survey, panel_candidates(panel_survey), panel_n)
+        panel_refused_at_n = _costs(survey, panel_candidates(survey)[:1], n)[0][0]
+        accepted_panels = [pair for pair in panels if pair[0] <= budget]
+        if accepted_panels:
+            picked.append(max(accepted_panels, key=lambda pair: pair[0]))
+        connections.close_all()
+        workdir = Path(env["INTEGRATION_WORKDIR"])
+        port = free_port()
+        server = _start_gunicorn(env, port, 1, 2, workdir / "gunicorn.log")
+        worker = start_worker(workdir, name="cost", extra_env=env)
+        try:
+            conn = _connection(port)
+            for value, spec in picked:
+                seconds, status = _run(conn, analyst, spec)
+                rows.append((_describe(spec), value, seconds, status))
+                print(f"  {rows[-1]}", flush=True)
+                if seconds is None and status.startswith("not finished"):
+                    worker.kill()  # the job still runs: a fresh worker for the next
+                    worker = start_worker(workdir, name="cost", extra_env=env)
+        finally:
+            worker.stop()
+            server.terminate()
+            server.wait(timeout=60)
+    out = Table(
+        f"The most expensive accepted requests, end to end at n = {n:,} (PostgreSQL, "
+        f"gunicorn 1 x 2, 1 Celery worker; ANALYSIS_COST_BUDGET = {budget:,})"
+    )
+    for name, value, seconds, status in rows:
+        ok = status == "succeeded" and seconds is not None and seconds <= TARGET_SECONDS
+        out.add(
+            f"{name} ({status})",
+            seconds if seconds is not None else float("nan"),
+            unit="s",
+            baseline=f"{value:,} units",
+            baseline_name=f"{100 * value / budget:.0f}% of the budget",
+            target=f"<= {TARGET_SECONDS:.0f} s",
+            ok=ok,
+        )
+    out.note(
+        f"{len(costed)} candidate requests at n = {n:,}: {refused} refused up front by the "
+        f"budget; the rows are the most expensive accepted one per kind. A panel at n = {n:,} "
+        f"costs {panel_refused_at_n:,} units (refused); the panel row runs on a survey of "
+        f"{panel_n:,} participants."
+    )
+    out.note(
+        f"{os.cpu_count()} CPU(s); load average {load_start[0]:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end (other processes share the CPUs)."
+    )
+    return out.finish()
+
+
+def _panel_survey(survey_id: int) -> tuple[int, dict[str, object]]:
+    from consultations.services import consultation_create
+    from surveys.models import Survey
+    from surveys.selectors import survey_scheme
+    from surveys.services import survey_create, survey_open
+    from tests.factories import seven_questions
+
+    organisation = Survey.objects.get(pk=survey_id).consultation.organisation
+    consultation = consultation_create(organisation=organisation, title="Panel")
+    survey = survey_create(
+        organisation=organisation,
+        consultation=consultation,
+        kind="profile",
+        title="Panel profile",
+        questions=seven_questions(),
+        actor="bench",
+    )
+    survey = survey_open(survey=survey, actor="bench")
+    return survey.pk, survey_scheme(survey)
+
+
+def panel_candidates(survey: int) -> list[dict[str, object]]:
+    quotas = {
+        "sex": [{"where": _where(["sex"]), "min": 45, "max": 55}],
+        "sex+district": [
+            {"where": _where(["sex"]), "min": 45, "max": 55},
+            {"where": _where(["district"]), "min": 40, "max": 80},
+        ],
+        "none": [],
+    }
+    return [
+        {"survey": survey, "kind": "panel", "size": 100, "seed": 1, "quotas": q}
+        for q in quotas.values()
+    ]
+
+
+def _calibrate(surveys: list[int]) -> None:
+    """Calibration pairs for the manual negative question (its channel needs them)."""
+    from surveys.models import Survey
+    from surveys.services import calibration_upload
+
+    labels = ["never", "rarely", "often", "always"]
+    rng = np.random.default_rng(5)
+    pairs = []
+    for _ in range(400):
+        true = int(rng.integers(4))
+        pairs.append([labels[true], labels[(true + 1 + int(rng.integers(3))) % 4]])
+    for pk in surveys:
+        calibration_upload(survey=Survey.objects.get(pk=pk), question="skips_class", pairs=pairs)
+
+
+def _connection(port: int):
+    import http.client
+
+    return http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+
+
+def _run(conn, key: str, spec: dict[str, object]) -> tuple[float | None, str]:
+    """POST the request and wait for its end: (seconds, final status)."""
+    import json
+
+    from bench.bench_scale import _get, _post
+
+    began = time.perf_counter()
+    status, created = _post(conn, "/api/v1/analyses/", json.dumps(spec).encode(), key)
+    if status != 202:
+        return None, f"{status}: {str(created)[:120]}"
+    deadline = began + REQUEST_TIMEOUT
+    while time.perf_counter() < deadline:
+        job = _get(conn, created["url"], key)
+        if job["status"] in ("succeeded", "failed", "refused"):
+            seconds = time.perf_counter() - began
+            if job["status"] != "succeeded":
+                print(f"    {job['status']}: {job.get('error')}", flush=True)
+            return seconds, str(job["status"])
+        time.sleep(0.2)
+    return None, f"not finished after {REQUEST_TIMEOUT:.0f} s"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--caps-only", action="store_true")
+    parser.add_argument(
+        "--accepted",
+        action="store_true",
+        help="the most expensive accepted requests end to end at --n participants on "
+        "PostgreSQL with a real Celery worker (see accepted_at_scale)",
+    )
+    parser.add_argument("--panel-n", type=int, default=40_000)
     args = parser.parse_args()
+    if args.accepted:
+        return accepted_at_scale(args.n, args.panel_n)
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    from reconstruction.cost import N_BOOT, fit_cells
+
     if args.caps_only:
         return caps(3 if args.quick else 5).finish()
     rng = np.random.default_rng(13)

@@ -65,8 +65,50 @@ def fit_cells(questions: Mapping[str, Any], keys: Sequence[str], conditions: Seq
     return int(cells)
 
 
+READ_UNITS = 0.05
+"""Cost units per participant and attribute read from the database (a cell count in SQL
+or a streamed pass): about 3 microseconds each at 10^6 participants, against about 60
+microseconds per unit of the budget (bench/bench_cost.py; README, "Cost model")."""
+
+
+def _keys_of(conditions: Sequence[Mapping[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(c["attribute"] for c in conditions))
+
+
+def reads(request: AnalysisRequest) -> int:
+    """Participant-attribute reads of a request: one per attribute of every SQL cell count
+    (the fit's table, every judged group) and of every streamed pass of a sample.
+
+    The fits' cost does not grow with the participants (the tables are counted in SQL);
+    the reading does, and dominates requests with many groups at 10^6 (a sample of 50
+    strata counts 50 groups and streams the participants 50 times).
+    """
+    spec = request.spec
+    where = list(spec.get("where") or [])
+    where_keys = _keys_of(where)
+    named = ([request.attribute] if request.attribute else []) + where_keys
+    attributes = 0
+    if request.kind == "sample":
+        strata = [[*where, *s.get("where", [])] for s in spec.get("strata") or []]
+        attributes += 2 * len(where_keys)  # the pool judged, then its posterior
+        every = len(dict.fromkeys([*named, *(k for s in strata for k in _keys_of(s))]))
+        for conditions in strata or [where]:
+            keys = len(_keys_of(conditions))
+            attributes += 2 * keys + every  # judged, fitted, one streamed pass
+    else:
+        attributes += len(dict.fromkeys(named))  # the fit's table
+        if where and request.kind != "count":
+            attributes += len(where_keys)  # the group's size
+    return int(max(int(request.participants), 0) * attributes)
+
+
 def analysis_cost(request: AnalysisRequest) -> int:
-    """The estimated cost of a resolved request, in cells x fits."""
+    """The estimated cost of a resolved request: cells x fits, plus reading."""
+    return fit_cost(request) + int(READ_UNITS * reads(request))
+
+
+def fit_cost(request: AnalysisRequest) -> int:
+    """The fits' part of :func:`analysis_cost`, in cells x fits."""
     spec = request.spec
     where = list(spec.get("where") or [])
     named = ([request.attribute] if request.attribute else []) + [c["attribute"] for c in where]
@@ -95,16 +137,23 @@ def _group_cost(request: AnalysisRequest, where: Sequence[Mapping[str, Any]]) ->
 def check_cost(request: AnalysisRequest) -> int:
     """Refuse a request whose estimated cost exceeds ``ANALYSIS_COST_BUDGET``; returns the cost."""
     budget = int(settings.ANALYSIS_COST_BUDGET)
-    cost = analysis_cost(request)
+    fits = fit_cost(request)
+    cost = fits + int(READ_UNITS * reads(request))
     if cost > budget:
         raise AnalysisInputError(
             {
                 "where": _(
-                    "this analysis would cost about %(cost)s units (joint-table cells x fits), "
-                    "above the budget of %(budget)s (ANALYSIS_COST_BUDGET); use fewer "
-                    "conditions or attributes with fewer categories"
+                    "this analysis would cost about %(cost)s units (%(fits)s for joint-table "
+                    "cells x fits, %(reading)s for reading the participants' answers), above "
+                    "the budget of %(budget)s (ANALYSIS_COST_BUDGET); use fewer conditions, "
+                    "strata or attributes with fewer categories"
                 )
-                % {"cost": f"{cost:,}", "budget": f"{budget:,}"}
+                % {
+                    "cost": f"{cost:,}",
+                    "fits": f"{fits:,}",
+                    "reading": f"{cost - fits:,}",
+                    "budget": f"{budget:,}",
+                }
             }
         )
     return cost

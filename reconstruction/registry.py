@@ -184,10 +184,10 @@ def validate_request(
         )
     if not count:
         return request
-    check_cost(request)  # before any answer is read (issue 13)
     # Constant time in n: the response tallies bound the count from above; the worker
     # counts exactly (and refuses the job if the exact count falls short).
     n = analysis.participant_bound(request)
+    check_cost(replace(request, participants=n))  # before any answer is read (issue 13)
     reason = analysis.too_few_responses(request, n)
     if reason is not None:
         raise AnalysisInputError({"survey": translate(reason)})

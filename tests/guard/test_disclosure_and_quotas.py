@@ -11,6 +11,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
@@ -225,6 +226,34 @@ def test_the_default_budget_refuses_the_issues_eight_condition_count(db):
     response = analyse(tenant, count(survey, *where))
     assert response.status_code == 400
     assert "ANALYSIS_COST_BUDGET" in response.json()["detail"]
+
+
+def test_the_cost_counts_the_reading_that_grows_with_the_participants(db):
+    # bench/bench_cost.py --accepted: a sample of 50 strata judges 50 groups and streams
+    # every participant 50 times; its fits are cheap, so the fit-only model accepted it
+    # at any size, and it ran for minutes at 10^6. The reading term refuses it there and
+    # keeps it at the demo's size.
+    from dataclasses import replace
+
+    from reconstruction import analysis, cost
+
+    tenant = tenant_factory()
+    survey = survey_factory(consultation_factory(tenant.organisation), questions=QUESTIONS)
+    bands = [
+        {"where": [{"attribute": "age", "op": "between", "value": [16 + k, 17 + k]}], "size": 1}
+        for k in range(50)
+    ]
+    spec = {"survey": survey.pk, "kind": "sample", "size": 50, "strata": bands}
+    request = analysis.resolve(survey, spec)
+    small, large = replace(request, participants=10_000), replace(request, participants=10**6)
+    assert cost.fit_cost(small) == cost.fit_cost(large)  # exact answers: one COUNT per group
+    assert cost.analysis_cost(small) <= settings.ANALYSIS_COST_BUDGET
+    assert cost.analysis_cost(large) > settings.ANALYSIS_COST_BUDGET
+    with pytest.raises(analysis.AnalysisInputError, match="reading the participants"):
+        cost.check_cost(large)
+    # A count reads its attributes once: 10^6 participants x 2 attributes.
+    two = analysis.resolve(survey, count(survey, is_in("sex", "F"), is_in("district", "N")))
+    assert cost.reads(replace(two, participants=10**6)) == 2 * 10**6
 
 
 def test_analyses_are_rate_limited_per_key_with_retry_after(world, settings):
