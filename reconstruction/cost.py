@@ -20,9 +20,15 @@ is therefore estimated, from the schema alone, as
   its interval (reconstruction/disclosure.py): ``cells(condition) x (1 + N_BOOT)`` more,
   or nothing when its attributes are undistorted (counted exactly).
 
+plus the *reading*, which grows with the participants while the fits do not (their
+tables are counted in SQL): ``READ_UNITS`` per participant and attribute of every SQL
+cell count (the fit's table, every judged group) and of every streamed pass of a sample
+(:func:`reads`).
+
 Iterations are capped by the engine (``max_iter``) and taken as a constant factor: the
 budget ``ANALYSIS_COST_BUDGET`` is calibrated in seconds per cost unit by
-``bench/bench_cost.py`` at 10^6 participants (README, "Quotas and cost limits").
+``bench/bench_cost.py`` (``--accepted`` runs the most expensive accepted requests end to
+end at 10^6 participants; README, "Cost model").
 """
 
 from __future__ import annotations
