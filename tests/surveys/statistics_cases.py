@@ -175,6 +175,32 @@ def check_sql_equals_numpy(
         binned[questions["age"].pk], np.bincount(age_bins, minlength=cut.size + 1)
     )
     np.testing.assert_array_equal(binned[questions["sex"].pk], totals[questions["sex"].pk])
+    # Sampling's candidates: only the wanted cells' participants, each with their
+    # position in the full participant-ordered stream.
+    streamed = [
+        (ids, block)
+        for ids, block in statistics.iter_attribute_columns(opinion, ordered, using=using)
+    ]
+    if streamed:
+        ids = np.concatenate([i for i, _ in streamed])
+        sex = np.concatenate([b[questions["sex"].pk] for _, b in streamed])
+        age = np.concatenate([b[questions["age"].pk] for _, b in streamed])
+        flat = sex * (cut.size + 1) + tables.cell_index(
+            age, np.concatenate([[-np.inf], cut, [np.inf]])
+        )
+        wanted = sorted(set(flat.tolist()[::2]))
+        axes = [statistics.Axis(questions["sex"]), statistics.Axis(questions["age"], cut)]
+        found = list(
+            statistics.iter_candidates(opinion, ordered, axes, wanted, using=using, chunk=3)
+        )
+        positions = np.concatenate([p for _, p, _, _ in found])
+        assert {t for t, _, _, _ in found} == {ids.size}
+        np.testing.assert_array_equal(positions, np.flatnonzero(np.isin(flat, wanted)))
+        np.testing.assert_array_equal(np.concatenate([i for _, _, i, _ in found]), ids[positions])
+        np.testing.assert_array_equal(
+            np.concatenate([b[questions["score"].pk] for _, _, _, b in found]),
+            np.concatenate([b[questions["score"].pk] for _, b in streamed])[positions],
+        )
     # The response tallies, recounted from the stored answers, equal numpy's counts.
     tallies.rebuild(using=using)
     live_profile = [a is not None and not pw for a, _, pw, _ in people]
