@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -228,6 +228,8 @@ class AnalysisRequest:
     thresholds: Thresholds
     participants: int = 0
     """Participants who answered every attribute (set once counted)."""
+    read: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Cell tables already read for this request (shared by its ``replace`` copies)."""
 
     @property
     def kind(self) -> str:
@@ -389,6 +391,44 @@ def participant_count(request: AnalysisRequest) -> int:
     )
 
 
+def counted_with_cells(request: AnalysisRequest, target: str | None) -> int:
+    """:func:`participant_count`, read off the request's own cell table.
+
+    The cells of the request's condition (and ``target``) count exactly the participants
+    :func:`participant_count` counts (everyone who answered every attribute), so one
+    ``GROUP BY`` gives both. The plan is chosen for the tallies' upper bound on ``n``
+    (:func:`participant_bound`); when the plan for the exact count has the same reported
+    cells (the interval count stops depending on ``n`` past a few thousand answers),
+    the table is kept for :func:`cells`, else it is read again for the exact plan.
+    """
+    bound = participant_bound(request)
+    if bound < 1 or not (request.where or target):
+        return participant_count(request)
+    try:
+        guess = plan(request, bound, target=target)
+    except ValueError:
+        return participant_count(request)
+    table = cells(request, guess)
+    n = table.n
+    if n >= 1:
+        exact = plan(request, n, target=target)
+        if _same_cells(exact, guess):
+            request.read[_cells_key(request, exact)] = table
+    return n
+
+
+def _same_cells(a: tables.CellPlan, b: tables.CellPlan) -> bool:
+    return a.names == b.names and all(
+        (x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
+        for x, y in zip(a.reported_edges, b.reported_edges, strict=True)
+    )
+
+
+def _cells_key(request: AnalysisRequest, cell_plan: tables.CellPlan) -> Any:
+    edges = tuple(None if e is None else e.tobytes() for e in cell_plan.reported_edges)
+    return (cell_plan.names, edges, cell_plan.target, tuple(request.keys))
+
+
 def participant_bound(request: AnalysisRequest) -> int:
     """At least as many as :func:`participant_count`, read in constant time.
 
@@ -436,7 +476,11 @@ def cells(request: AnalysisRequest, cell_plan: tables.CellPlan) -> tables.CellTa
 
     Only participants who answered every attribute of the request count, whichever of
     them the plan's axes are (as in the array API, whose table holds all of them).
+    A table :func:`counted_with_cells` read for the same cells is not read again.
     """
+    key = _cells_key(request, cell_plan)
+    if key in request.read:
+        return request.read.pop(key)  # type: ignore[no-any-return]
     axes = [
         statistics.Axis(
             request.questions[name],

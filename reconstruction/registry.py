@@ -199,7 +199,12 @@ def validate_request(
 def compute(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
     """The worker's part: count again (data change), then the kind's one fit."""
     kind = get(request.kind)
-    n = analysis.participant_count(request)
+    if request.kind == "count" and (request.method or "joint") == "joint":
+        n = analysis.counted_with_cells(request, None)  # the count's own cells, once
+    elif request.kind == "mean" and (request.method or "unbiased") == "unbiased":
+        n = analysis.counted_with_cells(request, request.attribute)
+    else:
+        n = analysis.participant_count(request)
     reason = analysis.too_few_responses(request, n)
     if reason is not None:
         raise JobRefused(reason)
