@@ -6,8 +6,9 @@ Nature 2021), installed by ``bench/run``; its maximin on the TRUE attributes is 
 baseline, measured in the same run.
 
 Pools: volunteer pools skew older, more educated and towards some districts; attributes
-are correlated the same way. ``age``: whole years 16-85, continuous, additive Laplace
-noise of scale range/eps (eps-LDP); ``sex`` (2), ``district`` (5, one rare), ``education``
+are correlated the same way. ``age``: whole years 16-85, continuous with the declared
+step 1 (so the age bands' posteriors come from the lattice model, unbiased within
+bands), additive Laplace noise of scale range/eps (eps-LDP); ``sex`` (2), ``district`` (5, one rare), ``education``
 (3), ``minority`` (2, about 8%): k-ary randomised response with ``retain = e^eps / (e^eps
 + k - 1)`` (eps-LDP). Quotas: +-2 seats around the proportional share of the true pool for
 every category of sex, age band (16-30, 30-45, 45-65, 65-86), district, education and
