@@ -169,10 +169,8 @@ def bias(table: Table) -> None:
             target="|bias| < 0.5%",
             ok=abs(value) < 0.5,
         )
-        table.note(
-            f"{label}: standard error of the mean {spread:.2f}%; whole numbers detected "
-            f"in {detected} of {seeds} surveys"
-        )
+        found = "" if step else f"; whole numbers detected in {detected} of {seeds} surveys"
+        table.note(f"{label}: mean {value:+.2f}%, standard error of the mean {spread:.2f}%{found}")
 
 
 def coverage_em(table: Table) -> None:
