@@ -382,7 +382,10 @@ def accepted_at_scale(n: int, panel_n: int = 40_000) -> int:
         f"gunicorn 1 x 2, 1 Celery worker; ANALYSIS_COST_BUDGET = {budget:,})"
     )
     for name, value, seconds, status in rows:
-        ok = status == "succeeded" and seconds is not None and seconds <= TARGET_SECONDS
+        # The target is the time to the job's end: a result refused by disclosure control
+        # after its fit finished too (its fit ran); a failed or unfinished job misses.
+        ok = status in ("succeeded", "refused") and seconds is not None
+        ok = ok and seconds <= TARGET_SECONDS
         out.add(
             f"{name} ({status})",
             seconds if seconds is not None else float("nan"),
