@@ -54,10 +54,12 @@ REDELIVERY_LIMITS = {
     "CELERY_TASK_TIME_LIMIT": "45",
     "CELERY_VISIBILITY_TIMEOUT": "50",
 }
-# The long job: k = 300 takes about 2 s on a quiet machine and 7 s at a load of 13 on two
-# cores (k = 600 took 20 s there once intervals bootstrap from fresh starts), well inside
-# the 40 s soft limit above; the tests only need it to be seen running before it ends.
-LONG_K = 300
+# The long job: it must still be running when the tests see it running and kill its
+# worker. k = 300 took about 2 s on a quiet machine until the interval got faster; then it
+# took 0.24 s and once succeeded before the kill (23 Nov 2026). k = 800 takes 2.8 s on a
+# quiet machine (k = 600 took 20 s at a load of 13 on two cores with the old interval), well
+# inside the 40 s soft limit above; the tests only need it to be seen running before it ends.
+LONG_K = 800
 # Ceilings of the waits below: they only catch a hang. The tests wait for events (a job's
 # status, a line in the worker's log), never assert how long something took.
 HANG = 180
