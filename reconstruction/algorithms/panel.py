@@ -1290,7 +1290,7 @@ def select_panel(
     *,
     reserves: int = 0,
     objective: Objective = "maximin",
-    lottery_size: int = 1000,
+    lottery_size: int = 10_000,
     eligibility_threshold: float = 0.5,
     n_boot: int = 100,
     tol: float | None = None,
@@ -1326,7 +1326,11 @@ def select_panel(
         with probability proportional to their selection probability.
     objective : {"maximin", "nash", "leximin"}
     lottery_size : int
-        ``m`` of the uniform lottery.
+        ``m`` of the uniform lottery (10,000: a draw of four decimal digits). Rounding the
+        optimal distribution to multiples of ``1/m`` moves each panel's weight by less
+        than ``1/m``; at m = 1,000 that cost 7-10% of the lowest selection probability on
+        bench/bench_panel.py's pools of 1,000 / 30 (0.0297 -> 0.0270, a type holding one
+        candidate gets a whole number of the m panels), at 10,000 under 1%.
     eligibility_threshold : float in (0, 1]
     n_boot : int
         Bootstrap replicates of the reconstruction behind the intervals.
