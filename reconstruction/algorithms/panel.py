@@ -912,6 +912,8 @@ class _ColumnGeneration:
     deadline: float | None = None  # time.monotonic() after which optimisation stops
     stopped: bool = False  # set when the deadline stopped an optimisation early
     bound: float = math.inf  # the last maximin round's proven bound on its level
+    # Types the covering step had not reached when the deadline passed.
+    uncovered: NDArray[np.bool_] | None = None
 
     def out_of_time(self) -> bool:
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -1011,11 +1013,16 @@ class _ColumnGeneration:
         forces a seat for one uncovered type (any such panel will do, so HiGHS stops at
         its first solution). A type for which that MILP is infeasible fits in no
         quota-satisfying panel; one for which it finds no panel within the time limit is
-        treated the same way (probability 0, counted in ``unselectable``). Returns the
-        mask of the types some panel holds.
+        treated the same way (probability 0, counted in ``unselectable``). So are the
+        types still uncovered when the deadline (``max_seconds``) passes (the mask
+        ``uncovered``): the run ends in time with a valid lottery, and the notes say how
+        many candidates it could not reach. Returns the mask of the types some panel holds.
         """
         impossible = np.zeros_like(covered)
         while not (covered | impossible).all():
+            if self.columns and self.out_of_time():  # one panel at least, for a lottery
+                self.uncovered = ~(covered | impossible)
+                break
             self.iterations += 1
             weights = np.where(covered | impossible, 0.0, 1.0 / self.problem.sizes)
             panel, _ = self.problem.quick_panel(weights)
@@ -1358,10 +1365,14 @@ def select_panel(
         members' extreme posteriors, so every panel still meets them). ``False``: one
         type per distinct posterior vector.
     max_seconds : float or None
-        Stop improving the distribution after this many seconds of optimisation (the
-        covering panels are always found first). Every panel of the lottery still meets
-        the quotas; only the fairness may fall short of the optimum, and ``notes`` state
-        the proven bound on the optimal lowest probability. ``None``: run to the gap.
+        Stop improving the distribution once this many seconds have passed since the call
+        began (posteriors included: the worker's time limit counts them too). Every panel
+        of the lottery still meets the quotas; only the fairness may fall short of the
+        optimum, and ``notes`` state the proven bound on the optimal lowest probability.
+        When the deadline passes before every candidate is in some panel (the covering
+        step), the rest get probability 0 and the notes say how many. The lottery, the
+        draw and the intervals come after the deadline (well under a second at pools of
+        10,000). ``None``: run to the gap.
 
     Returns
     -------
@@ -1375,6 +1386,7 @@ def select_panel(
         Bad sizes or options, quotas whose bounds cannot hold for any panel size, unknown
         attributes or bad conditions, a panel larger than the eligible pool.
     """
+    started = time.monotonic()
     n = table_size(table)
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
         raise ValueError(f"size must be a positive integer, got {size!r}")
@@ -1460,7 +1472,7 @@ def select_panel(
     cg = _ColumnGeneration(
         problem,
         progress,
-        deadline=None if max_seconds is None else time.monotonic() + float(max_seconds),
+        deadline=None if max_seconds is None else started + float(max_seconds),
     )
     # Panels rounded from the LP relaxation first (they cover most types at once), then
     # the covering step for the rest (Flanigan et al., Methods).
@@ -1545,6 +1557,13 @@ def select_panel(
             f"probability reached is {optimum:.4g}{bound_text}"
         )
     unselectable = int(sizes[~selectable].sum())
+    if cg.uncovered is not None:
+        unreached = int(sizes[cg.uncovered].sum())
+        notes.append(
+            f"{unreached} eligible candidate(s) were in no panel found within "
+            f"max_seconds={max_seconds:g} (selection probability 0)"
+        )
+        unselectable -= unreached
     if unselectable:
         notes.append(
             f"{unselectable} eligible candidate(s) fit in no quota-satisfying panel found "

@@ -15,6 +15,7 @@ from numpy.testing import assert_allclose
 from scipy.optimize import linprog
 
 from privacy.mechanisms import AdditiveLaplace, randomised_response
+from reconstruction.algorithms import panel as panel_module
 from reconstruction.algorithms.panel import (
     InfeasibleQuotas,
     PanelCancelled,
@@ -412,3 +413,32 @@ def test_the_default_lottery_keeps_the_lowest_probability_of_the_optimum(  # typ
     assert result.lottery_size == 10_000
     assert_allclose(result.weights * result.lottery_size, np.rint(result.weights * 10_000))
     assert result.selection_summary["min"] >= 0.995 * result.optimum
+
+
+def test_the_deadline_also_stops_the_covering_step_and_the_notes_count_who_it_missed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # max_seconds counts from the call's start (posteriors included), so a run whose
+    # covering step has not put every candidate in a panel by then still ends in time,
+    # with a valid lottery: the candidates not reached get probability 0 and the notes
+    # say how many. Without warm-start panels, the covering step finds one panel and stops.
+    monkeypatch.setattr(panel_module, "_WARM_PANELS", 0)
+    table = _age_sex_table(3.0)
+    quotas = [
+        Quota((Condition("sex", "in", {0}),), 4, 8, "women"),
+        Quota((Condition("age", "between", (16, 40)),), 2, 6, "16-39"),
+    ]
+    stopped = select_panel(
+        table, 12, quotas, rng=np.random.default_rng(1), max_seconds=0.0, merge=False
+    )
+    full = select_panel(table, 12, quotas, rng=np.random.default_rng(1), merge=False)
+    missed = [note for note in stopped.notes if "were in no panel found within" in note]
+    assert len(missed) == 1
+    zero = int((stopped.probabilities[stopped.candidates] == 0).sum())
+    assert zero > 0 and missed[0].startswith(f"{zero} eligible candidate(s)")
+    assert stopped.unselectable == 0  # none of them proved impossible
+    assert (full.probabilities[full.candidates] > 0).all()
+    assert not any("were in no panel found" in note for note in full.notes)
+    mu = stopped.support @ stopped.type_posteriors
+    assert np.all(mu >= np.array([4, 2]) - 1e-6) and np.all(mu <= np.array([8, 6]) + 1e-6)
+    assert_allclose(stopped.weights.sum(), 1.0)
