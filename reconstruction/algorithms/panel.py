@@ -442,8 +442,8 @@ class _Problem:
         )
         if result.status == 2:  # infeasible
             return None, -math.inf
-        if result.x is None and result.status == 1 and force is not None:
-            return None, math.inf  # no panel with that seat found in the time allowed
+        if result.x is None and result.status == 1:
+            return None, math.inf  # no panel (with that seat) found in the time allowed
         if result.x is None:
             raise RuntimeError(f"the panel MILP failed: {result.message}")
         dual = getattr(result, "mip_dual_bound", None)
@@ -915,6 +915,12 @@ class _ColumnGeneration:
     # Types the covering step had not reached when the deadline passed.
     uncovered: NDArray[np.bool_] | None = None
 
+    def time_limit(self, limit: float) -> float:
+        """``limit`` seconds, or what is left before the deadline if less (>= 0.1 s)."""
+        if self.deadline is None:
+            return limit
+        return max(0.1, min(limit, self.deadline - time.monotonic()))
+
     def out_of_time(self) -> bool:
         if self.deadline is not None and time.monotonic() > self.deadline:
             self.stopped = True
@@ -942,6 +948,7 @@ class _ColumnGeneration:
         if self.iterations > self.max_iterations:
             raise RuntimeError(f"column generation did not converge in {self.max_iterations}")
         upper = math.inf
+        quick: NDArray[np.int64] | None = None
         if math.isfinite(floor):
             quick, upper = self.problem.quick_panel(weights)
             if (
@@ -952,8 +959,12 @@ class _ColumnGeneration:
                 return quick, upper
             if quick is not None and upper <= floor:  # no panel can beat floor
                 return quick, upper
-        panel, bound = self.problem.solve(weights, time_limit=_MILP_TIME_LIMIT, gap=_PRICING_GAP)
-        assert panel is not None  # the problem was checked feasible
+        panel, bound = self.problem.solve(
+            weights, time_limit=self.time_limit(_MILP_TIME_LIMIT), gap=_PRICING_GAP
+        )
+        if panel is None:  # the deadline stopped the MILP before it found a panel
+            self.stopped = True
+            return (quick if quick is not None else self.columns[-1]), math.inf
         return panel, min(bound, upper)
 
     def neighbours(
@@ -1029,7 +1040,7 @@ class _ColumnGeneration:
             if panel is None or not ((panel > 0) & ~covered).any():
                 target = int(np.argmax(weights))
                 panel, _ = self.problem.solve(
-                    weights, time_limit=_MILP_TIME_LIMIT, force=target, gap=1.0
+                    weights, time_limit=self.time_limit(_MILP_TIME_LIMIT), force=target, gap=1.0
                 )
                 if panel is None:
                     impossible[target] = True
