@@ -57,6 +57,7 @@ __all__ = [
     "reconstruct_continuous",
     "reported_edges",
     "smoothing_matrix",
+    "whole_number_evidence",
     "whole_number_step",
 ]
 
@@ -523,7 +524,9 @@ def whole_number_step(
     lattice is as flexible but puts its points between the whole numbers, so it fits
     real-valued truths about as well and whole numbers much worse. The whole numbers are
     taken when their log-likelihood wins by more than ``max(10, 2e-4 n)`` (measured gains:
-    see :data:`_WHOLE_GAIN_PER_REPORT`).
+    see :data:`_WHOLE_GAIN_PER_REPORT`) and by more than 2.5 of its standard deviations
+    (:func:`whole_number_evidence`). Short of that, :func:`~.queries.count_joint` weighs
+    both models by :attr:`WholeNumberEvidence.lattice_weight`.
 
     Without noise the answer is read off the reports. Smooth noise (Gaussian, Laplace)
     blurs the jumps: at n = 10^6 the gain was the same (about 5-8) for whole and
@@ -545,6 +548,69 @@ def whole_number_step(
     float or None
         ``1.0`` (the step to model) or ``None``.
     """
+    evidence = whole_number_evidence(values, noise, low, high)
+    return 1.0 if evidence is not None and evidence.detected else None
+
+
+@dataclass(frozen=True)
+class WholeNumberEvidence:
+    """How much better whole numbers explain the reports than the half-shifted lattice.
+
+    ``gain`` is the log-likelihood of the whole-number lattice minus that of the lattice
+    shifted by half a step (both EMS fits to the reports in half-unit bins), ``spread``
+    the standard deviation of that sum over the reports (Vuong's statistic is
+    ``gain / spread``), ``reports`` their number. Without noise the reports are read
+    directly (``gain`` is +inf for whole numbers, -inf otherwise).
+    """
+
+    gain: float
+    spread: float
+    reports: int
+    expected: float = math.inf
+
+    @property
+    def lattice_weight(self) -> float:
+        """How far the evidence favours whole numbers, in [0, 1] (a posterior weight).
+
+        The gain is taken as normal with standard deviation ``spread``, centred on 0
+        when the truths are real-valued (neither lattice fits them better) and on
+        ``expected`` (the gain the whole-number fit itself predicts) when they are whole
+        numbers; with equal prior odds the weight of whole numbers is
+        ``1 / (1 + exp(-expected (gain - expected / 2) / spread^2))``. Small surveys
+        cannot tell (``expected`` is then small next to ``spread``, the weight about
+        1/2); large ones can (about 0 or 1).
+        """
+        if math.isinf(self.gain):
+            return 1.0 if self.gain > 0 else 0.0
+        if math.isinf(self.expected):
+            return 1.0 if self.detected else 0.0
+        logit = self.expected * (self.gain - 0.5 * self.expected) / self.spread**2
+        return float(0.5 * (1.0 + math.tanh(0.5 * max(min(logit, 700.0), -700.0))))
+
+    @property
+    def z(self) -> float:
+        """Vuong-style statistic ``gain / spread`` (+-inf without noise)."""
+        if math.isinf(self.gain):
+            return self.gain
+        return self.gain / self.spread
+
+    @property
+    def detected(self) -> bool:
+        """Whole numbers beyond doubt: z > 2.5 and a gain past ``max(10, 2e-4 n)``."""
+        return self.z > _WHOLE_MIN_Z and self.gain > max(
+            _WHOLE_MIN_GAIN, _WHOLE_GAIN_PER_REPORT * self.reports
+        )
+
+
+def whole_number_evidence(
+    values: ArrayLike, noise: NoiseModel, low: float, high: float
+) -> WholeNumberEvidence | None:
+    """The evidence :func:`whole_number_step` decides on, ``None`` where it cannot test.
+
+    ``None`` for an empty column, a range whose bounds are not whole numbers or that
+    holds more than :data:`MAX_LATTICE_CELLS` whole numbers, and noise that is not
+    additive (retention replacement).
+    """
     lo, hi = _check_range(low, high)
     reported = np.asarray(values, dtype=np.float64)
     if reported.size == 0 or lo != math.floor(lo) or hi != math.floor(hi):
@@ -555,29 +621,39 @@ def whole_number_step(
     if scale is None:
         return None
     if scale == 0:
-        return 1.0 if bool(np.all(reported == np.round(reported))) else None
+        exact = bool(np.all(reported == np.round(reported)))
+        return WholeNumberEvidence(math.inf if exact else -math.inf, 1.0, int(reported.size))
     r_lo, r_hi = noise.reported_bounds(lo, hi)
     bins = np.arange(math.floor(r_lo), math.ceil(r_hi) + 0.75, 0.5)
     counts = np.bincount(bin_values(reported, bins), minlength=bins.size - 1).astype(np.float64)
     strength = LATTICE_SMOOTHING if default_smoothing(noise) > 0 else 0.0
-    predicted = []
+    predicted, fits = [], []
     for cells in (lattice_cells(lo, hi, 1.0), lattice_cells(lo - 0.5, hi + 0.5, 1.0)):
         channel = cells.channel(noise, bins)
         smoother = [smoothing_matrix(cells.edges, strength)] if strength > 0 else None
         theta, _, _ = fixed_point(counts, [channel], smoothing=smoother)
         predicted.append(theta @ channel)
+        fits.append((channel, smoother, theta))
     seen = counts > 0
     whole, half = (np.maximum(q[seen], 1e-300) for q in predicted)
     ratios = np.log(whole) - np.log(half)
     kept = counts[seen]
     gain = float(kept @ ratios)
     spread = math.sqrt(max(float(kept @ ratios**2) - gain * gain / kept.sum(), 1e-12))
-    return (
-        1.0
-        if gain > _WHOLE_MIN_Z * spread
-        and gain > max(_WHOLE_MIN_GAIN, _WHOLE_GAIN_PER_REPORT * reported.size)
-        else None
+    # The gain whole numbers would give: the reports the whole-number fit predicts,
+    # against the half-shifted lattice's best fit to them (n times a Kullback-Leibler
+    # divergence).
+    channel, smoother, start = fits[1]
+    ideal = predicted[0] / predicted[0].sum()
+    theta, _, _ = fixed_point(ideal * reported.size, [channel], initial=start, smoothing=smoother)
+    shifted = theta @ channel
+    inside = ideal > 0
+    expected = float(
+        reported.size
+        * ideal[inside]
+        @ (np.log(ideal[inside]) - np.log(np.maximum(shifted[inside], 1e-300)))
     )
+    return WholeNumberEvidence(gain, spread, int(reported.size), max(expected, 0.0))
 
 
 def reported_edges(

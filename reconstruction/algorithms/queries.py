@@ -29,7 +29,12 @@ from typing import Literal, cast
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privacy.mechanisms import NoiseModel, RetentionReplacement, validate_stochastic
+from privacy.mechanisms import (
+    AdditiveUniform,
+    NoiseModel,
+    RetentionReplacement,
+    validate_stochastic,
+)
 from privacy.mechanisms.messages import InputError, Message, gettext_noop
 from reconstruction.algorithms.assignment import arvesna, sorted_assignment
 from reconstruction.algorithms.continuous import (
@@ -42,6 +47,7 @@ from reconstruction.algorithms.continuous import (
     lattice_points,
     reconstruct_continuous,
     smoothing_matrix,
+    whole_number_evidence,
     whole_number_step,
 )
 from reconstruction.algorithms.counts import reported_counts
@@ -544,7 +550,10 @@ def _axis(
     rows: NDArray[np.intp] | None,
     resolution: Resolution,
     n_intervals: int | None,
+    lattice: bool | None = None,
 ) -> _Axis:
+    """One axis; ``lattice`` True/False forces whole numbers or intervals on a continuous
+    attribute without a declared step (``None``: :func:`whole_number_step` decides)."""
     if isinstance(attr, DiscreteAttribute):
         codes = attr.codes if rows is None else attr.codes[rows]
         mask = np.ones(attr.k, dtype=bool)
@@ -554,8 +563,10 @@ def _axis(
         return _Axis(name, attr.channel, codes, mask)
     values = attr.values if rows is None else attr.values[rows]
     step = attr.step
-    if step is None:
+    if step is None and lattice is None:
         step = whole_number_step(values, attr.noise, attr.low, attr.high)
+    elif step is None and lattice:
+        step = 1.0
     model = axis_model(
         attr.noise,
         attr.low,
@@ -597,6 +608,7 @@ def _axes(
     extra: str | None = None,
     rows: NDArray[np.intp] | None = None,
     resolution: Resolution = "fine",
+    lattice: Mapping[str, bool] | None = None,
 ) -> list[_Axis]:
     """Axes of the joint model for the grouped condition (plus ``extra``, unconditioned).
 
@@ -624,6 +636,7 @@ def _axes(
             rows=rows,
             resolution=resolution,
             n_intervals=n_intervals,
+            lattice=None if lattice is None else lattice.get(name),
         )
         for name in names
     ]
@@ -636,14 +649,16 @@ def _axes(
     return axes
 
 
+def _whole_number_note(name: str) -> str:
+    return (
+        f"the reports of {name} show whole numbers: its true values were modelled on "
+        "the lattice of whole numbers (declare step to make this explicit)"
+    )
+
+
 def _whole_number_notes(axes: Sequence[_Axis]) -> tuple[str, ...]:
     """Notes for the axes whose whole-number truths were detected (no declared step)."""
-    return tuple(
-        f"the reports of {ax.name} show whole numbers: its true values were modelled on "
-        "the lattice of whole numbers (declare step to make this explicit)"
-        for ax in axes
-        if ax.whole_numbers
-    )
+    return tuple(_whole_number_note(ax.name) for ax in axes if ax.whole_numbers)
 
 
 def _reported_table(axes: Sequence[_Axis]) -> NDArray[np.float64]:
@@ -854,6 +869,65 @@ def condition_posterior(
 
 # --------------------------------------------------------------------------- counts
 
+# A model weighing less than this in the average of whole numbers and intervals is left out.
+_MIN_MODEL_WEIGHT = 0.01
+
+
+def _lattice_weights(table: Mapping[str, Attribute], names: Sequence[str]) -> dict[str, float]:
+    """Weights of whole numbers for the undeclared continuous attributes the reports
+    cannot settle (:attr:`~.continuous.WholeNumberEvidence.lattice_weight`).
+
+    Attributes that declare ``step``, that cannot be tested, whose whole numbers are
+    detected (:attr:`~.continuous.WholeNumberEvidence.detected`) or whose weight is
+    below :data:`_MIN_MODEL_WEIGHT` are left out: one model serves them. So are
+    attributes under noise other than bounded uniform noise: smooth noise (Gaussian,
+    Laplace) blurs the jumps that whole numbers leave in the reports, so the evidence
+    stays uninformative at any feasible ``n`` (its gain was 0.1-0.7 at n = 10^4-10^5 for
+    whole and real-valued ages alike under Gaussian noise) and its weight would be noise;
+    such a question should declare ``step``.
+    """
+    weights: dict[str, float] = {}
+    for name in names:
+        attr = table[name]
+        if not isinstance(attr, ContinuousAttribute) or attr.step is not None:
+            continue
+        if not isinstance(attr.noise, AdditiveUniform):
+            continue
+        evidence = whole_number_evidence(attr.values, attr.noise, attr.low, attr.high)
+        if evidence is None or evidence.detected:
+            continue
+        weight = evidence.lattice_weight
+        if weight >= _MIN_MODEL_WEIGHT:
+            weights[name] = min(weight, 1.0)
+    return weights
+
+
+def _models(weights: Mapping[str, float]) -> list[tuple[dict[str, bool], float]]:
+    """Every combination of whole numbers / intervals for the unsettled attributes, with
+    its weight (product of the attributes'), the negligible ones left out."""
+    models: list[tuple[dict[str, bool], float]] = [({}, 1.0)]
+    for name, weight in weights.items():
+        models = [
+            ({**choice, name: on}, share * (weight if on else 1.0 - weight))
+            for choice, share in models
+            for on in (True, False)
+        ]
+    kept = [(choice, share) for choice, share in models if share >= _MIN_MODEL_WEIGHT]
+    total = sum(share for _, share in kept)
+    return [(choice, share / total) for choice, share in kept]
+
+
+def _weighted_percentiles(
+    values: NDArray[np.float64], weights: NDArray[np.float64]
+) -> tuple[float, float]:
+    """2.5% and 97.5% points of a weighted sample (replicates of averaged models)."""
+    order = np.argsort(values)
+    ordered, cumulative = values[order], np.cumsum(weights[order])
+    cumulative /= cumulative[-1]
+    low = float(ordered[min(int(np.searchsorted(cumulative, 0.025)), ordered.size - 1)])
+    high = float(ordered[min(int(np.searchsorted(cumulative, 0.975)), ordered.size - 1)])
+    return low, high
+
 
 def count_joint(
     table: Mapping[str, Attribute],
@@ -881,8 +955,16 @@ def count_joint(
     for ``age <= 30`` on whole years under ±10 uniform noise, infinite n), so the reports
     are first tested for whole numbers (:func:`~.continuous.whole_number_step`); when
     they show them, the attribute gets the lattice model of ``step=1`` and the result a
-    note. Under smooth noise (Gaussian, Laplace) the test cannot tell whole numbers from
-    real values and the bias stays: such a question should declare ``step``. The joint
+    note. When they cannot settle it (under bounded noise at n of about 10^3-10^5: the
+    test missed whole years in a third of the surveys at n = 30,000, and each miss kept a
+    -5% bias), the count averages the two models, whole numbers and intervals, with the
+    weight the evidence gives whole numbers
+    (:attr:`~.continuous.WholeNumberEvidence.lattice_weight`), and the interval pools both
+    models' bootstrap replicates with the same weights, so it carries the doubt about the
+    model too (Buckland, Burnham and Augustin 1997, Biometrics 53, 603-618); a note
+    gives the weight. Under smooth noise (Gaussian, Laplace) the reports cannot tell
+    whole numbers from real values at any feasible n and the interval model and its
+    bias stay: such a question should declare ``step``. The joint
     reported cells are counted in one pass (``ravel_multi_index`` + ``bincount``), the EM fixed
     point of 001, Figure 2 runs on the product channel (:func:`fixed_point`, applied one
     axis at a time) and the estimate is ``n`` times the total probability of the true
@@ -901,7 +983,8 @@ def count_joint(
     ci : bool
         Add a 95% interval from a vectorised bootstrap over participants (multinomial
         resampling of the joint reported cells, each replicate reconstructed from a
-        fresh start, :meth:`_JointFit.refit`).
+        fresh start, :meth:`_JointFit.refit`): the percentile interval of the
+        replicates, weighted by model when the models are averaged.
     n_boot, tol, max_iter, rng
         Bootstrap replicates, EM stopping tolerance, iteration cap, randomness.
 
@@ -922,17 +1005,48 @@ def count_joint(
     groups = _group(table, where)
     _check_options(n_boot, max_iter)
     generator = default_rng(rng)
-    fit = _joint_fit(_axes(table, groups, resolution=resolution), tol, max_iter)
-    mask = _joint_mask(fit.axes)
-    estimate = float(n * fit.theta[mask].sum())
+    weights = _lattice_weights(table, list(groups))
+    if not weights:
+        fit = _joint_fit(_axes(table, groups, resolution=resolution), tol, max_iter)
+        mask = _joint_mask(fit.axes)
+        estimate = float(n * fit.theta[mask].sum())
+        interval = (math.nan, math.nan)
+        if ci:
+            boot = fit.bootstrap(n_boot, generator, tol, max_iter)
+            interval = _percentiles(n * boot[:, mask].sum(axis=1))
+        notes = _whole_number_notes(fit.axes)
+        if not fit.converged:
+            notes = (*notes, "the joint EM did not meet its stopping rule")
+        return CountResult(estimate, interval, n, "joint", notes)
+    # The reports cannot tell whether some truths are whole numbers: average the models
+    # (whole numbers and intervals per such attribute) by the evidence's weights, and
+    # pool their bootstrap replicates with the same weights, so that the interval carries
+    # the uncertainty about the model as well (Buckland, Burnham and Augustin 1997).
+    estimates, replicates, shares, converged = [], [], [], True
+    detected: tuple[str, ...] = ()
+    for choice, share in _models(weights):
+        axes = _axes(table, groups, resolution=resolution, lattice=choice)
+        fit = _joint_fit(axes, tol, max_iter)
+        mask = _joint_mask(fit.axes)
+        estimates.append(share * float(n * fit.theta[mask].sum()))
+        converged = converged and fit.converged
+        detected = _whole_number_notes([ax for ax in fit.axes if ax.name not in weights])
+        if ci:
+            boot = fit.bootstrap(n_boot, generator, tol, max_iter)
+            replicates.append(n * boot[:, mask].sum(axis=1))
+            shares.append(np.full(n_boot, share))
     interval = (math.nan, math.nan)
     if ci:
-        boot = fit.bootstrap(n_boot, generator, tol, max_iter)
-        interval = _percentiles(n * boot[:, mask].sum(axis=1))
-    notes = _whole_number_notes(fit.axes)
-    if not fit.converged:
+        interval = _weighted_percentiles(np.concatenate(replicates), np.concatenate(shares))
+    notes = detected + tuple(
+        f"the reports of {name} cannot tell whether its true values are whole numbers "
+        f"(weight {weight:.2f}): the count averages both models and its interval spans "
+        "them (declare step to settle it)"
+        for name, weight in weights.items()
+    )
+    if not converged:
         notes = (*notes, "the joint EM did not meet its stopping rule")
-    return CountResult(estimate, interval, n, "joint", notes)
+    return CountResult(float(sum(estimates)), interval, n, "joint", notes)
 
 
 def _stage_distribution(
@@ -1486,7 +1600,10 @@ def distribution(
     (beyond the document): the joint reconstruction of :func:`count_joint` over the
     attribute and the condition's attributes, restricted to the true cells that meet the
     condition and summed over the other attributes; counts then sum to the estimated
-    group size. Intervals are bootstrap percentiles.
+    group size. Intervals are bootstrap percentiles. A continuous attribute without a
+    declared ``step`` whose reports show whole numbers is modelled on the lattice of
+    whole numbers, as in :func:`count_joint` (:func:`~.continuous.whole_number_step`),
+    and the result says so.
 
     Parameters
     ----------
@@ -1520,7 +1637,12 @@ def distribution(
         chosen = "em" if method is None else method
         if chosen not in ("em", "as"):
             raise ValueError(f"unknown method {method!r} for a continuous attribute; use em or as")
-        return reconstruct_continuous(
+        # As count_joint: without a declared step, reports that show whole numbers put
+        # the cells on the lattice of whole numbers (and the result says so).
+        step = target.step
+        if step is None:
+            step = whole_number_step(target.values, target.noise, target.low, target.high)
+        overall = reconstruct_continuous(
             target.values,
             target.noise,
             target.low,
@@ -1531,8 +1653,15 @@ def distribution(
             ci=ci,
             n_boot=n_boot,
             rng=generator,
-            step=target.step,
+            step=step,
         )
+        if target.step is None and step is not None:
+            inner = overall.reconstruction
+            notes = (*inner.notes, _whole_number_note(attribute))
+            overall = dataclasses.replace(
+                overall, reconstruction=dataclasses.replace(inner, notes=notes)
+            )
+        return overall
     if method not in (None, "joint_em"):
         raise ValueError("within a group the distribution comes from the joint EM")
     groups = _group(table, where)
@@ -1558,7 +1687,10 @@ def distribution(
         iterations=fit.iterations,
         converged=fit.converged,
         method="joint_em",
-        notes=("counts within the group; they sum to the estimated group size",),
+        notes=(
+            "counts within the group; they sum to the estimated group size",
+            *_whole_number_notes(fit.axes),
+        ),
     )
     axis = fit.axes[position]
     if axis.edges is None:

@@ -337,3 +337,58 @@ def test_whole_numbers_are_detected_under_bounded_noise_and_real_values_are_not(
     # A range that is not whole, or too wide for one cell per whole number: not tested.
     assert whole_number_step(noise.distort(np.floor(ages), rng), noise, 15.5, 100) is None
     assert whole_number_step(np.floor(ages) * 100, NoNoise(), 0, 20_000) is None
+
+
+def test_overall_distribution_without_a_step_detects_whole_numbers() -> None:
+    # Issue 10: count_joint tested the reports for whole numbers, distribution() did not
+    # (20-40 intervals with the whole years on their edges). Both now use the lattice of
+    # whole numbers when the reports show them, and say so; real values keep intervals.
+    from reconstruction.algorithms.continuous import IntervalReconstruction
+    from reconstruction.algorithms.queries import ContinuousAttribute, distribution
+
+    rng = np.random.default_rng(8)
+    noise = AdditiveUniform(10.0)
+    ages = simulate_candidates(100_000, rng=rng).age
+    years = np.floor(ages)
+    undeclared = ContinuousAttribute(noise.distort(years, rng), noise, 16.0, 100.0)
+    result = distribution({"age": undeclared}, "age", ci=False)
+    assert isinstance(result, IntervalReconstruction)
+    assert any("show whole numbers" in note for note in result.reconstruction.notes)
+    declared = ContinuousAttribute(undeclared.values, noise, 16.0, 100.0, step=1.0)
+    same = distribution({"age": declared}, "age", ci=False)
+    np.testing.assert_array_equal(result.edges, same.edges)
+    np.testing.assert_allclose(result.counts, same.counts)
+    real = ContinuousAttribute(noise.distort(ages, rng), noise, 16.0, 100.0)
+    interval = distribution({"age": real}, "age", ci=False)
+    assert not any("whole numbers" in note for note in interval.reconstruction.notes)
+    assert interval.edges.size < 60  # 20-40 intervals plus thresholds, not 86 half-steps
+
+
+def test_whole_number_evidence_weighs_what_the_reports_can_show() -> None:
+    # Issue 10: the detection of whole numbers is a yes/no test, unreliable at n = 30,000
+    # (z 1.8-4.1 for whole years, up to 2.5 for real values). The weight of whole numbers
+    # is about 1/2 where the reports cannot tell (n = 1,000), near 1 or 0 where they can.
+    from reconstruction.algorithms.continuous import whole_number_evidence
+
+    noise = AdditiveUniform(10.0)
+
+    def weights(n: int, whole: bool) -> list[float]:
+        result = []
+        for seed in range(4):
+            rng = np.random.default_rng(300 + seed)
+            ages = simulate_candidates(n, rng=rng).age
+            truths = np.floor(ages) if whole else ages
+            evidence = whole_number_evidence(noise.distort(truths, rng), noise, 16, 100)
+            assert evidence is not None
+            result.append(evidence.lattice_weight)
+        return result
+
+    small = weights(1_000, True) + weights(1_000, False)
+    assert 0.25 < float(np.mean(small)) < 0.75 and min(small) > 0.05, small
+    assert min(weights(100_000, True)) > 0.99
+    assert max(weights(100_000, False)) < 0.2
+    rng = np.random.default_rng(1)
+    ages = simulate_candidates(100_000, rng=rng).age
+    # The gain whole numbers should give is what they do give (531-545 at 10^6, earlier).
+    evidence = whole_number_evidence(noise.distort(np.floor(ages), rng), noise, 16, 100)
+    assert evidence is not None and 0.6 < evidence.gain / evidence.expected < 1.6

@@ -372,7 +372,7 @@ def test_real_valued_truths_keep_the_interval_model() -> None:
     }
     where = [Condition("sex", "in", {0}), Condition("age", "lte", 30)]
     result = count_joint(table, where, ci=False)
-    assert not any("whole numbers" in note for note in result.notes), result.notes
+    assert not any("show whole numbers" in note for note in result.notes), result.notes
     truth = np.sum((pool.sex == 0) & (pool.age <= 30))
     np.testing.assert_allclose(result.estimate, truth, rtol=0.05)
 
@@ -437,15 +437,56 @@ def test_joint_count_interval_of_an_empty_cell_does_not_collapse() -> None:
     assert result.ci95[1] >= 10.0, result.ci95
 
 
-def _joint_count_hits(n: int, surveys: int, *, step: float | None) -> list[bool]:
-    """Coverage of `sex = F and age <= 30` on whole-number ages (bench_accuracy's case)."""
+def _real_valued_table(n: int, seed: int):
+    from privacy.mechanisms import AdditiveUniform, distort_codes, randomised_response
+    from reconstruction.algorithms.simulation import simulate_candidates
+
+    rng = np.random.default_rng(seed)
+    pool = simulate_candidates(n, rng=rng)
+    channel, noise = randomised_response(2, 0.75), AdditiveUniform(10.0)
+    table = {
+        "sex": DiscreteAttribute(distort_codes(pool.sex, channel, rng), channel),
+        "age": ContinuousAttribute(noise.distort(pool.age, rng), noise, 16.0, 100.0),
+    }
+    return table, int(np.sum((pool.sex == 0) & (pool.age <= 30)))
+
+
+def _joint_count_hits(
+    n: int, surveys: int, *, step: float | None, whole: bool = True
+) -> list[bool]:
+    """Coverage of `sex = F and age <= 30` on whole-number ages (bench_accuracy's case),
+    or on real-valued ages (``whole=False``, the control; no step)."""
     where = [Condition("sex", "in", {0}), Condition("age", "lte", 30)]
     hits = []
     for seed in range(surveys):
-        table, truth = _whole_number_table(n, 7_000 + seed, step=step)
+        if whole:
+            table, truth = _whole_number_table(n, 7_000 + seed, step=step)
+        else:
+            table, truth = _real_valued_table(n, 7_000 + seed)
         low, high = count_joint(table, where, n_boot=100, rng=np.random.default_rng(seed)).ci95
         hits.append(bool(low <= truth <= high))
     return hits
+
+
+def test_unsettled_whole_numbers_average_the_two_models() -> None:
+    # Issue 10: at n = 30,000 the test for whole numbers (z > 2.5) missed whole-number
+    # ages in about a third of the surveys, which then kept the interval model's -5% bias
+    # (coverage 86.3%). Where the reports cannot settle it, the count averages the lattice
+    # and interval models by the evidence's weight and pools their replicates, so the
+    # interval reaches the lattice model's count (the one a declared step gives).
+    where = [Condition("sex", "in", {0}), Condition("age", "lte", 30)]
+    unsettled = 0
+    for seed in range(6):
+        table, _ = _whole_number_table(30_000, 7_000 + seed, step=None)
+        result = count_joint(table, where, n_boot=100, rng=np.random.default_rng(seed))
+        if not any("cannot tell" in note for note in result.notes):
+            assert any("show whole numbers" in note for note in result.notes), result.notes
+            continue
+        unsettled += 1
+        declared, _ = _whole_number_table(30_000, 7_000 + seed, step=1.0)
+        lattice = count_joint(declared, where, ci=False).estimate
+        assert result.ci95[0] <= lattice <= result.ci95[1], (result.ci95, lattice)
+    assert unsettled >= 1  # seeds 7000-7005: the test missed whole numbers in some
 
 
 def test_joint_count_interval_at_n_1000_does_not_collapse() -> None:
@@ -458,6 +499,27 @@ def test_joint_count_interval_at_n_1000_does_not_collapse() -> None:
 def test_joint_count_interval_at_n_1000_covers_95_percent() -> None:
     # 300 surveys, two-sided binomial bound at alpha = 0.001 ([0.903, 0.987]).
     assert_coverage(_joint_count_hits(1_000, 300, step=None), label="joint count n=1000")
+
+
+def test_joint_count_interval_at_n_30000_without_a_step_does_not_collapse() -> None:
+    # Issue 10: 86.3% last session (whole numbers missed by the test kept a -5% bias).
+    # 40 surveys can only show intervals too narrow (one-sided bound at alpha = 0.001).
+    assert_coverage(_joint_count_hits(30_000, 40, step=None), two_sided=False, label="n=30000")
+
+
+@pytest.mark.slow
+def test_joint_count_interval_at_n_30000_without_a_step_covers_95_percent() -> None:
+    # Issue 10: whole-number ages without a declared step at n = 30,000 (86.3% last
+    # session); 300 surveys, two-sided binomial bound at alpha = 0.001.
+    assert_coverage(_joint_count_hits(30_000, 300, step=None), label="whole, no step, n=30000")
+
+
+@pytest.mark.slow
+def test_joint_count_interval_on_real_valued_ages_at_n_30000_covers_95_percent() -> None:
+    # The control of the case above: averaging the models must not make real-valued ages
+    # over-covered (nor under-covered); 300 surveys, two-sided.
+    hits = _joint_count_hits(30_000, 300, step=None, whole=False)
+    assert_coverage(hits, label="real-valued, no step, n=30000")
 
 
 @pytest.mark.slow
