@@ -357,6 +357,40 @@ def test_bad_panel_requests_are_400s_naming_the_problem(
     assert words in str(body), body
 
 
+def test_conflicting_bounds_name_every_quota_on_the_attribute(world: World) -> None:
+    # The 400 names the quotas whose minimums (or maximums) cannot hold together, not only
+    # the rule, so the analyst knows which bounds to change.
+    low = refused_400(
+        world.analyst,
+        panel_body(
+            world,
+            quotas=[
+                _quota("sex", "in", ["F"], 12, 14),
+                _quota("age", "lte", 40, 1, 19),
+                _quota("sex", "in", ["M"], 10, 12),
+            ],
+        ),
+    )
+    text = str(low["errors"]["quotas"])
+    assert "quotas[0]" in text and "quotas[2]" in text and "quotas[1]" not in text, low
+    assert "22" in text and "20" in text, low  # the sum of the minimums, the panel size
+    high = refused_400(
+        world.analyst,
+        panel_body(world, quotas=[_quota("age", "lte", 40, 2, 8), _quota("age", "gt", 40, 2, 9)]),
+    )
+    text = str(high["errors"]["quotas"])
+    assert "quotas[0]" in text and "quotas[1]" in text and "17" in text, high
+    # A bad bound names its quota's index too.
+    bad = refused_400(
+        world.analyst,
+        panel_body(
+            world, quotas=[_quota("sex", "in", ["F"], 1, 4), _quota("age", "lte", 40, 0, -2)]
+        ),
+    )
+    assert list(bad["errors"]["quotas"]) == ["1"], bad
+    assert "greater than or equal to 0" in str(bad["errors"]["quotas"]["1"]["max"]), bad
+
+
 def test_quota_fields_belong_to_panels_only(world: World) -> None:
     body = refused_400(
         world.analyst,
