@@ -372,6 +372,7 @@ PL: dict[str, str | list[str]] = {
 
 # API error messages (domain layer), German.
 DE_ERRORS: dict[str, str | list[str]] = {
+    "%(field)s: %(problem)s": "%(field)s: %(problem)s",
     "The request conflicts with what is stored.": "Die Anfrage widerspricht dem Gespeicherten.",
     "The request body is larger than the limit of %(limit)s bytes (DJANGO_MAX_REQUEST_BYTES); send fewer responses per request.": "Der Anfragetext ist größer als die Grenze von %(limit)s Bytes (DJANGO_MAX_REQUEST_BYTES); senden Sie weniger Antworten pro Anfrage.",
     "Invalid input: %(problem)s": "Ungültige Eingabe: %(problem)s",
@@ -404,7 +405,7 @@ DE_ERRORS: dict[str, str | list[str]] = {
     "No analysis with this id in your organisation.": "Keine Analyse mit dieser ID in Ihrer Organisation.",
     "Unknown format %(format)s; use html, csv or json.": "Unbekanntes Format %(format)s; verwenden Sie html, csv oder json.",
     "The report is %(status)s; download it once it has succeeded.": "Der Bericht ist %(status)s; laden Sie ihn herunter, sobald er fertig ist.",
-    "this analysis would cost about %(cost)s units (joint-table cells x fits), above the budget of %(budget)s (ANALYSIS_COST_BUDGET); use fewer conditions or attributes with fewer categories": "diese Analyse würde etwa %(cost)s Einheiten kosten (Zellen der gemeinsamen Tabelle x Anpassungen), mehr als das Budget von %(budget)s (ANALYSIS_COST_BUDGET); verwenden Sie weniger Bedingungen oder Merkmale mit weniger Kategorien",
+    "this analysis would cost about %(cost)s units (%(fits)s for joint-table cells x fits, %(reading)s for reading the participants' answers), above the budget of %(budget)s (ANALYSIS_COST_BUDGET); use fewer conditions, strata or attributes with fewer categories": "diese Analyse würde etwa %(cost)s Einheiten kosten (%(fits)s für Zellen der gemeinsamen Tabelle x Anpassungen, %(reading)s für das Lesen der Antworten der Teilnehmenden), mehr als das Budget von %(budget)s (ANALYSIS_COST_BUDGET); verwenden Sie weniger Bedingungen, Schichten oder Merkmale mit weniger Kategorien",
     "Your organisation already has %(limit)s jobs queued or running, the most it may have at once (JOBS_MAX_ACTIVE_PER_ORGANISATION); retry when one has finished.": "Ihre Organisation hat bereits %(limit)s Aufträge in der Warteschlange oder in Arbeit, die Höchstzahl gleichzeitig (JOBS_MAX_ACTIVE_PER_ORGANISATION); versuchen Sie es erneut, wenn einer fertig ist.",
     "unknown kind %(kind)s; choose one of %(choices)s": "unbekannte Art %(kind)s; wählen Sie eine von %(choices)s",
     "%(method)s does not apply to this %(kind)s; choose one of %(choices)s": "%(method)s passt nicht zu dieser Art %(kind)s; wählen Sie eine von %(choices)s",
@@ -540,6 +541,7 @@ DE_ERRORS: dict[str, str | list[str]] = {
 
 # API error messages (domain layer), Polish.
 PL_ERRORS: dict[str, str | list[str]] = {
+    "%(field)s: %(problem)s": "%(field)s: %(problem)s",
     "The request conflicts with what is stored.": "Żądanie jest sprzeczne z tym, co zapisano.",
     "The request body is larger than the limit of %(limit)s bytes (DJANGO_MAX_REQUEST_BYTES); send fewer responses per request.": "Treść żądania przekracza limit %(limit)s bajtów (DJANGO_MAX_REQUEST_BYTES); wysyłaj mniej odpowiedzi w jednym żądaniu.",
     "Invalid input: %(problem)s": "Nieprawidłowe dane: %(problem)s",
@@ -572,7 +574,7 @@ PL_ERRORS: dict[str, str | list[str]] = {
     "No analysis with this id in your organisation.": "W Twojej organizacji nie ma analizy o tym identyfikatorze.",
     "Unknown format %(format)s; use html, csv or json.": "Nieznany format %(format)s; użyj html, csv lub json.",
     "The report is %(status)s; download it once it has succeeded.": "Raport ma status %(status)s; pobierz go, gdy będzie gotowy.",
-    "this analysis would cost about %(cost)s units (joint-table cells x fits), above the budget of %(budget)s (ANALYSIS_COST_BUDGET); use fewer conditions or attributes with fewer categories": "ta analiza kosztowałaby około %(cost)s jednostek (komórki tabeli łącznej x dopasowania), więcej niż budżet %(budget)s (ANALYSIS_COST_BUDGET); użyj mniej warunków lub cech o mniejszej liczbie kategorii",
+    "this analysis would cost about %(cost)s units (%(fits)s for joint-table cells x fits, %(reading)s for reading the participants' answers), above the budget of %(budget)s (ANALYSIS_COST_BUDGET); use fewer conditions, strata or attributes with fewer categories": "ta analiza kosztowałaby około %(cost)s jednostek (%(fits)s za komórki tabeli łącznej x dopasowania, %(reading)s za odczyt odpowiedzi uczestników), więcej niż budżet %(budget)s (ANALYSIS_COST_BUDGET); użyj mniej warunków, warstw lub cech o mniejszej liczbie kategorii",
     "Your organisation already has %(limit)s jobs queued or running, the most it may have at once (JOBS_MAX_ACTIVE_PER_ORGANISATION); retry when one has finished.": "Twoja organizacja ma już %(limit)s zadań w kolejce lub w toku, najwięcej naraz (JOBS_MAX_ACTIVE_PER_ORGANISATION); spróbuj ponownie, gdy któreś się zakończy.",
     "unknown kind %(kind)s; choose one of %(choices)s": "nieznany rodzaj %(kind)s; wybierz jeden z: %(choices)s",
     "%(method)s does not apply to this %(kind)s; choose one of %(choices)s": "%(method)s nie pasuje do rodzaju %(kind)s; wybierz jedną z: %(choices)s",
@@ -768,6 +770,10 @@ PL_PANELS: dict[str, str | list[str]] = {
 # Pure-layer errors (privacy/mechanisms, reconstruction/algorithms: privacy.mechanisms.messages)
 # and stored job reasons (reconstruction/jobs.py: Job.error_message).
 DE_PURE: dict[str, str | list[str]] = {
+    # calibration pairs (reconstruction/algorithms/uncertainty.py)
+    "calibration pairs must have shape (m, 2), got %(shape)s": "Kalibrierungspaare müssen die Form (m, 2) haben, erhalten: %(shape)s",
+    "calibration pairs must be integer category codes": "Kalibrierungspaare müssen ganzzahlige Kategoriecodes sein",
+    "calibration pairs must lie in 0..%(last)s": "Kalibrierungspaare müssen in 0..%(last)s liegen",
     "channel must be a numeric matrix: %(problem)s": "der Kanal muss eine Zahlenmatrix sein: %(problem)s",
     "channel must be a 2-D matrix, got an array with shape %(shape)s": "der Kanal muss eine 2-D-Matrix sein, erhalten: ein Feld der Form %(shape)s",
     "channel must not be empty, got shape %(shape)s": "der Kanal darf nicht leer sein, erhalten: Form %(shape)s",
@@ -831,6 +837,10 @@ DE_PURE: dict[str, str | list[str]] = {
 }
 
 PL_PURE: dict[str, str | list[str]] = {
+    # calibration pairs (reconstruction/algorithms/uncertainty.py)
+    "calibration pairs must have shape (m, 2), got %(shape)s": "pary kalibracyjne muszą mieć kształt (m, 2), otrzymano %(shape)s",
+    "calibration pairs must be integer category codes": "pary kalibracyjne muszą być całkowitymi kodami kategorii",
+    "calibration pairs must lie in 0..%(last)s": "pary kalibracyjne muszą leżeć w zakresie 0..%(last)s",
     "channel must be a numeric matrix: %(problem)s": "kanał musi być macierzą liczb: %(problem)s",
     "channel must be a 2-D matrix, got an array with shape %(shape)s": "kanał musi być macierzą 2-D, otrzymano tablicę o kształcie %(shape)s",
     "channel must not be empty, got shape %(shape)s": "kanał nie może być pusty, otrzymano kształt %(shape)s",

@@ -39,6 +39,8 @@ def fill(language: str) -> list[str]:
         if entry.obsolete:
             continue
         if entry.translated() and "fuzzy" not in entry.flags:
+            # makemessages' "#| msgid" note of a fuzzy match is stale once translated
+            entry.previous_msgid = entry.previous_msgid_plural = entry.previous_msgctxt = None
             continue
         value = table.get(entry.msgid)
         if value is None:

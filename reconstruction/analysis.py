@@ -18,7 +18,7 @@ import numpy as np
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from config.messages import translate
+from config.messages import message_of, translate
 from privacy.mechanisms.messages import Message
 from reconstruction.algorithms import tables
 from reconstruction.algorithms.continuous import IntervalReconstruction
@@ -45,14 +45,25 @@ class AnalysisInputError(InvalidInput, ValueError):
     ``ValueError`` and fails the job with the same message.
     """
 
-    def __init__(self, errors: Mapping[str, Any]) -> None:
-        errors = dict(errors)
+    def __init__(self, errors: Mapping[str, Message | str]) -> None:
+        # A problem is a translatable Message (template + parameters), so a worker that
+        # meets it stores the template and the reader sees it in their own language;
+        # ``errors`` and ``detail`` are in the active language (the request's).
         field, problem = next(iter(errors.items()))
-        self.message = f"{field}: {problem}"
-        super().__init__(_("Invalid input: %(problem)s") % {"problem": self.message}, errors)
+        self.message: Message | str = (
+            Message(_FIELD_PROBLEM, {"field": field, "problem": problem})
+            if isinstance(problem, Message)
+            else f"{field}: {problem}"
+        )
+        shown = {key: translate(value) for key, value in errors.items()}
+        detail = _("Invalid input: %(problem)s") % {"problem": translate(self.message)}
+        super().__init__(detail, shown)
 
     def __str__(self) -> str:
-        return self.message
+        return translate(self.message)
+
+
+_FIELD_PROBLEM = gettext_noop("%(field)s: %(problem)s")
 
 
 @dataclass(frozen=True)
@@ -80,7 +91,7 @@ def attribute_questions(survey: Survey, keys: Sequence[str], field: str) -> dict
         try:
             found[key] = selectors.attribute_question(survey, key)
         except ValueError as exc:
-            raise AnalysisInputError({field: str(exc)}) from None
+            raise AnalysisInputError({field: message_of(exc)}) from None
     return found
 
 
@@ -88,21 +99,30 @@ def _label_codes(question: Question, values: Any, field: str) -> frozenset[int]:
     labels = [str(label) for label in question.categories]
     if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)):
         raise AnalysisInputError(
-            {field: _("'in' needs a list of categories of %(key)s") % {"key": repr(question.key)}}
+            {
+                field: Message(
+                    gettext_noop("'in' needs a list of categories of %(key)s"),
+                    {"key": repr(question.key)},
+                )
+            }
         )
     if not values:
-        raise AnalysisInputError({field: _("'in' needs at least one category (empty condition)")})
+        raise AnalysisInputError(
+            {field: Message(gettext_noop("'in' needs at least one category (empty condition)"))}
+        )
     codes = set()
     for value in values:
         if str(value) not in labels:
             raise AnalysisInputError(
                 {
-                    field: _("%(value)s is not a category of %(key)s (%(categories)s)")
-                    % {
-                        "value": repr(value),
-                        "key": repr(question.key),
-                        "categories": ", ".join(labels),
-                    }
+                    field: Message(
+                        gettext_noop("%(value)s is not a category of %(key)s (%(categories)s)"),
+                        {
+                            "value": repr(value),
+                            "key": repr(question.key),
+                            "categories": ", ".join(labels),
+                        },
+                    )
                 }
             )
         codes.add(labels.index(str(value)))
@@ -128,15 +148,19 @@ def parse_where(
         if question.is_discrete and op not in DISCRETE_OPS:
             raise AnalysisInputError(
                 {
-                    item_field: _("%(key)s is %(type)s: use op 'in', not %(op)s")
-                    % {"key": repr(question.key), "type": question.type, "op": repr(op)}
+                    item_field: Message(
+                        gettext_noop("%(key)s is %(type)s: use op 'in', not %(op)s"),
+                        {"key": repr(question.key), "type": question.type, "op": repr(op)},
+                    )
                 }
             )
         if not question.is_discrete and op not in CONTINUOUS_OPS:
             raise AnalysisInputError(
                 {
-                    item_field: _("%(key)s is continuous: use gt, lte or between, not %(op)s")
-                    % {"key": repr(question.key), "op": repr(op)}
+                    item_field: Message(
+                        gettext_noop("%(key)s is continuous: use gt, lte or between, not %(op)s"),
+                        {"key": repr(question.key), "op": repr(op)},
+                    )
                 }
             )
         value = item.get("value")
@@ -145,7 +169,7 @@ def parse_where(
         try:
             conditions.append(Condition(question.key, op, value))
         except ValueError as exc:
-            raise AnalysisInputError({item_field: translate(exc)}) from None
+            raise AnalysisInputError({item_field: message_of(exc)}) from None
     _check_satisfiable(conditions, questions, field)
     return conditions
 
@@ -165,8 +189,12 @@ def _check_satisfiable(
             if not allowed:
                 raise AnalysisInputError(
                     {
-                        field: _("contradictory condition: no category of %(key)s meets all of it")
-                        % {"key": repr(key)}
+                        field: Message(
+                            gettext_noop(
+                                "contradictory condition: no category of %(key)s meets all of it"
+                            ),
+                            {"key": repr(key)},
+                        )
                     }
                 )
             continue
@@ -191,15 +219,17 @@ def _check_satisfiable(
         if low > high or (low == high and (low_open or high_open)):
             raise AnalysisInputError(
                 {
-                    field: _(
-                        "contradictory condition: no value of %(key)s in its range "
-                        "[%(low)s, %(high)s] meets all of it"
+                    field: Message(
+                        gettext_noop(
+                            "contradictory condition: no value of %(key)s in its range "
+                            "[%(low)s, %(high)s] meets all of it"
+                        ),
+                        {
+                            "key": repr(key),
+                            "low": f"{question.range_low:g}",
+                            "high": f"{question.range_high:g}",
+                        },
                     )
-                    % {
-                        "key": repr(key),
-                        "low": f"{question.range_low:g}",
-                        "high": f"{question.range_high:g}",
-                    }
                 }
             )
 
@@ -361,12 +391,14 @@ def check_method_fits(question: Question, method: str) -> None:
     except ValueError as exc:
         raise AnalysisInputError(
             {
-                "method": _("%(problem)s (%(key)s uses %(mechanism)s)")
-                % {
-                    "problem": translate(exc),
-                    "key": repr(question.key),
-                    "mechanism": question.mechanism,
-                }
+                "method": Message(
+                    gettext_noop("%(problem)s (%(key)s uses %(mechanism)s)"),
+                    {
+                        "problem": message_of(exc),
+                        "key": repr(question.key),
+                        "mechanism": question.mechanism,
+                    },
+                )
             }
         ) from None
 

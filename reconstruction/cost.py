@@ -38,8 +38,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
+from privacy.mechanisms.messages import Message
 from reconstruction.analysis import AnalysisInputError, AnalysisRequest
 
 N_BOOT = 200
@@ -148,18 +149,20 @@ def check_cost(request: AnalysisRequest) -> int:
     if cost > budget:
         raise AnalysisInputError(
             {
-                "where": _(
-                    "this analysis would cost about %(cost)s units (%(fits)s for joint-table "
-                    "cells x fits, %(reading)s for reading the participants' answers), above "
-                    "the budget of %(budget)s (ANALYSIS_COST_BUDGET); use fewer conditions, "
-                    "strata or attributes with fewer categories"
+                "where": Message(
+                    gettext_noop(
+                        "this analysis would cost about %(cost)s units (%(fits)s for joint-table "
+                        "cells x fits, %(reading)s for reading the participants' answers), above "
+                        "the budget of %(budget)s (ANALYSIS_COST_BUDGET); use fewer conditions, "
+                        "strata or attributes with fewer categories"
+                    ),
+                    {
+                        "cost": f"{cost:,}",
+                        "fits": f"{fits:,}",
+                        "reading": f"{cost - fits:,}",
+                        "budget": f"{budget:,}",
+                    },
                 )
-                % {
-                    "cost": f"{cost:,}",
-                    "fits": f"{fits:,}",
-                    "reading": f"{cost - fits:,}",
-                    "budget": f"{budget:,}",
-                }
             }
         )
     return cost
@@ -216,13 +219,15 @@ def check_panel_cost(request: AnalysisRequest) -> int:
     if cost > budget:
         raise AnalysisInputError(
             {
-                "size": _(
-                    "this panel would cost about %(cost)s units (fits, posteriors and the "
-                    "solver's panel size x candidate types), above the budget of %(budget)s "
-                    "(ANALYSIS_COST_BUDGET); ask for a smaller panel, fewer quotas or quotas on "
-                    "attributes with fewer categories"
+                "size": Message(
+                    gettext_noop(
+                        "this panel would cost about %(cost)s units (fits, posteriors and the "
+                        "solver's panel size x candidate types), above the budget of %(budget)s "
+                        "(ANALYSIS_COST_BUDGET); ask for a smaller panel, fewer quotas or quotas "
+                        "on attributes with fewer categories"
+                    ),
+                    {"cost": f"{cost:,}", "budget": f"{budget:,}"},
                 )
-                % {"cost": f"{cost:,}", "budget": f"{budget:,}"}
             }
         )
     return cost

@@ -171,24 +171,28 @@ def _check_bands(
         if low > size:
             raise AnalysisInputError(
                 {
-                    "quotas": _(
-                        "the minimums of the quotas on %(key)s (%(names)s) add up to %(low)s, "
-                        "more than the panel size %(size)s; these categories do not overlap, "
-                        "so no panel can meet them all"
+                    "quotas": Message(
+                        gettext_noop(
+                            "the minimums of the quotas on %(key)s (%(names)s) add up to %(low)s, "
+                            "more than the panel size %(size)s; these categories do not overlap, "
+                            "so no panel can meet them all"
+                        ),
+                        {"key": repr(key), "names": names, "low": low, "size": size},
                     )
-                    % {"key": repr(key), "names": names, "low": low, "size": size}
                 }
             )
         high = sum(quotas[j][2] for j in members)
         if high < size and _covers(regions, question):
             raise AnalysisInputError(
                 {
-                    "quotas": _(
-                        "the maximums of the quotas on %(key)s (%(names)s) add up to %(high)s, "
-                        "less than the panel size %(size)s; these categories cover every "
-                        "value of %(key)s, so every member counts in one of them"
+                    "quotas": Message(
+                        gettext_noop(
+                            "the maximums of the quotas on %(key)s (%(names)s) add up to %(high)s, "
+                            "less than the panel size %(size)s; these categories cover every "
+                            "value of %(key)s, so every member counts in one of them"
+                        ),
+                        {"key": repr(key), "names": names, "high": high, "size": size},
                     )
-                    % {"key": repr(key), "names": names, "high": high, "size": size}
                 }
             )
 
@@ -203,15 +207,19 @@ def parse_quotas(request: AnalysisRequest) -> list[tuple[list[queries.Condition]
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise AnalysisInputError(
                     {
-                        f"quotas[{j}].{name}": _("must be a non-negative integer, got %(value)s")
-                        % {"value": repr(value)}
+                        f"quotas[{j}].{name}": Message(
+                            gettext_noop("must be a non-negative integer, got %(value)s"),
+                            {"value": repr(value)},
+                        )
                     }
                 )
         if low > high:
             raise AnalysisInputError(
                 {
-                    f"quotas[{j}]": _("min %(min)s is larger than max %(max)s")
-                    % {"min": low, "max": high}
+                    f"quotas[{j}]": Message(
+                        gettext_noop("min %(min)s is larger than max %(max)s"),
+                        {"min": low, "max": high},
+                    )
                 }
             )
         parsed.append((where, int(low), int(high)))
@@ -222,17 +230,21 @@ def validate_panel(request: AnalysisRequest) -> None:
     """Request-time checks (schema and one participant count, no fit)."""
     spec = request.spec
     if spec.get("strata"):
-        raise AnalysisInputError({"strata": _("a panel takes quotas, not strata")})
+        raise AnalysisInputError(
+            {"strata": Message(gettext_noop("a panel takes quotas, not strata"))}
+        )
     if "size" not in spec:
-        raise AnalysisInputError({"size": _("a panel needs its size")})
+        raise AnalysisInputError({"size": Message(gettext_noop("a panel needs its size"))})
     size = int(spec["size"])
     reserves = int(spec.get("reserves") or 0)
     objective = spec.get("objective") or "maximin"
     if objective not in OBJECTIVES:
         raise AnalysisInputError(
             {
-                "objective": _("unknown objective %(objective)s; use one of %(choices)s")
-                % {"objective": repr(objective), "choices": ", ".join(OBJECTIVES)}
+                "objective": Message(
+                    gettext_noop("unknown objective %(objective)s; use one of %(choices)s"),
+                    {"objective": repr(objective), "choices": ", ".join(OBJECTIVES)},
+                )
             }
         )
     quotas = parse_quotas(request)
@@ -241,19 +253,25 @@ def validate_panel(request: AnalysisRequest) -> None:
         if low > size:
             raise AnalysisInputError(
                 {
-                    "quotas": _("%(quota)s: min %(min)s is larger than the panel size %(size)s")
-                    % {"quota": quota_label(j, raw[j]), "min": low, "size": size}
+                    "quotas": Message(
+                        gettext_noop(
+                            "%(quota)s: min %(min)s is larger than the panel size %(size)s"
+                        ),
+                        {"quota": quota_label(j, raw[j]), "min": low, "size": size},
+                    )
                 }
             )
     _check_bands(request, quotas, size)
     if size + reserves > request.participants:
         raise AnalysisInputError(
             {
-                "size": _(
-                    "a panel of %(size)s with %(reserves)s reserves is larger than the "
-                    "%(participants)s participants who answered"
+                "size": Message(
+                    gettext_noop(
+                        "a panel of %(size)s with %(reserves)s reserves is larger than the "
+                        "%(participants)s participants who answered"
+                    ),
+                    {"size": size, "reserves": reserves, "participants": request.participants},
                 )
-                % {"size": size, "reserves": reserves, "participants": request.participants}
             }
         )
     cost.check_panel_cost(request)

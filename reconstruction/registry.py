@@ -17,10 +17,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
-from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from config.messages import translate
 from privacy.mechanisms.messages import Message
 from reconstruction import analysis, disclosure
 from reconstruction.algorithms import queries, tables
@@ -122,8 +120,10 @@ def get(name: str) -> AnalysisKind:
     except KeyError:
         raise AnalysisInputError(
             {
-                "kind": _("unknown kind %(kind)s; choose one of %(choices)s")
-                % {"kind": repr(name), "choices": ", ".join(KINDS)}
+                "kind": Message(
+                    gettext_noop("unknown kind %(kind)s; choose one of %(choices)s"),
+                    {"kind": repr(name), "choices": ", ".join(KINDS)},
+                )
             }
         ) from None
 
@@ -172,15 +172,21 @@ def validate_request(
         if method not in allowed:
             raise AnalysisInputError(
                 {
-                    "method": _(
-                        "%(method)s does not apply to this %(kind)s; choose one of %(choices)s"
+                    "method": Message(
+                        gettext_noop(
+                            "%(method)s does not apply to this %(kind)s; choose one of %(choices)s"
+                        ),
+                        {"method": repr(method), "kind": kind.name, "choices": ", ".join(allowed)},
                     )
-                    % {"method": repr(method), "kind": kind.name, "choices": ", ".join(allowed)}
                 }
             )
     if kind.needs_where and not request.where:
         raise AnalysisInputError(
-            {"where": _("a %(kind)s needs at least one condition") % {"kind": kind.name}}
+            {
+                "where": Message(
+                    gettext_noop("a %(kind)s needs at least one condition"), {"kind": kind.name}
+                )
+            }
         )
     if not count:
         return request
@@ -190,7 +196,7 @@ def validate_request(
     check_cost(replace(request, participants=n))  # before any answer is read (issue 13)
     reason = analysis.too_few_responses(request, n)
     if reason is not None:
-        raise AnalysisInputError({"survey": translate(reason)})
+        raise AnalysisInputError({"survey": reason})
     request = replace(request, participants=n)
     kind.validate(request)
     return request
@@ -212,7 +218,7 @@ def compute(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
     try:
         kind.validate(request)
     except AnalysisInputError as exc:
-        raise JobRefused(str(exc)) from None
+        raise JobRefused(exc.message) from None  # template + parameters
     progress(0.1)
     return kind.compute(request, progress)
 
@@ -281,10 +287,13 @@ def _validate_mean(request: AnalysisRequest) -> None:
     if question.is_discrete:
         raise AnalysisInputError(
             {
-                "attribute": _(
-                    "%(key)s is %(type)s: a mean needs a continuous question (use a distribution)"
+                "attribute": Message(
+                    gettext_noop(
+                        "%(key)s is %(type)s: a mean needs a continuous question "
+                        "(use a distribution)"
+                    ),
+                    {"key": repr(question.key), "type": question.type},
                 )
-                % {"key": repr(question.key), "type": question.type}
             }
         )
 
@@ -383,11 +392,13 @@ def _validate_distribution(request: AnalysisRequest) -> None:
         # silently ignored.
         raise AnalysisInputError(
             {
-                "method": _(
-                    "%(method)s applies only to a distribution without conditions; within a "
-                    "group the joint EM is used (leave out 'method')"
+                "method": Message(
+                    gettext_noop(
+                        "%(method)s applies only to a distribution without conditions; within a "
+                        "group the joint EM is used (leave out 'method')"
+                    ),
+                    {"method": repr(method)},
                 )
-                % {"method": repr(method)}
             }
         )
     question = request.target
@@ -444,11 +455,13 @@ def _validate_sample(request: AnalysisRequest) -> None:
     if size > request.participants:
         raise AnalysisInputError(
             {
-                "size": _(
-                    "a sample of %(size)s is larger than the %(participants)s participants "
-                    "who answered"
+                "size": Message(
+                    gettext_noop(
+                        "a sample of %(size)s is larger than the %(participants)s participants "
+                        "who answered"
+                    ),
+                    {"size": size, "participants": request.participants},
                 )
-                % {"size": size, "participants": request.participants}
             }
         )
 

@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 from django.db import connection
 from django.db.models import Count, Prefetch, Q, QuerySet
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 from numpy.typing import NDArray
 
 from consultations.models import Organisation
+from privacy.mechanisms.messages import InputError
 from surveys import schemes
 from surveys.models import Answer, CalibrationPair, Participant, Question, Response, Survey
 
@@ -320,13 +321,15 @@ def attribute_question(survey: Survey, key: str) -> Question:
         ).first()
     if question is None:
         if survey.kind == Survey.Kind.OPINION:
-            message = _(
+            template = gettext_noop(
                 "unknown attribute %(key)s: no question of this survey or its consultation's "
                 "profile survey has that key"
             )
         else:
-            message = _("unknown attribute %(key)s: no question of this survey has that key")
-        raise ValueError(message % {"key": repr(key)})
+            template = gettext_noop(
+                "unknown attribute %(key)s: no question of this survey has that key"
+            )
+        raise InputError(template, key=repr(key))  # a ValueError; translated where shown
     return question
 
 

@@ -227,29 +227,65 @@ def test_a_pure_layer_refusal_of_an_analysis_is_explained_in_each_language(db):
     assert pl["detail"].startswith("Nieprawidłowe dane: method: metoda"), pl
 
 
-def test_every_pure_layer_template_is_in_the_catalogues():
-    """Every template the pure layer marks (gettext_noop) is extracted and translated."""
+SOURCES = ("config", "consultations", "privacy", "reconstruction", "surveys", "webhooks")
+MARKERS = {"_", "gettext", "gettext_lazy", "gettext_noop", "ngettext", "ngettext_lazy"}
+TEMPLATE_TAG = re.compile(r"""\{%\s*translate\s+(["'])(.*?)\1""")
+
+
+def marked_strings() -> dict[str, str]:
+    """Every literal the project marks for translation: the arguments of gettext, its
+    aliases and gettext_noop (the pure layer's templates and the Django side's messages),
+    and the {% translate "..." %} tags of the templates; each with where it is."""
     import ast
 
     root = LOCALE.parent
-    templates = set()
-    for folder in ("privacy/mechanisms", "reconstruction/algorithms"):
-        for path in (root / folder).glob("*.py"):
+    found: dict[str, str] = {}
+    for package in SOURCES:
+        for path in sorted((root / package).rglob("*.py")):
+            if "migrations" in path.parts:
+                continue
             for node in ast.walk(ast.parse(path.read_text())):
-                if (
-                    isinstance(node, ast.Call)
-                    and getattr(node.func, "id", None) == "gettext_noop"
-                    and node.args
-                    and isinstance(node.args[0], ast.Constant)
-                ):
-                    templates.add(node.args[0].value)
-    assert len(templates) > 30
+                if not isinstance(node, ast.Call) or not node.args:
+                    continue
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name not in MARKERS:
+                    continue
+                plurals = node.args[:2] if name.startswith("ngettext") else node.args[:1]
+                for arg in plurals:
+                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                        found.setdefault(arg.value, f"{path.relative_to(root)}:{node.lineno}")
+        for path in sorted((root / package).rglob("*.html")):
+            for match in TEMPLATE_TAG.finditer(path.read_text()):
+                # makemessages writes a template's "%" as "%%" (python-format)
+                found.setdefault(match.group(2).replace("%", "%%"), str(path.relative_to(root)))
+    return found
+
+
+def test_every_marked_string_is_in_the_catalogues():
+    """Every string marked anywhere (the pure layer's InputError templates, the analysis
+    refusals the worker stores as template + parameters, the Django side's messages and
+    the templates' tags) is extracted and translated: a new or changed message without
+    its German and Polish fails here, naming it."""
+    marked = marked_strings()
+    # the pure layer's templates and the worker-side refusals are among them
+    assert marked["method %(method)s applies only to the uniform negative survey"].startswith(
+        "reconstruction/algorithms/"
+    )
+    assert marked[
+        "a sample of %(size)s is larger than the %(participants)s participants who answered"
+    ].startswith("reconstruction/registry.py")
+    assert "%(field)s: %(problem)s" in marked
+    assert len(marked) > 300
     for language in ("de", "pl"):
-        po = {
-            e.msgid: e for e in polib.pofile(str(LOCALE / language / "LC_MESSAGES" / "django.po"))
+        po = polib.pofile(str(LOCALE / language / "LC_MESSAGES" / "django.po"))
+        known = {e.msgid: e for e in po if not e.obsolete}
+        known.update({e.msgid_plural: e for e in po if not e.obsolete and e.msgid_plural})
+        missing = {
+            text: where
+            for text, where in marked.items()
+            if text not in known or not known[text].translated() or "fuzzy" in known[text].flags
         }
-        missing = [t for t in templates if t not in po or not po[t].translated()]
-        assert missing == [], (language, missing)
+        assert missing == {}, (language, missing)
 
 
 def test_a_stored_job_reason_is_shown_in_the_readers_language(db, client):
@@ -349,3 +385,52 @@ def test_a_malformed_json_body_is_explained_in_the_requested_language(db):
         "JSON-Syntaxfehler - NaN ist keine JSON-Zahl; senden Sie eine endliche Zahl."
     )
     assert pl["detail"] == "Błąd składni JSON - NaN nie jest liczbą JSON; wyślij liczbę skończoną."
+
+
+def test_a_refusal_found_only_in_the_worker_is_shown_in_the_readers_language(
+    db, client, django_capture_on_commit_callbacks
+):
+    """A sample that fitted the participants when it was asked for, but no longer does when
+    the worker runs it (two responses withdrawn meanwhile): the worker, in English, refuses
+    it through the registry's request checks (an AnalysisInputError), and the reason is
+    stored as template + parameters, so the API and the admin show it in en, de and pl."""
+    from django.contrib.auth.models import User
+    from django.utils import translation
+
+    from reconstruction.services import analysis_run
+    from surveys.services import response_submit, response_withdraw
+    from tests.factories import good_answers
+
+    tenant = tenant_factory()
+    survey = survey_factory(consultation_factory(tenant.organisation))
+    for index in range(15):
+        response_submit(survey=survey, participant=f"p-{index}", answers=good_answers(index))
+    body = {"survey": survey.pk, "kind": "sample", "size": 14, "seed": 3}
+    asked = tenant.analyst.post("/api/v1/analyses/", body, format="json")
+    assert asked.status_code == 202, asked.json()
+    job_id = asked.json()["id"]
+    for index in (0, 1):
+        response_withdraw(survey=survey, participant=f"p-{index}")
+    with translation.override("en"):  # a real worker speaks English
+        analysis_run(job_id=job_id)
+    job = AnalysisJob.objects.get(pk=job_id)
+    english = "size: a sample of 14 is larger than the 13 participants who answered"
+    assert (job.status, job.error) == ("refused", english)
+    assert job.error_message["template"] == "%(field)s: %(problem)s"
+    assert job.error_message["params"]["problem"]["params"] == {"size": 14, "participants": 13}
+    url = f"/api/v1/analyses/{job_id}/"
+    assert tenant.analyst.get(url).json()["error"] == english
+    german = tenant.analyst.get(url, HTTP_ACCEPT_LANGUAGE="de").json()["error"]
+    polish = tenant.analyst.get(url + "?lang=pl", HTTP_ACCEPT_LANGUAGE="de").json()["error"]
+    assert german.startswith("size: ") and german != english and "14" in german, german
+    assert polish.startswith("size: ") and polish not in (english, german), polish
+    with translation.override("de"):
+        assert german == "size: " + translation.gettext(
+            "a sample of %(size)s is larger than the %(participants)s participants who answered"
+        ) % {"size": 14, "participants": 13}
+    User.objects.create_superuser("organiser", "o@example.org", "a-long-passw0rd")
+    client.login(username="organiser", password="a-long-passw0rd")
+    page = client.get(
+        f"/admin/reconstruction/analysisjob/{job_id}/change/", HTTP_ACCEPT_LANGUAGE="pl"
+    ).content.decode()
+    assert polish in page and english not in page

@@ -37,6 +37,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from privacy.mechanisms.messages import InputError, gettext_noop
+
 __all__ = [
     "DEFAULT_REPLICATES",
     "DEFAULT_SEED",
@@ -151,13 +153,16 @@ def calibration_sizes(pairs: ArrayLike, k: int, *, negative: bool) -> NDArray[np
     if array.size == 0:
         return np.zeros(k, dtype=np.int64)
     if array.ndim != 2 or array.shape[1] != 2:
-        raise ValueError(f"calibration pairs must have shape (m, 2), got {array.shape}")
+        raise InputError(
+            gettext_noop("calibration pairs must have shape (m, 2), got %(shape)s"),
+            shape=str(array.shape),
+        )
     if not np.issubdtype(array.dtype, np.integer):
         if not np.all(array == np.round(array)):
-            raise ValueError("calibration pairs must be integer category codes")
+            raise InputError(gettext_noop("calibration pairs must be integer category codes"))
         array = array.astype(np.int64)
     if array.min() < 0 or array.max() >= k:
-        raise ValueError(f"calibration pairs must lie in 0..{k - 1}")
+        raise InputError(gettext_noop("calibration pairs must lie in 0..%(last)s"), last=k - 1)
     if negative:
         array = array[array[:, 0] != array[:, 1]]
     return np.asarray(np.bincount(array[:, 0], minlength=k), dtype=np.int64)
