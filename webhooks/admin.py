@@ -8,6 +8,7 @@ from django import forms
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
+from config.messages import translate
 from webhooks import services
 from webhooks.models import EVENTS, Delivery, Webhook
 from webhooks.urlcheck import UnsafeUrl, check_url
@@ -28,7 +29,7 @@ class WebhookForm(forms.ModelForm):
         try:
             check_url(url)
         except UnsafeUrl as exc:
-            raise forms.ValidationError(str(exc)) from None
+            raise forms.ValidationError(translate(exc)) from None
         return url
 
 
@@ -36,7 +37,7 @@ class DeliveryInline(admin.TabularInline):
     model = Delivery
     extra = 0
     can_delete = False
-    fields = ["event", "status", "attempts", "response_status", "error", "created_at",
+    fields = ["event", "status", "attempts", "response_status", "error_text", "created_at",
               "delivered_at"]  # fmt: skip
     readonly_fields = fields
     ordering = ["-created_at"]
@@ -68,7 +69,7 @@ class DeliveryAdmin(admin.ModelAdmin):
     list_display = ["event", "webhook", "status", "attempts", "response_status", "created_at"]
     list_filter = ["status", "event"]
     readonly_fields = ["webhook", "event", "payload", "status", "attempts", "response_status",
-                       "error", "created_at", "delivered_at"]  # fmt: skip
+                       "error_text", "created_at", "delivered_at"]  # fmt: skip
 
     def has_add_permission(self, request: Any) -> bool:
         return False

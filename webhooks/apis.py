@@ -43,6 +43,10 @@ class WebhookCreatedSerializer(WebhookSerializer):
 
 
 class DeliverySerializer(serializers.ModelSerializer):
+    error = serializers.CharField(
+        source="error_text", read_only=True, help_text="Why the delivery failed, if it did."
+    )
+
     class Meta:
         model = Delivery
         fields = [

@@ -8,6 +8,7 @@ see in the admin whether their portal heard about a result.
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from consultations.models import Organisation
 
@@ -45,6 +46,9 @@ class Delivery(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     response_status = models.PositiveIntegerField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # The error as template + parameters where it has one (an unsafe URL at delivery time),
+    # shown in the reader's language (error_text); ``error`` keeps the English text.
+    error_message = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
 
@@ -54,3 +58,11 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} → {self.webhook.url} ({self.status}, {self.attempts} attempts)"
+
+    def error_text(self) -> str:
+        """The delivery's error in the active language (as stored when it has no template)."""
+        from config.messages import translate
+
+        return translate(self.error_message) if self.error_message else self.error
+
+    error_text.short_description = _("error")  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from config.messages import translate
 from consultations.models import Organisation
 from consultations.services import audit_record
 from webhooks import signing
@@ -46,7 +47,7 @@ def webhook_create(
     try:
         check_url(url)
     except UnsafeUrl as exc:
-        raise WebhookInvalid(str(exc), {"url": [str(exc)]}) from None
+        raise WebhookInvalid(translate(exc), {"url": [translate(exc)]}) from None
     unknown = [e for e in events if e not in EVENTS] if isinstance(events, list) else events
     if not isinstance(events, list) or not events or unknown:
         message = _("events must be a non-empty list of %(events)s; got %(unknown)s.") % {
@@ -141,7 +142,10 @@ def delivery_attempt(delivery_id: int) -> bool | None:
         target = checked_target(webhook.url)
     except UnsafeUrl as exc:
         Delivery.objects.filter(pk=delivery_id).update(
-            status=Delivery.Status.FAILED, attempts=attempts, error=str(exc)
+            status=Delivery.Status.FAILED,
+            attempts=attempts,
+            error=str(exc),
+            error_message=exc.message.as_json(),  # read in the organiser's language
         )
         return None
     body = json.dumps({**delivery.payload, "delivery": delivery.pk}, sort_keys=True).encode()

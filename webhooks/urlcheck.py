@@ -25,12 +25,16 @@ from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 from requests.adapters import HTTPAdapter
 
+from privacy.mechanisms.messages import InputError, Message
 
-class UnsafeUrl(ValueError):
-    pass
+
+class UnsafeUrl(InputError):
+    """A URL the server may not call. ``message`` names the problem as a template and its
+    parameters, so a refusal met at delivery time (in a worker) is stored with them and
+    read in the organiser's language; ``str()`` is the English text."""
 
 
 @dataclass(frozen=True)
@@ -58,24 +62,30 @@ def checked_target(url: str) -> Target:
         port = parts.port
     except ValueError as exc:
         raise UnsafeUrl(
-            _("%(url)s is not a valid URL: %(problem)s.") % {"url": repr(url), "problem": exc}
+            gettext_noop("%(url)s is not a valid URL: %(problem)s."),
+            url=repr(url),
+            problem=str(exc),
         ) from None
     allow_http = bool(getattr(settings, "WEBHOOKS_ALLOW_HTTP", False))
     if parts.scheme != "https" and not (allow_http and parts.scheme == "http"):
         raise UnsafeUrl(
-            _("Webhook URLs must use https, got %(scheme)s (WEBHOOKS_ALLOW_HTTP allows http).")
-            % {"scheme": repr(parts.scheme) if parts.scheme else _("no scheme")}
+            gettext_noop(
+                "Webhook URLs must use https, got %(scheme)s (WEBHOOKS_ALLOW_HTTP allows http)."
+            ),
+            scheme=repr(parts.scheme) if parts.scheme else Message(gettext_noop("no scheme")),
         )
     host = parts.hostname
     if not host:
-        raise UnsafeUrl(_("%(url)s has no host.") % {"url": repr(url)})
+        raise UnsafeUrl(gettext_noop("%(url)s has no host."), url=repr(url))
     if parts.username or parts.password:
-        raise UnsafeUrl(_("Webhook URLs may not carry a user name or password."))
+        raise UnsafeUrl(gettext_noop("Webhook URLs may not carry a user name or password."))
     port = port or (443 if parts.scheme == "https" else 80)
     try:
         infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
     except (OSError, UnicodeError):
-        raise UnsafeUrl(_("The host %(host)s does not resolve.") % {"host": repr(host)}) from None
+        raise UnsafeUrl(
+            gettext_noop("The host %(host)s does not resolve."), host=repr(host)
+        ) from None
     addresses: list[str] = []
     allow_private = bool(getattr(settings, "WEBHOOKS_ALLOW_PRIVATE", False))
     for info in infos:
@@ -83,17 +93,18 @@ def checked_target(url: str) -> Target:
         address = ipaddress.ip_address(text)
         if not allow_private and (not address.is_global or address.is_multicast):
             raise UnsafeUrl(
-                _(
+                gettext_noop(
                     "The host %(host)s resolves to %(address)s, a private or loopback "
                     "address; webhooks may only call public addresses "
                     "(WEBHOOKS_ALLOW_PRIVATE allows it)."
-                )
-                % {"host": repr(host), "address": address}
+                ),
+                host=repr(host),
+                address=str(address),
             )
         if text not in addresses:
             addresses.append(text)
     if not addresses:
-        raise UnsafeUrl(_("The host %(host)s does not resolve.") % {"host": repr(host)})
+        raise UnsafeUrl(gettext_noop("The host %(host)s does not resolve."), host=repr(host))
     # IPv4 first: the receivers we know of listen there at least.
     addresses.sort(key=lambda a: ":" in a)
     return Target(url, parts.scheme, host, port, tuple(addresses))

@@ -96,3 +96,24 @@ def test_bad_requests_get_the_apis_messages_and_no_job(staff, open_survey):
     }).content.decode()  # fmt: skip
     assert 'id="analysis-errors"' in page
     assert not AnalysisJob.objects.exists()
+
+
+def test_the_result_page_shows_the_jobs_progress_until_it_finishes(staff, open_survey):
+    """A queued or running job's page shows its progress and refreshes itself; once the
+    worker has run it, the result replaces the progress bar."""
+    from reconstruction.services import analysis_run
+
+    url = f"/admin/reconstruction/analysisjob/add/?survey={open_survey.pk}"
+    response = staff.post(url, {"kind": "distribution", "attribute": "visits"})
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    job = AnalysisJob.objects.get()
+    assert job.status == "queued"  # the queue is not run in this test until asked below
+    AnalysisJob.objects.filter(pk=job.pk).update(status="running", progress=0.3)
+    page = staff.get(response["Location"]).content.decode()
+    assert '<progress id="job-progress" max="1" value="0.3">' in page
+    assert '<meta http-equiv="refresh"' in page and 'id="result-chart"' not in page
+    AnalysisJob.objects.filter(pk=job.pk).update(status="queued", progress=0.0)
+    analysis_run(job_id=job.pk)
+    page = staff.get(response["Location"]).content.decode()
+    assert 'id="job-progress"' not in page and '<meta http-equiv="refresh"' not in page
+    assert 'id="result-chart"' in page

@@ -214,6 +214,82 @@ def test_a_retry_that_succeeds_is_recorded_with_its_attempts(
     assert [(d["status"], d["attempts"]) for d in listed] == [("succeeded", 2)]
 
 
+@override_settings(WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True)
+def test_a_finished_analysis_is_delivered_signed_whether_it_succeeded_or_was_refused(
+    tenant, open_survey, receiver, django_capture_on_commit_callbacks
+):
+    hook = services.webhook_create(
+        organisation=tenant.organisation, url=receiver.url, events=["analysis.finished"],
+        actor="tests",
+    )  # fmt: skip
+    consultation = open_survey.consultation
+    consultation.min_cell = 30  # a count of about a third of 60 answers is below it
+    consultation.save(update_fields=["min_cell"])
+    with django_capture_on_commit_callbacks(execute=True):
+        done = tenant.analyst.post(
+            "/api/v1/analyses/",
+            {"survey": open_survey.pk, "kind": "distribution", "attribute": "visits"},
+            format="json",
+        )
+        # A count of one category: its interval reaches below min_cell, so it is refused.
+        refused = tenant.analyst.post(
+            "/api/v1/analyses/",
+            {"survey": open_survey.pk, "kind": "count",
+             "where": [{"attribute": "visits", "op": "in", "value": ["none"]}]},
+            format="json",
+        )  # fmt: skip
+        tenant.analyst.post(f"/api/v1/surveys/{open_survey.pk}/reports/")  # not listened for
+    assert done.status_code == refused.status_code == 202, (done.json(), refused.json())
+    statuses = {}
+    for request in receiver.received:
+        headers, body = request["headers"], request["body"]
+        assert headers["X-Webhook-Event"] == "analysis.finished"
+        assert signing.verify(
+            hook.secret, headers["X-Webhook-Timestamp"], body, headers["X-Webhook-Signature"]
+        )
+        data = json.loads(body)["data"]
+        assert data["url"] == f"/api/v1/analyses/{data['id']}/" and "result" not in data
+        statuses[data["id"]] = (data["kind"], data["status"])
+    refused_status = tenant.analyst.get(f"/api/v1/analyses/{refused.json()['id']}/").json()
+    assert statuses == {
+        done.json()["id"]: ("distribution", "succeeded"),
+        refused.json()["id"]: ("count", refused_status["status"]),
+    }
+    assert refused_status["status"] == "refused", refused_status
+    assert Delivery.objects.filter(status="succeeded", attempts=1).count() == 2
+
+
+def test_an_address_refused_at_delivery_time_is_recorded_in_the_readers_language(
+    tenant, open_survey, django_capture_on_commit_callbacks, client
+):
+    """The URL was public when registered; at delivery (in the worker, in English) it
+    resolves to a private address: the delivery fails at once, without a request, and its
+    reason is stored as template + parameters, read in German and Polish."""
+    from django.utils import translation
+
+    hook = Webhook.objects.create(organisation=tenant.organisation,
+                                  url="https://10.20.30.40/hook", events=["report.finished"],
+                                  secret="s")  # fmt: skip
+    with translation.override("en"), django_capture_on_commit_callbacks(execute=True):
+        tenant.analyst.post(f"/api/v1/surveys/{open_survey.pk}/reports/")
+    delivery = Delivery.objects.get()
+    assert (delivery.status, delivery.attempts, delivery.response_status) == ("failed", 1, None)
+    assert delivery.error.startswith("The host '10.20.30.40' resolves to 10.20.30.40, a private")
+    url = f"/api/v1/webhooks/{hook.pk}/deliveries/"
+    (english,) = [d["error"] for d in tenant.analyst.get(url).json()]
+    (german,) = [d["error"] for d in tenant.analyst.get(url, HTTP_ACCEPT_LANGUAGE="de").json()]
+    (polish,) = [d["error"] for d in tenant.analyst.get(url + "?lang=pl").json()]
+    assert english == delivery.error
+    assert german.startswith("Der Host '10.20.30.40'") and "10.20.30.40" in german, german
+    assert polish not in (english, german) and "10.20.30.40" in polish, polish
+    User.objects.create_superuser("organiser", "o@example.org", "a-long-passw0rd")
+    client.login(username="organiser", password="a-long-passw0rd")
+    page = client.get(
+        f"/admin/webhooks/webhook/{hook.pk}/change/", HTTP_ACCEPT_LANGUAGE="pl"
+    ).content.decode()
+    assert polish.replace("'", "&#x27;") in page and "a private or loopback" not in page
+
+
 def test_webhooks_of_other_events_or_organisations_get_nothing(
     tenant, open_survey, django_capture_on_commit_callbacks
 ):
