@@ -372,6 +372,15 @@ PL: dict[str, str | list[str]] = {
 
 # API error messages (domain layer), German.
 DE_ERRORS: dict[str, str | list[str]] = {
+    # the analysis request's fields (reconstruction/serializers.py)
+    "A %(kind)s needs the attribute to analyse.": "Eine Analyse der Art %(kind)s braucht das zu analysierende Merkmal.",
+    "A %(kind)s takes no attribute; give its condition in 'where'.": "Eine Analyse der Art %(kind)s nimmt kein Merkmal; geben Sie ihre Bedingung in 'where' an.",
+    "A %(kind)s needs at least one condition.": "Eine Analyse der Art %(kind)s braucht mindestens eine Bedingung.",
+    "A %(kind)s needs its size.": "Eine Analyse der Art %(kind)s braucht ihre Größe (size).",
+    "The strata sizes must add up to the sample size.": "Die Größen der Schichten müssen sich zur Stichprobengröße addieren.",
+    " or ": " oder ",
+    "Only a %(takers)s takes %(name)s.": "Nur eine Analyse der Art %(takers)s nimmt %(name)s.",
+    "A %(kind)s takes quotas, not strata.": "Eine Analyse der Art %(kind)s nimmt Quoten, keine Schichten.",
     "%(field)s: %(problem)s": "%(field)s: %(problem)s",
     "The request conflicts with what is stored.": "Die Anfrage widerspricht dem Gespeicherten.",
     "The request body is larger than the limit of %(limit)s bytes (DJANGO_MAX_REQUEST_BYTES); send fewer responses per request.": "Der Anfragetext ist größer als die Grenze von %(limit)s Bytes (DJANGO_MAX_REQUEST_BYTES); senden Sie weniger Antworten pro Anfrage.",
@@ -541,6 +550,15 @@ DE_ERRORS: dict[str, str | list[str]] = {
 
 # API error messages (domain layer), Polish.
 PL_ERRORS: dict[str, str | list[str]] = {
+    # the analysis request's fields (reconstruction/serializers.py)
+    "A %(kind)s needs the attribute to analyse.": "Analiza rodzaju %(kind)s wymaga cechy do analizy.",
+    "A %(kind)s takes no attribute; give its condition in 'where'.": "Analiza rodzaju %(kind)s nie przyjmuje cechy; podaj jej warunek w 'where'.",
+    "A %(kind)s needs at least one condition.": "Analiza rodzaju %(kind)s wymaga co najmniej jednego warunku.",
+    "A %(kind)s needs its size.": "Analiza rodzaju %(kind)s wymaga podania wielkości (size).",
+    "The strata sizes must add up to the sample size.": "Wielkości warstw muszą sumować się do wielkości próby.",
+    " or ": " lub ",
+    "Only a %(takers)s takes %(name)s.": "Tylko analiza rodzaju %(takers)s przyjmuje %(name)s.",
+    "A %(kind)s takes quotas, not strata.": "Analiza rodzaju %(kind)s przyjmuje kwoty, nie warstwy.",
     "%(field)s: %(problem)s": "%(field)s: %(problem)s",
     "The request conflicts with what is stored.": "Żądanie jest sprzeczne z tym, co zapisano.",
     "The request body is larger than the limit of %(limit)s bytes (DJANGO_MAX_REQUEST_BYTES); send fewer responses per request.": "Treść żądania przekracza limit %(limit)s bajtów (DJANGO_MAX_REQUEST_BYTES); wysyłaj mniej odpowiedzi w jednym żądaniu.",

@@ -167,32 +167,40 @@ class AnalysisRequestSerializer(serializers.Serializer[Any]):
         kind = registry.KINDS[attrs["kind"]]
         errors: dict[str, str] = {}
         if kind.attribute == "required" and not attrs.get("attribute"):
-            errors["attribute"] = f"A {kind.name} needs the attribute to analyse."
+            errors["attribute"] = _("A %(kind)s needs the attribute to analyse.") % {
+                "kind": kind.name
+            }
         if kind.attribute == "forbidden" and attrs.get("attribute"):
-            errors["attribute"] = (
-                f"A {kind.name} takes no attribute; give its condition in 'where'."
-            )
+            errors["attribute"] = _(
+                "A %(kind)s takes no attribute; give its condition in 'where'."
+            ) % {"kind": kind.name}
         if kind.needs_where and not attrs.get("where"):
-            errors["where"] = f"A {kind.name} needs at least one condition."
+            errors["where"] = _("A %(kind)s needs at least one condition.") % {"kind": kind.name}
         if kind.sampling:
             if "size" not in attrs:
-                errors["size"] = f"A {kind.name} needs its size."
+                errors["size"] = _("A %(kind)s needs its size.") % {"kind": kind.name}
             strata = attrs.get("strata") or []
             if strata and "size" in attrs and sum(s["size"] for s in strata) != attrs["size"]:
-                errors["strata"] = "The strata sizes must add up to the sample size."
+                errors["strata"] = _("The strata sizes must add up to the sample size.")
         else:
             for name in ("size", "seed", "strata"):
                 if name in attrs:
-                    takers = " or ".join(k.name for k in registry.KINDS.values() if k.sampling)
-                    errors[name] = f"Only a {takers} takes {name!r}."
+                    takers = _(" or ").join(k.name for k in registry.KINDS.values() if k.sampling)
+                    errors[name] = _("Only a %(takers)s takes %(name)s.") % {
+                        "takers": takers,
+                        "name": repr(name),
+                    }
         if "strata" in attrs and "quotas" in kind.request_fields:
-            errors["strata"] = f"A {kind.name} takes quotas, not strata."
+            errors["strata"] = _("A %(kind)s takes quotas, not strata.") % {"kind": kind.name}
         for name in PANEL_FIELDS:
             if name in attrs and name not in kind.request_fields:
-                takers = " or ".join(
+                takers = _(" or ").join(
                     k.name for k in registry.KINDS.values() if name in k.request_fields
                 )
-                errors[name] = f"Only a {takers} takes {name!r}."
+                errors[name] = _("Only a %(takers)s takes %(name)s.") % {
+                    "takers": takers,
+                    "name": repr(name),
+                }
         if errors:
             raise serializers.ValidationError(errors)
         return attrs

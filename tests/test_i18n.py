@@ -434,3 +434,23 @@ def test_a_refusal_found_only_in_the_worker_is_shown_in_the_readers_language(
         f"/admin/reconstruction/analysisjob/{job_id}/change/", HTTP_ACCEPT_LANGUAGE="pl"
     ).content.decode()
     assert polish in page and english not in page
+
+
+def test_the_analysis_requests_field_errors_are_in_the_readers_language(db):
+    tenant = tenant_factory()
+    survey = survey_factory(consultation_factory(tenant.organisation))
+    body = {"survey": survey.pk, "kind": "distribution", "seed": 4}
+    en, de, pl = three_languages(
+        lambda query, **headers: tenant.analyst.post(
+            f"/api/v1/analyses/{query}", body, format="json", **headers
+        )
+    )
+    assert en["errors"]["attribute"] == ["A distribution needs the attribute to analyse."], en
+    assert de["errors"]["attribute"] == [
+        "Eine Analyse der Art distribution braucht das zu analysierende Merkmal."
+    ], de
+    assert pl["errors"]["attribute"] == ["Analiza rodzaju distribution wymaga cechy do analizy."]
+    assert en["errors"]["seed"] == ["Only a sample or panel takes 'seed'."], en
+    assert de["errors"]["seed"] == ["Nur eine Analyse der Art sample oder panel nimmt 'seed'."]
+    assert pl["errors"]["seed"] == ["Tylko analiza rodzaju sample lub panel przyjmuje 'seed'."]
+    assert not AnalysisJob.objects.exists()
