@@ -7,6 +7,7 @@ sets it to docs/tour/ to refresh the README's images."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -136,3 +137,9 @@ def test_organiser_builds_a_survey_and_asks_for_an_analysis(organiser, live_serv
     assert "method" in summary and job.result["method"] in summary
     assert "CSV" in page.inner_text("#analysis-result")
     shot(page, tour_dir, "04-analysis-result.png")
+    # The README's tour shows exactly the screenshots this test takes (and they are committed).
+    readme = (REPO / "README.md").read_text()
+    referenced = set(re.findall(r"\]\(docs/tour/([\w.-]+\.png)\)", readme))
+    taken = {path.name for path in tour_dir.glob("*.png")} - {"failure.png"}
+    assert referenced == taken, (referenced, taken)
+    assert all((REPO / "docs" / "tour" / name).stat().st_size > 10_000 for name in referenced)
