@@ -262,6 +262,11 @@ class PanelResult:
         The lottery's probability of each panel (multiples of ``1 / lottery_size``).
     guarantee : str
         Plain statement of what the quotas guarantee.
+    lp_bound : float
+        The LP relaxation's bound (:func:`_lp_bound`) on the lowest selection probability
+        of any lottery over the panels these posteriors and bands allow: when it is far
+        below ``size / N``, the quotas themselves (not the solver or its time budget) force
+        unequal probabilities.
     """
 
     rows: NDArray[np.intp]
@@ -284,6 +289,7 @@ class PanelResult:
     weights: NDArray[np.float64]
     guarantee: str
     notes: tuple[str, ...] = field(default=())
+    lp_bound: float = math.inf
 
     @property
     def selection_summary(self) -> dict[str, float]:
@@ -1603,4 +1609,5 @@ def select_panel(
             int(size), q, eligibility=eligibility is not None, max_outside=max_outside
         ),
         notes=tuple(notes),
+        lp_bound=float(bound),
     )

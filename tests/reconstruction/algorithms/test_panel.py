@@ -390,6 +390,7 @@ def test_lp_relaxation_bounds_the_maximin_optimum() -> None:
     bound, seats = _lp_bound(problem, np.ones(problem.sizes.size, dtype=bool))
     assert_allclose(seats.sum(), 12.0)
     assert result.optimum <= bound + 1e-9
+    assert_allclose(result.lp_bound, bound)  # reported with the result
     assert not result.notes or not any("max_seconds" in n for n in result.notes)
 
 
