@@ -187,8 +187,13 @@ class Participant(models.Model):
     """
 
     # PostgreSQL checks this reference per statement (migration 0009), SQLite by its key.
+    # No index of its own: the unique (consultation, reference) leads with it (0010).
     consultation = models.ForeignKey(
-        Consultation, on_delete=models.CASCADE, related_name="participants", db_constraint=False
+        Consultation,
+        on_delete=models.CASCADE,
+        related_name="participants",
+        db_index=False,
+        db_constraint=False,
     )
     reference = models.CharField(max_length=64)
 
@@ -216,8 +221,13 @@ class Response(models.Model):
 
     # PostgreSQL checks both references per statement (migration 0009: one set-based
     # check per bulk batch instead of one per row), SQLite by its foreign keys.
+    # No index of its own: the unique (survey, participant) leads with it (0010).
     survey = models.ForeignKey(
-        Survey, on_delete=models.CASCADE, related_name="responses", db_constraint=False
+        Survey,
+        on_delete=models.CASCADE,
+        related_name="responses",
+        db_index=False,
+        db_constraint=False,
     )
     participant = models.ForeignKey(
         Participant,
@@ -254,7 +264,14 @@ class Response(models.Model):
 
 
 class Answer(models.Model):
-    """A distorted answer: a category code (discrete) or a float (continuous), never both."""
+    """A distorted answer: a category code (discrete) or a float (continuous), never both.
+
+    Keyed by ``(response, question)``, one answer per question of a response, with no
+    surrogate ``id`` (migration 0010): a bulk batch writes 70,000 answers, and every
+    answer costs an entry in each index plus, with an ``id``, a sequence value.
+    """
+
+    pk = models.CompositePrimaryKey("response", "question")
 
     # No per-row foreign-key constraints on PostgreSQL: statement-level triggers check
     # that every answer's response and (question_id, n_categories) exist, once per
@@ -282,9 +299,6 @@ class Answer(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["response", "question"], name="answer_one_per_question"
-            ),
             models.CheckConstraint(
                 condition=(
                     models.Q(
