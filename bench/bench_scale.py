@@ -1,7 +1,7 @@
 """Analyses at national scale: 10^5 and 10^6 participants x 7 questions on durable PostgreSQL.
 
     DJANGO_DEBUG=1 .venv/bin/python bench/bench_scale.py [--sizes 100000 1000000]
-        [--copy-above 200000] [--ingest-only]
+        [--copy-above 200000] [--ingest-only [--schema-baseline] [--fk-baseline]]
 
 The set-up of issue 9: a profile survey of 7 questions (2 continuous: whole-year ages,
 incomes) with realistic data (skewed categories, a rare group), distorted as the portal
@@ -511,34 +511,59 @@ def _load(
 
 FK_BASELINE_NAME = "per-row foreign keys (before 0007/0009), same run, measured after"
 FK_BASELINE_OFFSET = 1_000_000_000  # participant numbers of the baseline slice
+SCHEMA_BASELINE_OFFSET = 2_000_000_000
 
 
-def _fk_baseline(
+def _migration(name: str) -> Any:
+    import importlib
+
+    return importlib.import_module(f"surveys.migrations.{name}")
+
+
+def _put_back_per_row_keys(undo: bool) -> None:
+    """The reverse SQL of migrations 0009 and 0007 (``undo``: their forward SQL again)."""
+    from django.db import connection
+
+    answers = _migration("0007_answer_references_checked_per_statement")
+    responses = _migration("0009_response_references_checked_per_statement")
+    statements = (
+        answers._POSTGRES_FORWARD + responses._FORWARD
+        if undo
+        else responses._BACKWARD + answers._POSTGRES_BACKWARD
+    )
+    with connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement, None)
+
+
+def _put_back_answer_ids(undo: bool) -> None:
+    """Migration 0010 reversed: the answers' ``id`` key and unique ``(response, question)``,
+    the single-column indexes on responses and participants (``undo``: 0010 again)."""
+    from django.db import connection
+
+    keys = _migration("0010_answer_composite_key_and_fewer_indexes")
+    with connection.schema_editor(atomic=True) as editor:
+        (keys._forward if undo else keys._backward)(None, editor)
+
+
+def _baseline(
     env: dict[str, str],
     survey: int,
     portal: str,
     scheme: dict[str, Any],
     measured: tuple[int, int, float, float],
     workdir: Path,
+    put_back: Any,
+    offset: int,
 ) -> tuple[float, float]:
-    """The per-row foreign keys put back (the reverse SQL of migrations 0009 and 0007),
-    the same number of new participants ingested, then the triggers restored.
+    """An older schema put back (``put_back(False)``), the same number of new participants
+    ingested, then the current schema restored (``put_back(True)``).
 
     Returns (rate, server CPU s per batch) as :func:`ingest`.
     """
-    import importlib
-
     from django.db import connection
 
-    answers = importlib.import_module(
-        "surveys.migrations.0007_answer_references_checked_per_statement"
-    )
-    responses = importlib.import_module(
-        "surveys.migrations.0009_response_references_checked_per_statement"
-    )
-    with connection.cursor() as cursor:
-        for statement in responses._BACKWARD + answers._POSTGRES_BACKWARD:
-            cursor.execute(statement, None)
+    put_back(False)
     connection.close()
     try:
         first, last = measured[0], measured[1]
@@ -550,18 +575,16 @@ def _fk_baseline(
                 survey,
                 portal,
                 scheme,
-                FK_BASELINE_OFFSET + first,
-                FK_BASELINE_OFFSET + last,
-                seed=last + 1,
+                offset + first,
+                offset + last,
+                seed=last + offset // 1_000_000_000,
                 cpu_roots=_server_roots(server.pid, workdir),
             )
         finally:
             server.terminate()
             server.wait(timeout=60)
     finally:
-        with connection.cursor() as cursor:
-            for statement in answers._POSTGRES_FORWARD + responses._FORWARD:
-                cursor.execute(statement, None)
+        put_back(True)
         connection.close()
 
 
@@ -591,6 +614,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="with --ingest-only: then put the per-row foreign keys of before migrations "
         "0007/0009 back and measure the same number of new participants again",
+    )
+    parser.add_argument(
+        "--schema-baseline",
+        action="store_true",
+        help="with --ingest-only: then put the answers' id and the indexes of before "
+        "migration 0010 back and measure the same number of new participants again",
     )
     parser.add_argument("--no-fail", action="store_true")
     args = parser.parse_args(argv)
@@ -642,8 +671,34 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{size:,}] {figures}", flush=True)
 
         fk_rates: list[tuple[float, float]] = []
+        schema_rates: list[tuple[float, float]] = []
+        if args.schema_baseline and args.ingest_only and rates:
+            schema_rates.append(
+                _baseline(
+                    env,
+                    survey,
+                    portal,
+                    scheme,
+                    rates[0],
+                    workdir,
+                    _put_back_answer_ids,
+                    SCHEMA_BASELINE_OFFSET,
+                )
+            )
+            print(f"answers with an id (before 0010): {schema_rates[0]}", flush=True)
         if args.fk_baseline and args.ingest_only and rates:
-            fk_rates.append(_fk_baseline(env, survey, portal, scheme, rates[0], workdir))
+            fk_rates.append(
+                _baseline(
+                    env,
+                    survey,
+                    portal,
+                    scheme,
+                    rates[0],
+                    workdir,
+                    _put_back_per_row_keys,
+                    FK_BASELINE_OFFSET,
+                )
+            )
             print(f"per-row foreign keys: {fk_rates[0]}", flush=True)
 
     table = Table(
@@ -711,6 +766,22 @@ def main(argv: list[str] | None = None) -> int:
             baseline=round(fk[1], 2) if fk else None,
             baseline_name=FK_BASELINE_NAME if fk else "",
         )
+        if index == 0 and schema_rates:
+            old_rate, old_cpu = schema_rates[0]
+            table.add(
+                f"ingest with the schema before migration 0010, participants {first:,}..{last:,} "
+                "again (new references), same run (responses / s)",
+                old_rate,
+                baseline=f"{rate:,.0f}",
+                baseline_name="this schema, the row above",
+            )
+            table.add(
+                "server CPU per bulk request, schema before migration 0010",
+                old_cpu,
+                unit="s",
+                baseline=round(cpu, 2),
+                baseline_name="this schema, the row above",
+            )
     if rates:
         table.note(
             f"The CPU per request bounds the rate on {os.cpu_count()} otherwise idle "
