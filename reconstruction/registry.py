@@ -12,6 +12,7 @@ this registry, not a list in the database, so no migration is needed).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -483,34 +484,96 @@ def _sample(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
     return _sample_figure3(request, progress)
 
 
-def _offer(
-    best: tables.TopCandidates,
-    plan: tables.CellPlan | None,
-    scores: Any,
-    keys: list[str],
-    request: AnalysisRequest,
-    taken: Any,
-    ids: Any,
-    block: dict[int, Any],
-    draws: Any,
-) -> None:
-    """Offer a block of participants (not yet taken) with their scores and keys."""
-    columns = {key: block[request.questions[key].pk] for key in keys}
-    score = np.ones(ids.size) if plan is None else scores[tables.flat_cells(plan, columns)]
-    free = ~np.isin(ids, taken)
-    rows = np.column_stack([columns[key] for key in keys]) if keys else None
-    best.offer(ids[free], score[free], draws[free], None if rows is None else rows[free])
+def _advanced(generator: np.random.Generator, steps: int) -> np.random.Generator:
+    """A generator that continues ``generator`` as if ``steps`` uniform draws had been
+    taken from it (PCG64 and its kin draw one 64-bit word per double)."""
+    bit = copy.deepcopy(generator.bit_generator)
+    bit.advance(int(steps))  # type: ignore[attr-defined]
+    return np.random.Generator(bit)
+
+
+class _Pass:
+    """One quota's pass over the participant stream: its best candidates so far.
+
+    The pass keeps ``quota + before`` candidates (``before``: the quotas of the passes
+    ahead of it), so that once those passes have chosen, dropping their participants
+    still leaves its ``quota`` best among the rest: the passes share one scan.
+    """
+
+    def __init__(
+        self,
+        plan: tables.CellPlan | None,
+        scores: Any,
+        quota: int,
+        before: int,
+        width: int,
+    ) -> None:
+        self.plan, self.scores, self.quota = plan, scores, quota
+        self.best = tables.TopCandidates(quota + before, width=width)
+        self.generator: np.random.Generator | None = None
+        self.window = np.zeros(0)  # the draws of positions start .. start + window.size
+        self.start = 0
+
+    def keys_at(self, total: int, positions: Any) -> Any:
+        """The tie-break keys of the given stream positions (ascending, never below a
+        position asked before): position ``p`` gets the ``p``-th uniform draw of the
+        pass, drawn in chunks, so the keys do not depend on how the candidates come."""
+        assert self.generator is not None
+        keys = np.empty(positions.size)
+        done = 0
+        while done < positions.size:
+            end = self.start + self.window.size
+            stop = done + int(np.count_nonzero(positions[done:] < end))
+            keys[done:stop] = self.window[positions[done:stop] - self.start]
+            done = stop
+            if done < positions.size:
+                if end >= total:
+                    raise RuntimeError("a candidate's position lies past the stream")
+                self.start = end
+                self.window = self.generator.random(min(statistics.CHUNK, total - end))
+        return keys
+
+    def offer(
+        self,
+        request: AnalysisRequest,
+        keys: list[str],
+        total: int,
+        positions: Any,
+        ids: Any,
+        block: dict[int, Any],
+    ) -> None:
+        """Offer candidates (in stream order) with the keys drawn at their positions."""
+        picked = self.keys_at(total, positions)
+        columns = {key: block[request.questions[key].pk] for key in keys}
+        if self.plan is None:
+            score = np.ones(ids.size)
+        else:
+            score = self.scores[tables.flat_cells(self.plan, columns)]
+        rows = np.column_stack([columns[key] for key in keys]) if keys else None
+        self.best.offer(ids, score, picked, rows)
+
+    def choose(self, taken: Any) -> tuple[Any, Any, Any]:
+        """The ``quota`` best candidates not ``taken``: ids, rows and scores."""
+        free = ~np.isin(self.best.ids, taken)
+        return (
+            self.best.ids[free][: self.quota],
+            self.best.rows[free][: self.quota],
+            self.best.scores[free][: self.quota],
+        )
 
 
 def _sample_posterior(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
     """The posterior draw of :func:`~reconstruction.algorithms.queries.sample`, streamed.
 
-    Each condition's posterior comes from one fit of its cell table (SQL); then the
-    participants are read in chunks and only each quota's best candidates are kept
-    (:class:`~reconstruction.algorithms.tables.TopCandidates`), one pass per stratum:
-    memory is the quota plus one chunk, whatever the number of participants. The random
-    tie-break keys are drawn in participant order from the seeded generator, so a seed
-    reproduces the panel.
+    Each condition's posterior comes from one fit of its cell table; the tables of the
+    pool, every stratum and every subcondition are counted in one scan
+    (:func:`surveys.statistics.cell_counts_many`). Then the participants are read once,
+    in chunks, and every quota keeps only its best candidates
+    (:class:`~reconstruction.algorithms.tables.TopCandidates`): memory is the quotas
+    plus one chunk, whatever the number of participants. The quotas are filled in
+    order, each without the participants the earlier ones chose; each quota's random
+    tie-break keys are one seeded uniform draw per participant in stream order, the
+    quotas' draws following each other, so a seed reproduces the panel.
     """
     seed = request.spec.get("seed")
     size = int(request.spec["size"])
@@ -519,15 +582,50 @@ def _sample_posterior(request: AnalysisRequest, progress: Progress) -> dict[str,
     generator = np.random.default_rng(seed)
     keys = request.keys
     questions = [request.questions[key] for key in keys]
+    using = statistics.analysis_alias()
 
     specs = {key: analysis.question_spec(request.questions[key]) for key in keys}
+    quotas = (
+        [([*request.where, *stratum], quota) for stratum, quota in request.strata]
+        if request.strata
+        else [(list(request.where), size)]
+    )
+
+    def label(conds: list[Any]) -> tuple[str, ...]:
+        return tuple(queries.condition_label(c) for c in conds)
+
+    def axes_of(plan: tables.CellPlan) -> list[statistics.Axis]:
+        return [
+            statistics.Axis(
+                request.questions[name],
+                None if edges is None else statistics.finite_edges(edges),
+            )
+            for name, edges in zip(plan.names, plan.reported_edges, strict=True)
+        ]
+
     # Each condition's cells are read and fitted once, whoever asks (the group checks,
-    # the pool, the quotas, the subconditions' precisions).
-    read: dict[tuple[str, ...], tuple[tables.CellPlan, tables.CellTable]] = {}
+    # the pool, the quotas, the subconditions' precisions): all of them in one scan.
+    needed: dict[tuple[str, ...], list[Any]] = {}
+    for conds in [list(request.where), *(conds for conds, _quota in quotas)]:
+        if conds:
+            needed.setdefault(label(conds), conds)
+            for cond in conds:
+                needed.setdefault(label([cond]), [cond])
+    plans = {key: tables.plan_cells(specs, conds, n=n) for key, conds in needed.items()}
+    counts = statistics.cell_counts_many(
+        request.survey,
+        [axes_of(plan) for plan in plans.values()],
+        require=questions,
+        using=using,
+    )
+    read: dict[tuple[str, ...], tuple[tables.CellPlan, tables.CellTable]] = {
+        key: (plan, tables.CellTable(table))
+        for (key, plan), table in zip(plans.items(), counts, strict=True)
+    }
     fitted: dict[tuple[str, ...], tuple[tables.CellPlan | None, Any, float]] = {}
 
     def counted(conds: list[Any]) -> tuple[tables.CellPlan, tables.CellTable]:
-        key = tuple(queries.condition_label(c) for c in conds)
+        key = label(conds)
         if key not in read:
             plan = tables.plan_cells(specs, conds, n=n)
             read[key] = (plan, tables.CellTable(analysis.cells(request, plan).counts))
@@ -536,7 +634,7 @@ def _sample_posterior(request: AnalysisRequest, progress: Progress) -> dict[str,
     def posterior(conds: list[Any]) -> tuple[tables.CellPlan | None, Any, float]:
         if not conds:
             return None, None, float(n)
-        key = tuple(queries.condition_label(c) for c in conds)
+        key = label(conds)
         if key not in fitted:
             plan, table = counted(conds)
             scores, estimate = tables.posterior_from_table(plan, table)
@@ -554,75 +652,61 @@ def _sample_posterior(request: AnalysisRequest, progress: Progress) -> dict[str,
         pool = disclosure.group_size(request, [*request.where, *stratum], counted=counted)
         disclosure.check_group(pool, min_cell, label=f"strata[{i}]: ")
     pool_estimate = posterior(list(request.where))[2] if request.where else float(n)
-    quotas = (
-        [([*request.where, *stratum], quota) for stratum, quota in request.strata]
-        if request.strata
-        else [(list(request.where), size)]
-    )
     fits = [posterior(conds) for conds, _quota in quotas]
     progress(0.3)
-    taken = np.zeros(0, dtype=np.int64)
-    chosen: list[Any] = []
-    precision: list[Any] = []
+    passes: list[_Pass] = []
+    scans: list[tuple[list[statistics.Axis], list[int] | None]] = []
+    before = 0
     for (conds, quota), (plan, scores, estimate) in zip(quotas, fits, strict=True):
-        if quota > min(round(estimate), n - taken.size):
+        if quota > min(round(estimate), n - before):
             raise JobRefused(Message(_TOO_LARGE, {"size": size}))
-        best = tables.TopCandidates(quota, width=len(keys))
         # Only the best cells' participants can be chosen: enough of them to fill the
-        # quota even if every one already taken is among them. The rest never leave
-        # the database; every participant keeps their stream position, so each
+        # quota even if every one the earlier quotas take is among them. The rest never
+        # leave the database; every participant keeps their stream position, so each
         # candidate gets the same tie-break key as when all were streamed.
         axes: list[statistics.Axis] = []
         wanted = None
         if plan is not None:
-            counts = counted(conds)[1].counts.ravel()
+            cell_counts = counted(conds)[1].counts.ravel()
             order = np.argsort(-scores, kind="stable")
-            reach = int(np.searchsorted(np.cumsum(counts[order]), quota + taken.size))
+            reach = int(np.searchsorted(np.cumsum(cell_counts[order]), quota + before))
             if reach < order.size:
                 wanted = np.flatnonzero(scores >= scores[order[reach]]).tolist()
-                axes = [
-                    statistics.Axis(
-                        request.questions[name],
-                        None if edges is None else statistics.finite_edges(edges),
-                    )
-                    for name, edges in zip(plan.names, plan.reported_edges, strict=True)
-                ]
-        if wanted is None:  # everyone is a candidate: stream them (bounded memory)
-            for ids, block in statistics.iter_attribute_columns(
-                request.survey, questions, using=statistics.analysis_alias()
-            ):
-                draws = generator.random(ids.size)
-                _offer(best, plan, scores, keys, request, taken, ids, block, draws)
-        else:
-            # The pass's keys: one uniform draw per participant in stream order, drawn
-            # along the candidates (who come in position order) in bounded chunks; each
-            # candidate takes the draw at their position.
-            drawn = 0
-            total = n
-            for streamed, positions, ids, block in statistics.iter_candidates(
-                request.survey, questions, axes, wanted, using=statistics.analysis_alias()
-            ):
-                total = streamed
-                picked = np.empty(ids.size)
-                done = 0
-                while done < ids.size:
-                    draws = generator.random(min(statistics.CHUNK, total - drawn))
-                    if not draws.size:
-                        raise RuntimeError("a candidate's position lies past the stream")
-                    inside = positions[done:] < drawn + draws.size
-                    stop = done + int(np.count_nonzero(inside))
-                    picked[done:stop] = draws[positions[done:stop] - drawn]
-                    drawn += draws.size
-                    done = stop
-                _offer(best, plan, scores, keys, request, taken, ids, block, picked)
-            while drawn < total:  # the rest of the pass's keys (the next pass goes on)
-                drawn += generator.random(min(statistics.CHUNK, total - drawn)).size
-        if best.ids.size < quota:
+                axes = axes_of(plan)
+        passes.append(_Pass(plan, scores, quota, before, len(keys)))
+        scans.append((axes, wanted))
+        before += quota
+    total = n
+    for streamed, positions, ids, block, hits in statistics.iter_candidates_many(
+        request.survey, questions, scans, using=using
+    ):
+        if passes[0].generator is None:
+            # Quota j's keys are the draws after the j earlier passes' ``total`` each.
+            total = streamed
+            for j, one in enumerate(passes):
+                one.generator = _advanced(generator, j * total)
+        for j, one in enumerate(passes):
+            mine = hits[:, j]
+            if mine.any():
+                one.offer(
+                    request,
+                    keys,
+                    total,
+                    positions[mine],
+                    ids[mine],
+                    {pk: column[mine] for pk, column in block.items()},
+                )
+    taken = np.zeros(0, dtype=np.int64)
+    chosen: list[Any] = []
+    precision: list[Any] = []
+    for one in passes:
+        ids, rows, scores = one.choose(taken)
+        if ids.size < one.quota:
             raise JobRefused(Message(_TOO_LARGE, {"size": size}))
-        taken = np.concatenate([taken, best.ids])
-        order = np.argsort(best.ids)
-        chosen.append((best.ids[order], best.rows[order]))
-        precision.append(best.scores)
+        taken = np.concatenate([taken, ids])
+        order = np.argsort(ids)
+        chosen.append((ids[order], rows[order]))
+        precision.append(scores)
     progress(0.8)
     # Per subcondition: the posterior of the chosen under that subcondition alone.
     per_condition: dict[str, list[Any]] = {}
@@ -635,7 +719,6 @@ def _sample_posterior(request: AnalysisRequest, progress: Progress) -> dict[str,
                 scores[tables.flat_cells(plan, columns)]
             )
     progress(0.9)
-    using = statistics.analysis_alias()
     everyone = np.sort(np.concatenate([ids for ids, _ in chosen]))
     return {
         "participants": statistics.participant_references(everyone.tolist(), using=using),

@@ -217,6 +217,108 @@ def cell_statistics(
     return CellStatistics(counts, sums, squares)
 
 
+_GROUPING_WIDTH = 31
+"""Distinct columns per grouping-sets query (PostgreSQL's ``GROUPING()`` takes at most 32)."""
+
+
+def _axis_key(axis: Axis) -> tuple[int, bytes]:
+    edges = b"" if axis.inner_edges is None else np.asarray(axis.inner_edges).tobytes()
+    return int(axis.question.pk), edges
+
+
+def cell_counts_many(
+    survey: Survey,
+    tables: Sequence[Sequence[Axis]],
+    *,
+    require: Sequence[Question] = (),
+    using: str = "default",
+) -> list[NDArray[np.float64]]:
+    """The counts of several cell tables of :func:`cell_statistics`, from one scan.
+
+    Every table counts the same participants: those who answered every question of
+    every table and of ``require``. On PostgreSQL one ``GROUP BY GROUPING SETS`` over
+    the joined answers gives them all (one scan instead of one per table: a stratified
+    sample's pool, strata and subconditions; batches of at most 31 distinct columns);
+    on SQLite, which has no grouping sets, one :func:`cell_statistics` per table.
+    """
+    if any(not axes for axes in tables):
+        raise ValueError("cell statistics need at least one axis")
+    questions = [axis.question for axes in tables for axis in axes] + list(require)
+    if connections[using].vendor != "postgresql" or len(tables) < 2:
+        return [
+            cell_statistics(survey, axes, require=questions, using=using).counts for axes in tables
+        ]
+    out: dict[int, NDArray[np.float64]] = {}
+    batch: list[int] = []
+    seen: set[tuple[int, bytes]] = set()
+    for index, axes in enumerate(tables):
+        keys = {_axis_key(axis) for axis in axes}
+        if batch and len(seen | keys) > _GROUPING_WIDTH:
+            out.update(_grouping_sets(survey, tables, batch, questions, using))
+            batch, seen = [], set()
+        batch.append(index)
+        seen |= keys
+    out.update(_grouping_sets(survey, tables, batch, questions, using))
+    return [out[index] for index in range(len(tables))]
+
+
+def _grouping_sets(
+    survey: Survey,
+    tables: Sequence[Sequence[Axis]],
+    batch: Sequence[int],
+    questions: Sequence[Question],
+    using: str,
+) -> dict[int, NDArray[np.float64]]:
+    """One ``GROUPING SETS`` query for the tables ``batch`` (PostgreSQL)."""
+    joins, join_params = _joins(survey, questions)
+    aliases = _aliases(questions)
+    columns: dict[tuple[int, bytes], int] = {}  # distinct (question, edges) -> column
+    select: list[str] = []
+    select_params: list[Any] = []
+    per_table: dict[int, list[int]] = {}
+    for index in batch:
+        indexes = []
+        for axis in tables[index]:
+            key = _axis_key(axis)
+            if key not in columns:
+                columns[key] = len(select)
+                alias = aliases[axis.question.pk]
+                if axis.inner_edges is None:
+                    select.append(f"{alias}.code")
+                else:
+                    expression, values = _bucket(f"{alias}.value", axis.inner_edges, "postgresql")
+                    select.append(expression)
+                    select_params += values
+            indexes.append(columns[key])
+        per_table[index] = indexes
+    width = len(select)
+    masks: dict[frozenset[int], int] = {}  # distinct grouping set -> its GROUPING() value
+    for indexes in per_table.values():
+        members = frozenset(indexes)
+        # GROUPING(x0, ..., xm) sets bit (m - i) when x_i is not grouped in the row's set.
+        masks[members] = sum(1 << (width - 1 - i) for i in range(width) if i not in members)
+    names = [f"x{i}" for i in range(width)]
+    inner = ", ".join(f"{expr} AS {name}" for expr, name in zip(select, names, strict=True))
+    grouping = ", ".join("(" + ", ".join(names[i] for i in sorted(m)) + ")" for m in masks)
+    sql = (
+        f"SELECT GROUPING({', '.join(names)}), {', '.join(names)}, COUNT(*) "
+        f"FROM (SELECT {inner} {joins}) s GROUP BY GROUPING SETS ({grouping})"
+    )
+    rows: dict[int, list[tuple[Any, ...]]] = {mask: [] for mask in masks.values()}
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, select_params + join_params)
+        for row in cursor.fetchall():
+            rows[int(row[0])].append(row)
+    out: dict[int, NDArray[np.float64]] = {}
+    for index, indexes in per_table.items():
+        axes = tables[index]
+        counts = np.zeros(tuple(axis.size for axis in axes), dtype=np.float64)
+        for row in rows[masks[frozenset(indexes)]]:
+            counts[tuple(int(row[1 + i]) for i in indexes)] = row[-1]
+        out[index] = counts
+    return out
+
+
 def question_tables(
     survey: Survey,
     questions: Sequence[Question],
@@ -431,6 +533,32 @@ def iter_candidates(
     Yields ``(total, positions, ids, {question pk: column})`` blocks in position order;
     ``total`` is the length of the full stream (0 when nothing is wanted).
     """
+    for total, positions, ids, block, _hits in iter_candidates_many(
+        survey, questions, [(cells, wanted)], using=using, chunk=chunk
+    ):
+        yield total, positions, ids, block
+
+
+def iter_candidates_many(
+    survey: Survey,
+    questions: Sequence[Question],
+    passes: Sequence[tuple[Sequence[Axis], Sequence[int] | None]],
+    *,
+    using: str = "default",
+    chunk: int | None = None,
+) -> Iterator[
+    tuple[int, NDArray[np.int64], NDArray[np.int64], dict[int, NDArray[Any]], NDArray[np.bool_]]
+]:
+    """:func:`iter_candidates` for several passes ``(cells, wanted)`` in one scan.
+
+    A participant leaves the database when they are wanted by any pass; ``hits[r, p]``
+    says whether row ``r`` is a candidate of pass ``p``. Positions and ``total`` are
+    those of the one participant stream all passes share, so a stratified sample ranks
+    every stratum from one query instead of one per stratum.
+
+    Yields ``(total, positions, ids, {question pk: column}, hits)`` blocks in position
+    order; nothing when no pass wants any cell.
+    """
     size = CHUNK if chunk is None else int(chunk)
     joins, params = _joins(survey, questions, participant=True)
     aliases = _aliases(questions)
@@ -440,49 +568,72 @@ def iter_candidates(
         f"{aliases[q.pk]}.code" if q.is_discrete else f"{aliases[q.pk]}.value" for q in distinct
     ]
     select = "".join(f", {column} AS c{i}" for i, column in enumerate(columns))
-    cell_sql = "0"
+    cell_sql: list[str] = []
     cell_params: list[Any] = []
-    if cells:
-        strides = np.cumprod([1, *[axis.size for axis in cells][::-1]])[:-1][::-1]
-        parts = []
-        for axis, stride in zip(cells, strides, strict=True):
-            alias = aliases[axis.question.pk]
-            if axis.inner_edges is None:
-                expression, values = f"{alias}.code", []
-            else:
-                expression, values = _bucket(f"{alias}.value", axis.inner_edges, connection.vendor)
-            parts.append(f"({expression}) * {int(stride)}")
-            cell_params += values
-        cell_sql = " + ".join(parts)
-    where = ""
+    filters: list[str] = []
     where_params: list[Any] = []
-    if wanted is not None:
+    wanted_sets: list[NDArray[np.int64] | None] = []
+    for number, (cells, wanted) in enumerate(passes):
+        expression_sql = "0"
+        if cells:
+            strides = np.cumprod([1, *[axis.size for axis in cells][::-1]])[:-1][::-1]
+            parts = []
+            for axis, stride in zip(cells, strides, strict=True):
+                alias = aliases[axis.question.pk]
+                if axis.inner_edges is None:
+                    expression, values = f"{alias}.code", []
+                else:
+                    expression, values = _bucket(
+                        f"{alias}.value", axis.inner_edges, connection.vendor
+                    )
+                parts.append(f"({expression}) * {int(stride)}")
+                cell_params += values
+            expression_sql = " + ".join(parts)
+        cell_sql.append(f"{expression_sql} AS cell{number}")
+        if wanted is None:
+            filters.append("TRUE")
+            wanted_sets.append(None)
+            continue
         flat = sorted({int(c) for c in wanted})
-        if not flat:
-            return
-        where = f"WHERE t.cell IN ({', '.join('%s' for _ in flat)})"
-        where_params = flat
+        wanted_sets.append(np.asarray(flat, dtype=np.int64))
+        if flat:
+            filters.append(f"t.cell{number} IN ({', '.join('%s' for _ in flat)})")
+            where_params += flat
+    if not filters:
+        return
+    where = "" if "TRUE" in filters else "WHERE " + " OR ".join(filters)
+    if where == "":
+        where_params = []
     outer = "".join(f", t.c{i}" for i in range(len(distinct)))
+    outer += "".join(f", t.cell{number}" for number in range(len(passes)))
     sql = (
         f"SELECT t.pos, t.total, t.pid{outer} FROM (SELECT "
         "row_number() OVER (ORDER BY r.participant_id) - 1 AS pos, COUNT(*) OVER () AS total, "
-        f"r.participant_id AS pid{select}, {cell_sql} AS cell {joins}) t {where} ORDER BY 1"
+        f"r.participant_id AS pid{select}, {', '.join(cell_sql)} {joins}) t {where} ORDER BY 1"
     )
     arguments = cell_params + params + where_params
+    width = 3 + len(distinct)
 
     def block(
         rows: list[tuple[Any, ...]],
-    ) -> tuple[int, NDArray[np.int64], NDArray[np.int64], dict[int, NDArray[Any]]]:
-        values = np.array(rows, dtype=np.float64).reshape(len(rows), 3 + len(distinct))
+    ) -> tuple[
+        int, NDArray[np.int64], NDArray[np.int64], dict[int, NDArray[Any]], NDArray[np.bool_]
+    ]:
+        values = np.array(rows, dtype=np.float64).reshape(len(rows), width + len(passes))
         found = {
             q.pk: values[:, i + 3].astype(np.int64 if q.is_discrete else np.float64)
             for i, q in enumerate(distinct)
         }
+        hits = np.ones((len(rows), len(passes)), dtype=bool)
+        for number, flat in enumerate(wanted_sets):
+            if flat is not None:
+                hits[:, number] = np.isin(values[:, width + number].astype(np.int64), flat)
         return (
             int(values[0, 1]),
             values[:, 0].astype(np.int64),
             values[:, 2].astype(np.int64),
             found,
+            hits,
         )
 
     with transaction.atomic(using=using):
@@ -548,12 +699,14 @@ __all__ = [
     "CellStatistics",
     "Moments",
     "attribute_columns",
+    "cell_counts_many",
     "cell_statistics",
     "condition_count",
     "condition_moments",
     "finite_edges",
     "iter_attribute_columns",
     "iter_candidates",
+    "iter_candidates_many",
     "participant_count",
     "participant_references",
     "question_tables",

@@ -451,6 +451,79 @@ def test_streamed_sample_equals_the_array_sample_and_does_not_depend_on_the_chun
     )
 
 
+def _one_quota_after_another(survey_pk: int, body: dict[str, Any]) -> list[list[str]]:
+    """The reference draw: every quota in turn streams every participant and keeps its
+    best candidates not taken before (keys: one seeded draw per participant and quota,
+    in participant order), as the worker did with one scan per stratum."""
+    from dataclasses import replace
+
+    from reconstruction import analysis
+    from reconstruction.algorithms import tables
+    from surveys import statistics
+    from surveys.models import Survey
+
+    survey = Survey.objects.get(pk=survey_pk)
+    request = analysis.resolve(survey, body)
+    n = analysis.participant_count(request)
+    request = replace(request, participants=n)
+    keys = request.keys
+    questions = [request.questions[key] for key in keys]
+    specs = {key: analysis.question_spec(request.questions[key]) for key in keys}
+    generator = np.random.default_rng(body["seed"])
+    taken = np.zeros(0, dtype=np.int64)
+    strata = []
+    for stratum, quota in request.strata:
+        plan = tables.plan_cells(specs, [*request.where, *stratum], n=n)
+        scores, _estimate = tables.posterior_from_table(plan, analysis.cells(request, plan))
+        best = tables.TopCandidates(quota)
+        for ids, block in statistics.iter_attribute_columns(survey, questions, chunk=101):
+            draws = generator.random(ids.size)
+            columns = {key: block[request.questions[key].pk] for key in keys}
+            score = scores.ravel()[tables.flat_cells(plan, columns)]
+            free = ~np.isin(ids, taken)
+            best.offer(ids[free], score[free], draws[free])
+        taken = np.concatenate([taken, best.ids])
+        strata.append(statistics.participant_references(np.sort(best.ids).tolist()))
+    return strata
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        PANEL,
+        {
+            "kind": "sample",
+            "size": 24,
+            "where": [{"attribute": "sex", "op": "in", "value": ["F"]}],
+            "strata": [
+                {"where": [{"attribute": "age", "op": "between", "value": [16, 35]}], "size": 8},
+                {"where": [{"attribute": "age", "op": "between", "value": [35, 55]}], "size": 8},
+                {"where": [{"attribute": "age", "op": "gt", "value": 55}], "size": 8},
+            ],
+        },
+    ],
+    ids=["age-pool-two-sexes", "women-three-age-bands"],
+)
+def test_strata_drawn_in_one_scan_equal_one_stratum_after_another(
+    world: World,
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    body: dict[str, Any],
+) -> None:
+    """The worker ranks every stratum in one scan of the participants (issue 9); the
+    panel is the one drawn stratum by stratum, each over every participant. With small
+    chunks the candidates come in many blocks whose ends fall inside a chunk of keys (the
+    streamed draw once gave such candidates the wrong keys, then failed at the stream's
+    end)."""
+    from surveys import statistics
+
+    for seed, chunk in ((3, statistics.CHUNK), (4, 37), (5, 500)):
+        monkeypatch.setattr(statistics, "CHUNK", chunk)
+        spec = {**body, "survey": world.profile, "seed": seed}
+        result = analyse(world.analyst, django_capture_on_commit_callbacks, spec)["result"]
+        assert result["strata"] == _one_quota_after_another(world.profile, spec)
+
+
 # --------------------------------------------------------------------------- disclosure control
 
 

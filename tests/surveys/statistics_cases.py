@@ -201,6 +201,44 @@ def check_sql_equals_numpy(
             np.concatenate([b[questions["score"].pk] for _, _, _, b in found]),
             np.concatenate([b[questions["score"].pk] for _, b in streamed])[positions],
         )
+    # Several tables from one scan (PostgreSQL: GROUPING SETS) equal one query each,
+    # and several sampling passes from one scan equal one pass each.
+    axes_sets = [
+        [statistics.Axis(questions["sex"]), statistics.Axis(questions["age"], cut)],
+        [statistics.Axis(questions["age"], cut)],
+        [statistics.Axis(questions["sex"])],
+        [statistics.Axis(questions["age"], cut[:1])],
+        [statistics.Axis(questions["age"], cut), statistics.Axis(questions["sex"])],
+    ]
+    many = statistics.cell_counts_many(opinion, axes_sets, require=ordered, using=using)
+    for axes, counts in zip(axes_sets, many, strict=True):
+        alone = statistics.cell_statistics(opinion, axes, require=ordered, using=using).counts
+        np.testing.assert_array_equal(counts, alone)
+    if axes_sets[0] and columns["sex"].size:
+        np.testing.assert_array_equal(many[1], many[0].sum(axis=0))
+    size = cut.size + 1
+    passes = [
+        ([statistics.Axis(questions["sex"]), statistics.Axis(questions["age"], cut)], [1, size]),
+        ([statistics.Axis(questions["age"], cut)], list(range(0, size, 2))),
+        ([statistics.Axis(questions["sex"])], []),
+    ]
+    for chosen in (passes, [*passes, ([], None)]):
+        merged = list(
+            statistics.iter_candidates_many(opinion, ordered, chosen, using=using, chunk=4)
+        )
+        for number, (axes, wanted) in enumerate(chosen):
+            alone = list(
+                statistics.iter_candidates(opinion, ordered, axes, wanted, using=using, chunk=5)
+            )
+            got = [(t, p[h[:, number]], i[h[:, number]]) for t, p, i, _b, h in merged]
+            expected_positions = np.concatenate([p for _, p, _, _ in alone] or [np.zeros(0)])
+            found_positions = np.concatenate([p for _, p, _ in got] or [np.zeros(0)])
+            np.testing.assert_array_equal(found_positions, expected_positions)
+            np.testing.assert_array_equal(
+                np.concatenate([i for _, _, i in got] or [np.zeros(0)]),
+                np.concatenate([i for _, _, i, _ in alone] or [np.zeros(0)]),
+            )
+            assert {t for t, _, _, _ in alone} <= {t for t, _, _ in got}
     # The response tallies, recounted from the stored answers, equal numpy's counts.
     tallies.rebuild(using=using)
     live_profile = [a is not None and not pw for a, _, pw, _ in people]
