@@ -357,6 +357,9 @@ def accepted_at_scale(n: int, panel_n: int = 40_000) -> int:
         panels = _costs(panel_survey, panel_candidates(panel_survey), panel_n)
         panel_refused_at_n = _costs(survey, panel_candidates(survey)[:1], n)[0][0]
         accepted_panels = [pair for pair in panels if pair[0] <= budget]
+        rates = reading_rates(survey, n)
+        for what, count, seconds in rates:
+            print(f"  reading: {what}: {seconds:.2f} s, {1e6 * seconds / count:.3f} us", flush=True)
         if accepted_panels:
             picked.append(max(accepted_panels, key=lambda pair: pair[0]))
         connections.close_all()
@@ -381,6 +384,19 @@ def accepted_at_scale(n: int, panel_n: int = 40_000) -> int:
         f"The most expensive accepted requests, end to end at n = {n:,} (PostgreSQL, "
         f"gunicorn 1 x 2, 1 Celery worker; ANALYSIS_COST_BUDGET = {budget:,})"
     )
+    from reconstruction.cost import READ_UNITS
+
+    modelled = READ_UNITS * TARGET_SECONDS / budget  # seconds per read the model charges
+    for what, count, seconds in rates:
+        out.add(
+            f"reading: {what}, per participant and attribute",
+            1e6 * seconds / count,
+            unit="us",
+            baseline=f"{1e6 * modelled:.2f} us",
+            baseline_name=f"READ_UNITS = {READ_UNITS:g} units x {TARGET_SECONDS:.0f} s / budget",
+            target="<= the model's charge",
+            ok=seconds / count <= modelled,
+        )
     for name, value, seconds, status in rows:
         # The target is the time to the job's end: a result refused by disclosure control
         # after its fit finished too (its fit ran); a failed or unfinished job misses.
@@ -406,6 +422,69 @@ def accepted_at_scale(n: int, panel_n: int = 40_000) -> int:
         f"{os.getloadavg()[0]:.1f} at the end (other processes share the CPUs)."
     )
     return out.finish()
+
+
+def reading_rates(survey_id: int, n: int) -> list[tuple[str, int, float]]:
+    """The reading the cost model counts (``cost.reads``), timed at ``n`` participants.
+
+    ``(what, participant-attribute reads, seconds)`` for the SQL cell counts of 1 to 4
+    attributes (a count's table, as the worker reads it) and for one sampling pass over
+    2 attributes (``statistics.iter_candidates``: every participant ranked in SQL, the
+    best cells' candidates streamed out). Each is the median of 3 runs, in-process on the
+    benchmark's own connection (no HTTP, no queue): the rate per participant and
+    attribute is what ``READ_UNITS`` must cover (README, "Cost model").
+    """
+    from reconstruction import analysis
+    from surveys import statistics
+    from surveys.models import Survey
+
+    survey = Survey.objects.get(pk=survey_id)
+    out: list[tuple[str, int, float]] = []
+    for keys in (
+        ["sex"],
+        ["sex", "age"],
+        ["sex", "age", "income"],
+        ["sex", "district", "age", "income"],
+    ):
+        request = analysis.resolve(
+            survey, {"survey": survey_id, "kind": "count", "where": _where(keys)}
+        )
+        plan = analysis.plan(request, n)
+
+        def read(request=request, plan=plan) -> object:
+            return analysis.cells(request, plan)
+
+        seconds, table = _median_seconds(read, 3)
+        assert int(table.counts.sum()) == n, table.counts.sum()  # type: ignore[attr-defined]
+        out.append(
+            (
+                f"SQL cell count of {len(keys)} attribute(s) ({', '.join(keys)})",
+                n * len(keys),
+                seconds,
+            )
+        )
+    keys = ["sex", "age"]
+    request = analysis.resolve(
+        survey, {"survey": survey_id, "kind": "count", "where": _where(keys)}
+    )
+    plan = analysis.plan(request, n)
+    axes = [
+        statistics.Axis(request.questions[name], None if e is None else statistics.finite_edges(e))
+        for name, e in zip(plan.names, plan.reported_edges, strict=True)
+    ]
+    questions = [request.questions[key] for key in keys]
+
+    def sample_pass() -> int:
+        rows = 0
+        for _total, _positions, ids, _block in statistics.iter_candidates(
+            survey, questions, axes, [0, 1, 2]
+        ):
+            rows += ids.size
+        return rows
+
+    seconds, _rows = _median_seconds(sample_pass, 3)
+    out.append(("sampling pass over 2 attributes (sex, age; 3 cells wanted)", n * 2, seconds))
+    return out
 
 
 def _panel_survey(survey_id: int) -> tuple[int, dict[str, object]]:

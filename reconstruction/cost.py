@@ -23,7 +23,15 @@ is therefore estimated, from the schema alone, as
 plus the *reading*, which grows with the participants while the fits do not (their
 tables are counted in SQL): ``READ_UNITS`` per participant and attribute of every SQL
 cell count (the fit's table, every judged group) and of every streamed pass of a sample
-(:func:`reads`).
+(:func:`reads`). ``READ_UNITS`` is calibrated on measured reading time, not on the fits':
+``bench/bench_cost.py --accepted`` times the SQL cell counts of 1-4 attributes and a
+sampling pass at 10^6 participants (0.12-0.18 and 0.43 microseconds per participant and
+attribute on PostgreSQL, 2026-11-25), and ``bench/bench_scale.py`` measured 0.2-0.35
+microseconds end to end at 10^7 (count, mean, sample). At 0.01 units (0.6 microseconds
+at the budget's 60 s per 10^6 units) a request whose cost is all reading still ends
+within the 60 s, while a national survey's ordinary count or mean at 10^7 (2-3
+attributes: 200,000-300,000 units of reading) is accepted; a sample of 50 strata (150
+attribute reads per participant) stays refused from 10^6 participants on.
 
 Iterations are capped by the engine (``max_iter``) and taken as a constant factor: the
 budget ``ANALYSIS_COST_BUDGET`` is calibrated in seconds per cost unit by
@@ -72,10 +80,12 @@ def fit_cells(questions: Mapping[str, Any], keys: Sequence[str], conditions: Seq
     return int(cells)
 
 
-READ_UNITS = 0.05
+READ_UNITS = 0.01
 """Cost units per participant and attribute read from the database (a cell count in SQL
-or a streamed pass): about 3 microseconds each at 10^6 participants, against about 60
-microseconds per unit of the budget (bench/bench_cost.py; README, "Cost model")."""
+or a streamed pass): 0.6 microseconds at the budget's 60 microseconds per unit, above the
+0.12-0.43 microseconds bench/bench_cost.py --accepted measures at 10^6 participants and
+the 0.2-0.35 bench/bench_scale.py measured end to end at 10^7 (README, "Cost model").
+It was 0.05 (3 microseconds), which refused every analysis at 10^7."""
 
 
 def _keys_of(conditions: Sequence[Mapping[str, Any]]) -> list[str]:
