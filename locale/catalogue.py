@@ -372,6 +372,23 @@ PL: dict[str, str | list[str]] = {
 
 # API error messages (domain layer), German.
 DE_ERRORS: dict[str, str | list[str]] = {
+    # the survey builder's labels (surveys/admin.py)
+    "Key": "Schlüssel",
+    "Text": "Text",
+    "Type": "Typ",
+    "Required": "Pflichtfrage",
+    "Categories": "Kategorien",
+    "Range low": "Bereich von",
+    "Range high": "Bereich bis",
+    "Step": "Schrittweite",
+    "Mechanism": "Mechanismus",
+    "Mechanism params": "Parameter des Mechanismus",
+    "Translations": "Übersetzungen",
+    "question": "Frage",
+    "Questions": "Fragen",
+    "Consultation": "Konsultation",
+    "Kind": "Art",
+    "Title": "Titel",
     # the analysis request's fields (reconstruction/serializers.py)
     "A %(kind)s needs the attribute to analyse.": "Eine Analyse der Art %(kind)s braucht das zu analysierende Merkmal.",
     "A %(kind)s takes no attribute; give its condition in 'where'.": "Eine Analyse der Art %(kind)s nimmt kein Merkmal; geben Sie ihre Bedingung in 'where' an.",
@@ -550,6 +567,23 @@ DE_ERRORS: dict[str, str | list[str]] = {
 
 # API error messages (domain layer), Polish.
 PL_ERRORS: dict[str, str | list[str]] = {
+    # the survey builder's labels (surveys/admin.py)
+    "Key": "Klucz",
+    "Text": "Treść",
+    "Type": "Typ",
+    "Required": "Wymagane",
+    "Categories": "Kategorie",
+    "Range low": "Zakres od",
+    "Range high": "Zakres do",
+    "Step": "Krok",
+    "Mechanism": "Mechanizm",
+    "Mechanism params": "Parametry mechanizmu",
+    "Translations": "Tłumaczenia",
+    "question": "pytanie",
+    "Questions": "Pytania",
+    "Consultation": "Konsultacja",
+    "Kind": "Rodzaj",
+    "Title": "Tytuł",
     # the analysis request's fields (reconstruction/serializers.py)
     "A %(kind)s needs the attribute to analyse.": "Analiza rodzaju %(kind)s wymaga cechy do analizy.",
     "A %(kind)s takes no attribute; give its condition in 'where'.": "Analiza rodzaju %(kind)s nie przyjmuje cechy; podaj jej warunek w 'where'.",

@@ -86,9 +86,21 @@ class QuestionForm(forms.ModelForm):
             "step", "mechanism", "mechanism_params", "translations",
         ]  # fmt: skip
         widgets = {"text": forms.TextInput(attrs={"size": 24})}
+        labels = {
+            "key": _("Key"), "text": _("Text"), "type": _("Type"), "required": _("Required"),
+            "range_low": _("Range low"), "range_high": _("Range high"), "step": _("Step"),
+        }  # fmt: skip
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # The builder's column headings in the organiser's language (declared fields too).
+        for name, label in (
+            ("categories", _("Categories")),
+            ("mechanism", _("Mechanism")),
+            ("mechanism_params", _("Mechanism params")),
+            ("translations", _("Translations")),
+        ):
+            self.fields[name].label = label
         if self.instance.pk and isinstance(self.instance.categories, list):
             self.initial["categories"] = "\n".join(self.instance.categories)
 
@@ -166,6 +178,8 @@ class QuestionInline(admin.TabularInline):
     form = QuestionForm
     formset = QuestionFormSet
     extra = 0
+    verbose_name = _("question")
+    verbose_name_plural = _("Questions")
     ordering = ["position"]
 
     def _frozen(self, obj: Survey | None) -> bool:
@@ -192,8 +206,18 @@ class QuestionInline(admin.TabularInline):
         return not self._frozen(obj)
 
 
+class SurveyForm(forms.ModelForm):
+    """The survey's own fields, labelled in the organiser's language."""
+
+    class Meta:
+        model = Survey
+        fields = ["consultation", "kind", "title"]
+        labels = {"consultation": _("Consultation"), "kind": _("Kind"), "title": _("Title")}
+
+
 @admin.register(Survey)
 class SurveyAdmin(admin.ModelAdmin):
+    form = SurveyForm
     list_display = [
         "title",
         "consultation",

@@ -454,3 +454,26 @@ def test_the_analysis_requests_field_errors_are_in_the_readers_language(db):
     assert de["errors"]["seed"] == ["Nur eine Analyse der Art sample oder panel nimmt 'seed'."]
     assert pl["errors"]["seed"] == ["Tylko analiza rodzaju sample lub panel przyjmuje 'seed'."]
     assert not AnalysisJob.objects.exists()
+
+
+def test_the_survey_builder_is_labelled_in_the_organisers_language(db, client):
+    from django.contrib.auth.models import User
+
+    tenant = tenant_factory()
+    draft = survey_factory(consultation_factory(tenant.organisation), open_it=False)
+    User.objects.create_superuser("organiser", "o@example.org", "a-long-passw0rd")
+    client.login(username="organiser", password="a-long-passw0rd")
+    headings = {
+        "en": ["Key", "Range low", "Mechanism params", "Translations"],
+        "de": ["Schlüssel", "Bereich von", "Parameter des Mechanismus", "Übersetzungen"],
+        "pl": ["Klucz", "Zakres od", "Parametry mechanizmu", "Tłumaczenia"],
+    }
+    for language, expected in headings.items():
+        page = client.get(
+            f"/admin/surveys/survey/{draft.pk}/change/?lang={language}"
+        ).content.decode()
+        shown = re.findall(r'<th class="column-[\w]+[^"]*">\s*([^<]+?)\s*<', page)
+        assert all(label in shown for label in expected), (language, shown)
+        added = client.get(f"/admin/surveys/survey/add/?lang={language}").content.decode()
+        title = {"en": "Title", "de": "Titel", "pl": "Tytuł"}[language]
+        assert f'<label class="required" for="id_title">{title}:</label>' in added, language
