@@ -372,6 +372,15 @@ PL: dict[str, str | list[str]] = {
 
 # API error messages (domain layer), German.
 DE_ERRORS: dict[str, str | list[str]] = {
+    # the admin's result summary (reconstruction/presentation.py)
+    "%(low)s to %(high)s": "%(low)s bis %(high)s",
+    "population": "Grundgesamtheit",
+    "group size": "Gruppengröße",
+    "method": "Verfahren",
+    "iterations": "Iterationen",
+    "converged": "konvergiert",
+    "yes": "ja",
+    "no": "nein",
     # the survey builder's labels (surveys/admin.py)
     "Key": "Schlüssel",
     "Text": "Text",
@@ -567,6 +576,15 @@ DE_ERRORS: dict[str, str | list[str]] = {
 
 # API error messages (domain layer), Polish.
 PL_ERRORS: dict[str, str | list[str]] = {
+    # the admin's result summary (reconstruction/presentation.py)
+    "%(low)s to %(high)s": "od %(low)s do %(high)s",
+    "population": "populacja",
+    "group size": "wielkość grupy",
+    "method": "metoda",
+    "iterations": "iteracje",
+    "converged": "zbieżność osiągnięta",
+    "yes": "tak",
+    "no": "nie",
     # the survey builder's labels (surveys/admin.py)
     "Key": "Klucz",
     "Text": "Treść",

@@ -298,10 +298,24 @@ def result_summary(result: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append((_("estimate"), "—" if estimate is None else f"{float(estimate):,.2f}"))
         ci = result.get("ci95")
         if isinstance(ci, list) and len(ci) == 2 and None not in ci:
-            rows.append((_("95%% interval") % {}, f"{float(ci[0]):,.2f} to {float(ci[1]):,.2f}"))
-    for name in ("population", "group_size", "method", "iterations", "converged", "suppressed"):
+            interval = _("%(low)s to %(high)s") % {
+                "low": f"{float(ci[0]):,.2f}",
+                "high": f"{float(ci[1]):,.2f}",
+            }
+            rows.append((_("95%% interval") % {}, interval))
+    labels = {
+        "population": _("population"),
+        "group_size": _("group size"),
+        "method": _("method"),
+        "iterations": _("iterations"),
+        "converged": _("converged"),
+        "suppressed": _("suppressed"),
+    }
+    for name, label in labels.items():
         if name in result and not isinstance(result[name], list | dict):
-            rows.append((name, str(result[name])))
+            value = result[name]
+            shown = (_("yes") if value else _("no")) if isinstance(value, bool) else str(value)
+            rows.append((label, shown))
     return rows
 
 

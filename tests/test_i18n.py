@@ -477,3 +477,41 @@ def test_the_survey_builder_is_labelled_in_the_organisers_language(db, client):
         added = client.get(f"/admin/surveys/survey/add/?lang={language}").content.decode()
         title = {"en": "Title", "de": "Titel", "pl": "Tytuł"}[language]
         assert f'<label class="required" for="id_title">{title}:</label>' in added, language
+
+
+def test_the_admin_result_summary_is_in_the_organisers_language(
+    db, client, django_capture_on_commit_callbacks
+):
+    from django.contrib.auth.models import User
+
+    from surveys.services import response_submit
+    from tests.factories import good_answers
+
+    tenant = tenant_factory()
+    survey = survey_factory(consultation_factory(tenant.organisation))
+    for index in range(40):
+        response_submit(survey=survey, participant=f"p-{index}", answers=good_answers(index))
+    with django_capture_on_commit_callbacks(execute=True):
+        asked = tenant.analyst.post(
+            "/api/v1/analyses/",
+            {"survey": survey.pk, "kind": "mean", "attribute": "age"},
+            format="json",
+        )
+    job = AnalysisJob.objects.get(pk=asked.json()["id"])
+    assert job.status == "succeeded", job.error
+    low, high = job.result["ci95"]
+    User.objects.create_superuser("organiser", "o@example.org", "a-long-passw0rd")
+    client.login(username="organiser", password="a-long-passw0rd")
+    expected = {
+        "en": ("estimate", "method", f"{low:,.2f} to {high:,.2f}"),
+        "de": ("Schätzung", "Verfahren", f"{low:,.2f} bis {high:,.2f}"),
+        "pl": ("oszacowanie", "metoda", f"od {low:,.2f} do {high:,.2f}"),
+    }
+    for language, (estimate, method, interval) in expected.items():
+        page = client.get(
+            f"/admin/reconstruction/analysisjob/{job.pk}/change/?lang={language}"
+        ).content.decode()
+        summary = page.split('id="result-summary"')[1].split("</table>")[0]
+        rows = dict(re.findall(r"<tr><th>([^<]+)</th><td>([^<]+)</td></tr>", summary))
+        assert estimate in rows and rows.get(method) == job.result["method"], (language, rows)
+        assert interval in rows.values(), (language, rows)
