@@ -1603,7 +1603,9 @@ def distribution(
     group size. Intervals are bootstrap percentiles. A continuous attribute without a
     declared ``step`` whose reports show whole numbers is modelled on the lattice of
     whole numbers, as in :func:`count_joint` (:func:`~.continuous.whole_number_step`),
-    and the result says so.
+    and the result says so. Where the reports cannot settle it, the interval model
+    stays: unlike a count, a distribution cannot average the two models, whose cells
+    differ.
 
     Parameters
     ----------
