@@ -23,15 +23,17 @@ is therefore estimated, from the schema alone, as
 plus the *reading*, which grows with the participants while the fits do not (their
 tables are counted in SQL): ``READ_UNITS`` per participant and attribute of every SQL
 cell count (the fit's table, every judged group) and of every streamed pass of a sample
-(:func:`reads`). ``READ_UNITS`` is calibrated on measured reading time, not on the fits':
-``bench/bench_cost.py --accepted`` times the SQL cell counts of 1-4 attributes and a
-sampling pass at 10^6 participants (0.12-0.18 and 0.43 microseconds per participant and
-attribute on PostgreSQL, 2026-11-25), and ``bench/bench_scale.py`` measured 0.2-0.35
-microseconds end to end at 10^7 (count, mean, sample). At 0.01 units (0.6 microseconds
-at the budget's 60 s per 10^6 units) a request whose cost is all reading still ends
-within the 60 s, while a national survey's ordinary count or mean at 10^7 (2-3
-attributes: 200,000-300,000 units of reading) is accepted; a sample of 50 strata (150
-attribute reads per participant) stays refused from 10^6 participants on.
+(:func:`reads`), and the ``figure3`` methods' assignments of values to every participant
+in the worker (``FIGURE3_UNITS`` per participant, attribute and bootstrap replicate,
+:func:`assignments`). ``READ_UNITS`` is calibrated on measured reading time, not on the
+fits': ``bench/bench_cost.py --accepted`` times the SQL cell counts of 1-4 attributes
+and a sampling pass at 10^6 participants (0.12-0.18 and 0.43 microseconds per
+participant and attribute on PostgreSQL, 2026-11-25), and ``bench/bench_scale.py``
+measured 0.2-0.35 microseconds end to end at 10^7 (count, mean, sample). At 0.01 units
+(0.6 microseconds at the budget's 60 s per 10^6 units) a request whose cost is all
+reading still ends within the 60 s, while a national survey's ordinary count or mean at
+10^7 (2-3 attributes: 200,000-300,000 units of reading) is accepted; a sample of 50
+strata (150 attribute reads per participant) stays refused from 10^6 participants on.
 
 Iterations are capped by the engine (``max_iter``) and taken as a constant factor: the
 budget ``ANALYSIS_COST_BUDGET`` is calibrated in seconds per cost unit by
@@ -119,9 +121,47 @@ def reads(request: AnalysisRequest) -> int:
     return int(max(int(request.participants), 0) * attributes)
 
 
+FIGURE3_UNITS = 0.002
+"""Cost units per participant and attribute that a ``figure3`` method assigns in the
+worker's memory (:func:`assignments`): 0.12 microseconds at the budget's 60 microseconds
+per unit, above the 0.03-0.094 microseconds per participant, attribute and replicate
+that Figure 3's count took in one run at 10^5 and 10^6 participants (2026-11-25; README,
+"Cost model"). Without it a ``figure3`` count (200 bootstrap replicates, each
+assigning every participant) was priced like the ``joint`` one, which fits SQL tables."""
+
+
+def assignments(request: AnalysisRequest) -> int:
+    """Participant-attribute assignments of the ``figure3`` methods (001, Figure 3).
+
+    They load every participant's answers and assign values to them stage by stage
+    (one stage per attribute of the condition), in Python: a count repeats the whole
+    procedure on each of its ``N_BOOT`` bootstrap replicates, a mean runs it once, a
+    sample once per quota. Other methods assign nothing (their fits are counted in SQL).
+    """
+    if (request.method or "") != "figure3":
+        return 0
+    spec = request.spec
+    where = list(spec.get("where") or [])
+    where_keys = _keys_of(where)
+    attributes = len(
+        dict.fromkeys([*([request.attribute] if request.attribute else []), *where_keys])
+    )
+    if request.kind == "count":
+        attributes *= 1 + N_BOOT
+    elif request.kind == "sample":
+        for stratum in spec.get("strata") or []:
+            attributes += len(_keys_of([*where, *stratum.get("where", [])]))
+    return int(max(int(request.participants), 0) * attributes)
+
+
 def analysis_cost(request: AnalysisRequest) -> int:
     """The estimated cost of a resolved request: cells x fits, plus reading."""
-    return fit_cost(request) + int(READ_UNITS * reads(request))
+    return fit_cost(request) + _reading_cost(request)
+
+
+def _reading_cost(request: AnalysisRequest) -> int:
+    """The part that grows with the participants: SQL reads and Figure 3's assignments."""
+    return int(READ_UNITS * reads(request)) + int(FIGURE3_UNITS * assignments(request))
 
 
 def fit_cost(request: AnalysisRequest) -> int:
@@ -155,7 +195,7 @@ def check_cost(request: AnalysisRequest) -> int:
     """Refuse a request whose estimated cost exceeds ``ANALYSIS_COST_BUDGET``; returns the cost."""
     budget = int(settings.ANALYSIS_COST_BUDGET)
     fits = fit_cost(request)
-    cost = fits + int(READ_UNITS * reads(request))
+    cost = fits + _reading_cost(request)
     if cost > budget:
         raise AnalysisInputError(
             {

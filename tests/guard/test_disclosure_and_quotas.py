@@ -314,6 +314,21 @@ def test_a_sample_of_many_strata_at_ten_million_is_still_refused_for_its_reading
     assert not AnalysisJob.objects.exists()
 
 
+def test_a_figure3_count_is_priced_for_assigning_every_participant_per_replicate(db):
+    # Figure 3 loads every participant and assigns them values on each of the 200
+    # bootstrap replicates in the worker; priced like the joint count (which fits SQL
+    # tables) it was accepted at 10^7, where it would run for minutes.
+    tenant, survey = _national(10**7)
+    where = [is_in("sex", "F"), {"attribute": "age", "op": "lte", "value": 30}]
+    body = {**count(survey, *where), "method": "figure3"}
+    response = analyse(tenant, body)
+    assert response.status_code == 400, response.content
+    assert "reading the participants" in response.json()["detail"]
+    assert analyse(tenant, count(survey, *where)).status_code == 202  # joint: accepted
+    small, _survey = _national(20_000)
+    assert analyse(small, {**count(_survey, *where), "method": "figure3"}).status_code == 202
+
+
 def test_analyses_are_rate_limited_per_key_with_retry_after(world, settings):
     tenant, survey = world
     settings.REST_FRAMEWORK = {
