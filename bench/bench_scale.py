@@ -810,7 +810,7 @@ def main(argv: list[str] | None = None) -> int:
                 "server CPU per bulk request, schema before migration 0010",
                 old_cpu,
                 unit="s",
-                baseline=round(cpu, 2),
+                baseline=round(cpu, 3),
                 baseline_name="this schema, the row above",
             )
     if rates:
