@@ -89,7 +89,8 @@ from privacy.mechanisms.messages import Message, gettext_noop
 from reconstruction.algorithms.queries import (
     Attribute,
     Condition,
-    condition_posterior,
+    ConditionPosterior,
+    condition_posteriors,
     table_size,
 )
 from reconstruction.algorithms.uncertainty import default_rng
@@ -1425,11 +1426,15 @@ def select_panel(
             raise ValueError(f"{quota.label}: min {quota.min} is larger than the panel size {size}")
     generator = default_rng(rng)
 
-    # Pool and posteriors.
+    # Pool and posteriors: one reconstruction (and bootstrap) per joint model, shared by
+    # the conditions on it (the bands of one attribute), as condition_posteriors says.
+    wheres = ([list(where)] if where else []) + [list(q.where) for q in quotas]
+    shared = condition_posteriors(
+        table, wheres, n_boot=n_boot, tol=tol, max_iter=max_iter, rng=generator
+    )
     if where:
-        eligibility = condition_posterior(
-            table, where, n_boot=n_boot, tol=tol, max_iter=max_iter, rng=generator
-        )
+        eligibility: ConditionPosterior | None = shared[0]
+        assert eligibility is not None
         candidates = np.flatnonzero(eligibility.values >= eligibility_threshold).astype(np.intp)
         pool_estimate, pool_ci = eligibility.estimate, eligibility.ci95
     else:
@@ -1441,12 +1446,7 @@ def select_panel(
             f"a panel of {size} with {reserves} reserves is larger than the eligible pool "
             f"of {candidates.size} candidates"
         )
-    posteriors = [
-        condition_posterior(
-            table, q.where, n_boot=n_boot, tol=tol, max_iter=max_iter, rng=generator
-        )
-        for q in quotas
-    ]
+    posteriors = shared[1:] if where else shared
     if progress is not None:
         progress(0.05)
     q = len(quotas)

@@ -65,6 +65,7 @@ __all__ = [
     "SampleResult",
     "condition_label",
     "condition_posterior",
+    "condition_posteriors",
     "count",
     "count_figure3",
     "count_joint",
@@ -846,25 +847,93 @@ def condition_posterior(
         Empty or contradictory condition, unknown attribute, an op that does not fit the
         attribute's type, mismatched lengths, bad options.
     """
-    if not where:
+    return condition_posteriors(table, [where], n_boot=n_boot, tol=tol, max_iter=max_iter, rng=rng)[
+        0
+    ]
+
+
+def _same_model(a: Sequence[_Axis], b: Sequence[_Axis]) -> bool:
+    """Whether two joint models have the same axes, cells, channels and smoothing (the
+    masks may differ): one reconstruction then serves both conditions."""
+
+    def same(x: object, y: object) -> bool:
+        if x is None or y is None:
+            return x is y
+        return bool(np.array_equal(np.asarray(x), np.asarray(y)))
+
+    return len(a) == len(b) and all(
+        p.name == q.name
+        and same(p.channel, q.channel)
+        and same(p.cells, q.cells)
+        and same(p.edges, q.edges)
+        and same(p.smoother, q.smoother)
+        for p, q in zip(a, b, strict=True)
+    )
+
+
+def condition_posteriors(
+    table: Mapping[str, Attribute],
+    wheres: Sequence[Sequence[Condition]],
+    *,
+    n_boot: int = 200,
+    tol: float | None = None,
+    max_iter: int = 10_000,
+    rng: np.random.Generator | None = None,
+) -> list[ConditionPosterior]:
+    """:func:`condition_posterior` for several conditions, each reconstruction fitted once.
+
+    Conditions whose joint models coincide (the same attributes in the same order, with
+    the same cells: discrete attributes, and continuous ones on their lattice of whole
+    numbers, where a threshold only picks the points) share one reconstruction and one
+    bootstrap; only the masks of the true cells differ. So the four age bands of a panel
+    request cost one fit, not four. Each condition's posteriors and estimate are exactly
+    :func:`condition_posterior`'s; its replicates come from the shared bootstrap (the
+    first condition's replicates are :func:`condition_posterior`'s with the same ``rng``).
+    Whether a continuous attribute without a declared ``step`` holds whole numbers is
+    decided once per attribute (:func:`~.continuous.whole_number_step`). Conditions
+    whose thresholds give different intervals (no lattice) get their own fits.
+
+    Parameters and errors as :func:`condition_posterior`; ``wheres`` is a sequence of
+    non-empty conjunctions.
+    """
+    if any(not where for where in wheres):
         raise ValueError("empty condition: give at least one subcondition")
     table_size(table)
-    groups = _group(table, where)
+    grouped = [_group(table, where) for where in wheres]
     _check_options(n_boot, max_iter)
     generator = default_rng(rng)
-    fit = _joint_fit(_axes(table, groups), tol, max_iter)
-    flat = np.ravel_multi_index(tuple(ax.cells for ax in fit.axes), fit.counts.shape)
-    thetas = fit.bootstrap(n_boot, generator, tol, max_iter)
-    mask = _joint_mask(fit.axes)
-    n = fit.n
-    counts = n * thetas[:, mask].sum(axis=1)
-    return ConditionPosterior(
-        np.asarray(flat, dtype=np.intp),
-        np.asarray(fit.posterior().ravel(), dtype=np.float64),
-        np.asarray(fit.posterior(thetas).reshape(n_boot, -1), dtype=np.float64),
-        float(n * fit.theta[mask].sum()),
-        _percentiles(counts),
-    )
+    lattice: dict[str, bool] = {}
+    for groups in grouped:
+        for name in groups:
+            attr = table[name]
+            if name not in lattice and isinstance(attr, ContinuousAttribute) and attr.step is None:
+                step = whole_number_step(attr.values, attr.noise, attr.low, attr.high)
+                lattice[name] = step is not None
+    fits: list[tuple[_JointFit, NDArray[np.float64]]] = []
+    result: list[ConditionPosterior] = []
+    for groups in grouped:
+        axes = _axes(table, groups, lattice=lattice)
+        shared = next((f for f in fits if _same_model(f[0].axes, axes)), None)
+        if shared is None:
+            fit = _joint_fit(axes, tol, max_iter)
+            thetas = fit.bootstrap(n_boot, generator, tol, max_iter)
+            fits.append((fit, thetas))
+        else:
+            fit, thetas = dataclasses.replace(shared[0], axes=axes), shared[1]
+        flat = np.ravel_multi_index(tuple(ax.cells for ax in fit.axes), fit.counts.shape)
+        mask = _joint_mask(fit.axes)
+        n = fit.n
+        counts = n * thetas[:, mask].sum(axis=1)
+        result.append(
+            ConditionPosterior(
+                np.asarray(flat, dtype=np.intp),
+                np.asarray(fit.posterior().ravel(), dtype=np.float64),
+                np.asarray(fit.posterior(thetas).reshape(n_boot, -1), dtype=np.float64),
+                float(n * fit.theta[mask].sum()),
+                _percentiles(counts),
+            )
+        )
+    return result
 
 
 # --------------------------------------------------------------------------- counts

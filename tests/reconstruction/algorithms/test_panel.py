@@ -443,3 +443,90 @@ def test_the_deadline_also_stops_the_covering_step_and_the_notes_count_who_it_mi
     mu = stopped.support @ stopped.type_posteriors
     assert np.all(mu >= np.array([4, 2]) - 1e-6) and np.all(mu <= np.array([8, 6]) + 1e-6)
     assert_allclose(stopped.weights.sum(), 1.0)
+
+
+def _banded_table() -> dict[str, DiscreteAttribute | ContinuousAttribute]:
+    # Whole-year ages with the declared step (the lattice model, as bench_panel's pools).
+    rng = np.random.default_rng(23)
+    n = 400
+    ages = np.minimum(16 + rng.gamma(2.2, 14.0, size=n).astype(int), 95).astype(float)
+    sex = (rng.random(n) < 0.52).astype(np.intp)
+    reported = np.where(rng.random(n) < 0.8, sex, 1 - sex)
+    noise = AdditiveLaplace(35.0)
+    return {
+        "age": ContinuousAttribute(noise.distort(ages, rng), noise, 16, 95, step=1.0),
+        "sex": DiscreteAttribute(reported, randomised_response(2, 0.8)),
+    }
+
+
+_BANDS = ((16, 30), (30, 45), (45, 65), (65, 96))
+
+
+def _banded_quotas() -> list[Quota]:
+    quotas = [
+        Quota((Condition("age", "between", band),), 1, 6, f"{band[0]}-{band[1] - 1}")
+        for band in _BANDS
+    ]
+    quotas += [
+        Quota((Condition("sex", "in", {0}),), 4, 8, "women"),
+        Quota((Condition("sex", "in", {1}),), 4, 8, "men"),
+    ]
+    return quotas
+
+
+def _counting_fits(monkeypatch) -> list[int]:  # type: ignore[no-untyped-def]
+    from reconstruction.algorithms import queries as queries_module
+
+    calls: list[int] = []
+    real = queries_module._joint_fit
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(queries_module, "_joint_fit", counted)
+    return calls
+
+
+def test_the_bands_of_an_attribute_share_one_reconstruction(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from reconstruction.algorithms.queries import condition_posteriors
+
+    table = _banded_table()
+    quotas = _banded_quotas()
+    # Each condition alone (its own fit and bootstrap), as select_panel did before.
+    alone = [
+        condition_posterior(table, q.where, n_boot=20, rng=np.random.default_rng(5)) for q in quotas
+    ]
+    calls = _counting_fits(monkeypatch)
+    shared = condition_posteriors(
+        table, [q.where for q in quotas], n_boot=20, rng=np.random.default_rng(5)
+    )
+    assert len(calls) == 2  # one age reconstruction for the four bands, one for sex
+    for one, both in zip(alone, shared, strict=True):
+        # The same posteriors and estimates, to the bit.
+        np.testing.assert_array_equal(one.values, both.values)
+        assert one.estimate == both.estimate
+        assert both.replicates(np.arange(3)).shape == (20, 3)
+    # The first condition's bootstrap is condition_posterior's with the same generator.
+    np.testing.assert_array_equal(alone[0].cell_replicates, shared[0].cell_replicates)
+    # The bands partition the ages: every row's posteriors over the bands sum to 1, in
+    # the estimate and in every shared bootstrap replicate.
+    np.testing.assert_allclose(sum(p.values for p in shared[:4]), 1.0, atol=1e-9)
+    rows = np.arange(50)
+    np.testing.assert_allclose(sum(p.replicates(rows) for p in shared[:4]), 1.0, atol=1e-9)
+
+
+def test_select_panel_fits_each_reconstruction_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    table = _banded_table()
+    quotas = _banded_quotas()
+    calls = _counting_fits(monkeypatch)
+    result = select_panel(table, 12, quotas, n_boot=20, rng=np.random.default_rng(2), merge=False)
+    assert len(calls) == 2  # was 6: one per quota
+    posteriors = np.column_stack(
+        [condition_posterior(table, q.where, n_boot=20).values for q in quotas]
+    )
+    # The panel's (exact) types carry the posteriors each quota alone gives (a type's
+    # posterior is its members' mean: equal to the last bits).
+    np.testing.assert_allclose(
+        result.type_posteriors[result.type_of], posteriors[result.candidates], rtol=1e-12, atol=0
+    )
