@@ -903,6 +903,9 @@ DE_PURE: dict[str, str | list[str]] = {
     "JSON parse error - %(problem)s": "JSON-Syntaxfehler - %(problem)s",
     "JSON nested deeper than %(limit)s levels.": "JSON ist tiefer als %(limit)s Ebenen verschachtelt.",
     "none found within the panel size": "keine innerhalb der Panelgröße gefunden",
+    "%(diagnosis)s (diagnosis stopped at max_seconds=%(seconds)s: %(what)s)": "%(diagnosis)s (Diagnose bei max_seconds=%(seconds)s abgebrochen: %(what)s)",
+    "the conflicting quotas may not be the fewest, the relaxation may not be the smallest": "die widersprüchlichen Quoten sind vielleicht nicht die wenigsten, die Lockerung vielleicht nicht die kleinste",
+    "no panel meeting the quotas on expected true counts was found within max_seconds=%(seconds)s, nor was it proven that none exists; widen the quotas or allow more time": "innerhalb von max_seconds=%(seconds)s wurde weder ein Panel gefunden, das die Quoten bei den erwarteten wahren Anzahlen erfüllt, noch bewiesen, dass keines existiert; erweitern Sie die Quoten oder erlauben Sie mehr Zeit",
     "no panel of %(size)s meets the quotas on expected true counts; these quotas conflict: %(names)s. Smallest feasible relaxation: %(changes)s": "kein Panel von %(size)s erfüllt die Quoten bei den erwarteten wahren Anzahlen; diese Quoten widersprechen sich: %(names)s. Kleinste erfüllbare Lockerung: %(changes)s",
 }
 
@@ -970,6 +973,9 @@ PL_PURE: dict[str, str | list[str]] = {
     "JSON parse error - %(problem)s": "Błąd składni JSON - %(problem)s",
     "JSON nested deeper than %(limit)s levels.": "JSON zagnieżdżony głębiej niż %(limit)s poziomów.",
     "none found within the panel size": "nie znaleziono żadnego w granicach wielkości panelu",
+    "%(diagnosis)s (diagnosis stopped at max_seconds=%(seconds)s: %(what)s)": "%(diagnosis)s (diagnoza przerwana przy max_seconds=%(seconds)s: %(what)s)",
+    "the conflicting quotas may not be the fewest, the relaxation may not be the smallest": "sprzeczne kwoty mogą nie być najmniej liczne, a złagodzenie może nie być najmniejsze",
+    "no panel meeting the quotas on expected true counts was found within max_seconds=%(seconds)s, nor was it proven that none exists; widen the quotas or allow more time": "w ciągu max_seconds=%(seconds)s nie znaleziono panelu spełniającego kwoty dla oczekiwanych prawdziwych liczebności ani nie wykazano, że taki nie istnieje; poszerz kwoty lub daj więcej czasu",
     "no panel of %(size)s meets the quotas on expected true counts; these quotas conflict: %(names)s. Smallest feasible relaxation: %(changes)s": "żaden panel %(size)s osób nie spełnia kwot dla oczekiwanych prawdziwych liczebności; te kwoty są sprzeczne: %(names)s. Najmniejsze wykonalne złagodzenie: %(changes)s",
 }
 

@@ -131,6 +131,10 @@ _MILP_TIME_LIMIT = 10.0
 # Levels of expected seats outside a band tried, as multiples of ``max_outside``, before a
 # quota keeps its plain band (:func:`_tighten`).
 _OUTSIDE_STEPS = (1.0, 1.5, 2.0, 3.0, 5.0)
+# Seconds a feasibility MILP may always take, even past max_seconds: whether the quotas
+# admit a panel at all is asked once per request, and a small problem answers in
+# milliseconds; past the deadline, the diagnosis and the tightening ask nothing more.
+_DECIDE_FLOOR = 1.0
 # Posterior vectors that agree to this many decimals form one type.
 _TYPE_DECIMALS = 10
 # Merged types (:func:`_merge_types`): members' posteriors may spread over at most
@@ -316,6 +320,11 @@ class InfeasibleQuotas(ValueError):
         (fewest seats added to the bands in total); unchanged quotas keep their bounds.
     message : Message or str
         The explanation, translatable (``str()`` of the error is its English text).
+    complete : bool
+        ``False`` when ``max_seconds`` cut the diagnosis short: ``conflicting`` then
+        conflicts but may not be minimal (or, when feasibility itself was not decided in
+        time, is empty), and ``relaxation`` is feasible but may not be the smallest (or
+        is unchanged: none found in time). The message says so.
     """
 
     def __init__(
@@ -323,11 +332,14 @@ class InfeasibleQuotas(ValueError):
         message: Message | str,
         conflicting: tuple[int, ...],
         relaxation: tuple[tuple[int, int], ...],
+        *,
+        complete: bool = True,
     ) -> None:
         super().__init__(str(message))
         self.message = message
         self.conflicting = conflicting
         self.relaxation = relaxation
+        self.complete = complete
 
 
 class PanelCancelled(Exception):
@@ -510,6 +522,20 @@ class _Problem:
     def feasible(self, active: NDArray[np.bool_] | None = None) -> bool:
         return self.best_panel(np.zeros(self.sizes.size), active) is not None
 
+    def decide(
+        self, active: NDArray[np.bool_] | None = None, *, deadline: float | None = None
+    ) -> bool | None:
+        """Whether a panel exists; ``None`` when the MILP neither found one nor proved
+        there is none before ``deadline`` (``time.monotonic()``; at least
+        :data:`_DECIDE_FLOOR` seconds are always allowed)."""
+        if deadline is None:
+            return self.feasible(active)
+        limit = max(_DECIDE_FLOOR, deadline - time.monotonic())
+        panel, bound = self.solve(np.zeros(self.sizes.size), active, time_limit=limit)
+        if panel is not None:
+            return True
+        return None if bound == math.inf else False
+
 
 def _shortfall(z: NDArray[np.float64] | float) -> NDArray[np.float64]:
     """``E[(Z - z)+]`` for a standard normal ``Z``: ``phi(z) - z (1 - Phi(z))``."""
@@ -597,41 +623,68 @@ def _tightened(problem: _Problem, levels: NDArray[np.float64]) -> _Problem:
     )
 
 
-def _tighten(problem: _Problem, max_outside: float) -> tuple[_Problem, NDArray[np.float64]]:
+def _tighten(
+    problem: _Problem, max_outside: float, deadline: float | None = None
+) -> tuple[_Problem, NDArray[np.float64], bool]:
     """The tightest bands (per quota, on a ladder of levels) that still admit a panel.
 
     First every quota at ``max_outside``; when no panel meets them all, each quota alone
     finds the lowest level of ``max_outside * _OUTSIDE_STEPS`` that admits a panel, then
     all tightened quotas are loosened one step at a time until a panel exists (infinite
     level: the plain band, which is feasible by then).
+
+    ``deadline`` (``time.monotonic()``, from ``max_seconds``): a level whose feasibility
+    is not decided in time counts as infeasible, and once the deadline has passed no
+    further level is tried (the quotas not reached keep their plain bands; if the levels
+    found so far do not admit a panel either, every band is plain). The third value says
+    whether the deadline cut the search short.
     """
     q = problem.lower.size
     levels = np.full(q, float(max_outside))
     candidate = _tightened(problem, levels)
-    if candidate.feasible():
-        return candidate, levels
+    if candidate.decide(deadline=deadline):
+        return candidate, levels, False
+
+    def late() -> bool:
+        return deadline is not None and time.monotonic() > deadline
+
+    stopped = False
     ladder = [max_outside * step for step in _OUTSIDE_STEPS] + [math.inf]
     steps = np.full(q, len(ladder) - 1)
     for j in range(q):
         for k, level in enumerate(ladder[:-1]):
+            if late():
+                stopped = True
+                break
             trial = np.full(q, math.inf)
             trial[j] = level
-            if _tightened(problem, trial).feasible():
+            if _tightened(problem, trial).decide(deadline=deadline):
                 steps[j] = k
                 break
     while True:
         levels = np.array([ladder[k] for k in steps])
+        if not np.isfinite(levels).any():
+            return problem, levels, stopped
+        if late():
+            return problem, np.full(q, math.inf), True
         candidate = _tightened(problem, levels)
-        if not np.isfinite(levels).any() or candidate.feasible():
-            return candidate, levels
+        if candidate.decide(deadline=deadline):
+            return candidate, levels, stopped
         steps = np.minimum(steps + 1, len(ladder) - 1)
 
 
-def _relaxation(problem: _Problem, minimums: Sequence[int], maximums: Sequence[int]) -> list[int]:
+def _relaxation(
+    problem: _Problem,
+    minimums: Sequence[int],
+    maximums: Sequence[int],
+    time_limit: float | None = None,
+) -> tuple[list[int], bool]:
     """Integer relaxations ``(down_j, up_j)`` of the bands with the fewest seats in total.
 
     Variables: seats per type, then ``down`` and ``up`` per quota; minimise their sum
-    subject to ``min_j - down_j <= sum_t p[t, j] x[t] <= max_j + up_j``.
+    subject to ``min_j - down_j <= sum_t p[t, j] x[t] <= max_j + up_j``. With
+    ``time_limit``, the best relaxation found by then (feasible; the second value says
+    whether it is proven the smallest); none found: every slack 0 and ``False``.
     """
     t, q = problem.sizes.size, problem.lower.size
     cost = np.concatenate([np.zeros(t), np.ones(2 * q)])
@@ -651,22 +704,49 @@ def _relaxation(problem: _Problem, minimums: Sequence[int], maximums: Sequence[i
             np.zeros(t + 2 * q),
             np.concatenate([problem.sizes, np.asarray(minimums, float), np.full(q, problem.size)]),
         ),
+        options={} if time_limit is None else {"time_limit": time_limit},
     )
+    if result.x is None and result.status == 1:
+        return [0] * (2 * q), False  # time limit, no relaxation found
     if result.x is None:
         raise RuntimeError(f"the relaxation MILP failed: {result.message}")
-    return [round(float(v)) for v in result.x[t:]]
+    return [round(float(v)) for v in result.x[t:]], result.status == 0
 
 
-def _infeasible(problem: _Problem, quotas: Sequence[Quota]) -> InfeasibleQuotas:
+def _infeasible(
+    problem: _Problem,
+    quotas: Sequence[Quota],
+    deadline: float | None = None,
+    max_seconds: float | None = None,
+) -> InfeasibleQuotas:
+    """The refusal: a minimal conflicting set of quotas and the smallest relaxation.
+
+    ``deadline`` (``time.monotonic()``, from ``max_seconds``): the deletion filter stops
+    once it has passed (the quotas not yet tried stay in the set, which still conflicts)
+    and keeps a quota whose test is not decided in time; the relaxation MILP gets what is
+    left (at least :data:`_DECIDE_FLOOR` seconds) and reports its best relaxation found,
+    feasible but perhaps not the smallest. The message then says the diagnosis stopped.
+    """
     q = len(quotas)
     active = np.ones(q, dtype=bool)
+    complete = True
     # Deletion filter: drop every quota whose removal leaves the rest infeasible.
     for j in range(q):
+        if deadline is not None and time.monotonic() > deadline:
+            complete = False
+            break
         active[j] = False
-        if problem.feasible(active):
+        decided = problem.decide(active, deadline=deadline)
+        if decided is None:
+            complete = False
+        if decided is not False:
             active[j] = True
     conflicting = tuple(int(j) for j in np.flatnonzero(active))
-    slack = _relaxation(problem, [qt.min for qt in quotas], [qt.max for qt in quotas])
+    time_limit = None if deadline is None else max(_DECIDE_FLOOR, deadline - time.monotonic())
+    slack, optimal = _relaxation(
+        problem, [qt.min for qt in quotas], [qt.max for qt in quotas], time_limit
+    )
+    complete = complete and optimal
     relaxation = tuple((quotas[j].min - slack[j], quotas[j].max + slack[q + j]) for j in range(q))
     names: Message | str = ", ".join(_quota_name(quotas, j) for j in conflicting) or Message(
         gettext_noop("the panel size")
@@ -689,7 +769,36 @@ def _infeasible(problem: _Problem, quotas: Sequence[Quota]) -> InfeasibleQuotas:
             else Message(gettext_noop("none found within the panel size")),
         },
     )
-    return InfeasibleQuotas(message, conflicting, relaxation)
+    if not complete:
+        message = Message(
+            gettext_noop("%(diagnosis)s (diagnosis stopped at max_seconds=%(seconds)s: %(what)s)"),
+            {
+                "diagnosis": message,
+                "seconds": f"{max_seconds:g}" if max_seconds is not None else "?",
+                "what": Message(
+                    gettext_noop(
+                        "the conflicting quotas may not be the fewest, the relaxation may "
+                        "not be the smallest"
+                    )
+                ),
+            },
+        )
+    return InfeasibleQuotas(message, conflicting, relaxation, complete=complete)
+
+
+def _undecided(quotas: Sequence[Quota], max_seconds: float) -> InfeasibleQuotas:
+    """The refusal when max_seconds passed before any panel meeting the quotas was found
+    and before they were proven infeasible."""
+    message = Message(
+        gettext_noop(
+            "no panel meeting the quotas on expected true counts was found within "
+            "max_seconds=%(seconds)s, nor was it proven that none exists; widen the "
+            "quotas or allow more time"
+        ),
+        {"seconds": f"{max_seconds:g}"},
+    )
+    relaxation = tuple((qt.min, qt.max) for qt in quotas)
+    return InfeasibleQuotas(message, (), relaxation, complete=False)
 
 
 def _merge_types(
@@ -1459,25 +1568,34 @@ def select_panel(
     upper = np.array([qt.max for qt in quotas], dtype=np.float64)
     # Tightened bands are built on the types' mean posteriors: merge only without them.
     spread = min(_MERGE_CAP, _MERGE_SEATS / size) if merge and max_outside is None else 0.0
+    deadline = None if max_seconds is None else started + float(max_seconds)
+    if max_outside is not None and not max_outside > 0:
+        raise ValueError(f"max_outside must be positive or None, got {max_outside!r}")
     problem = None
     if spread > 0:
         type_of, type_posteriors, least, most = _merge_types(matrix, spread)
         sizes = np.bincount(type_of, minlength=type_posteriors.shape[0]).astype(np.float64)
         merged = _Problem(sizes, type_posteriors, int(size), lower, upper, least=least, most=most)
-        if merged.feasible():
+        if merged.decide(deadline=deadline):
             problem = merged
     if problem is None:  # exact types (also the infeasibility diagnosis's problem)
         type_of, type_posteriors, _, _ = _merge_types(matrix, 0.0)
         sizes = np.bincount(type_of, minlength=type_posteriors.shape[0]).astype(np.float64)
         problem = _Problem(sizes, type_posteriors, int(size), lower, upper)
-        if not problem.feasible():
-            raise _infeasible(problem, quotas)
+        decided = problem.decide(deadline=deadline)
+        if decided is None:
+            raise _undecided(quotas, float(max_seconds or 0.0))
+        if not decided:
+            raise _infeasible(problem, quotas, deadline, max_seconds)
     notes: list[str] = []
     levels = np.full(q, math.inf)
     if max_outside is not None and q:
-        if not max_outside > 0:
-            raise ValueError(f"max_outside must be positive or None, got {max_outside!r}")
-        problem, levels = _tighten(problem, float(max_outside))
+        problem, levels, cut = _tighten(problem, float(max_outside), deadline)
+        if cut:
+            notes.append(
+                f"the search for tightened bands stopped after max_seconds={max_seconds:g}; "
+                "the quotas not reached by then keep their plain bands"
+            )
         for quota, level in zip(quotas, levels, strict=True):
             if level != max_outside:
                 notes.append(
@@ -1486,11 +1604,7 @@ def select_panel(
                     + (f"bound {level:g} used" if math.isfinite(level) else "plain band used")
                 )
 
-    cg = _ColumnGeneration(
-        problem,
-        progress,
-        deadline=None if max_seconds is None else started + float(max_seconds),
-    )
+    cg = _ColumnGeneration(problem, progress, deadline=deadline)
     # Panels rounded from the LP relaxation first (they cover most types at once), then
     # the covering step for the rest (Flanigan et al., Methods).
     bound, x = _lp_bound(problem, np.ones(sizes.size, dtype=bool))

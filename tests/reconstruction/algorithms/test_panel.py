@@ -8,6 +8,7 @@ per-person maximin LP of Flanigan et al. (Nature 2021), solved directly with HiG
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -530,3 +531,50 @@ def test_select_panel_fits_each_reconstruction_once(monkeypatch) -> None:  # typ
     np.testing.assert_allclose(
         result.type_posteriors[result.type_of], posteriors[result.candidates], rtol=1e-12, atol=0
     )
+
+
+def test_a_tiny_budget_cuts_the_refusal_short_and_says_so() -> None:
+    # The refusal of test_infeasible_quotas_..., with no time at all: the diagnosis stops
+    # (the deletion filter tries nothing), and the refusal says so; what it returns still
+    # holds: the quotas it names conflict, and its relaxation admits a panel.
+    quotas = [
+        Quota((Condition("sex", "in", {0}),), 3, 4, "women"),
+        Quota((Condition("sex", "in", {1}),), 3, 4, "men"),
+        Quota((Condition("district", "in", {1}),), 0, 3, "district 1"),
+    ]
+    with pytest.raises(InfeasibleQuotas) as caught:
+        select_panel(_true_table(), 4, quotas, rng=np.random.default_rng(0), max_seconds=0.0)
+    error = caught.value
+    assert not error.complete
+    assert "diagnosis stopped at max_seconds=0" in str(error)
+    assert set(error.conflicting) >= {0, 1}
+    fixed = [
+        Quota(q.where, lo, hi, q.label)
+        for q, (lo, hi) in zip(quotas, error.relaxation, strict=True)
+    ]
+    assert select_panel(_true_table(), 4, fixed, rng=np.random.default_rng(0)).rows.size == 4
+    # Without a budget the same refusal is complete and carries no such note.
+    with pytest.raises(InfeasibleQuotas) as full:
+        select_panel(_true_table(), 4, quotas, rng=np.random.default_rng(0))
+    assert full.value.complete and "max_seconds" not in str(full.value)
+
+
+def test_a_tiny_budget_stops_the_search_for_tightened_bands() -> None:
+    # At eps = 1 no panel keeps 0.2 seats outside both bands at once, so the search walks
+    # the ladder of levels (without a budget it settles on 0.3 and 0.2); with no time it
+    # stops at once and keeps the plain bands, and the notes say so.
+    table = _age_sex_table(1.0)
+    quotas = [
+        Quota((Condition("age", "between", (16, 40)),), 3, 5, "16-39"),
+        Quota((Condition("sex", "in", {0}),), 4, 8, "women"),
+    ]
+    result = select_panel(
+        table, 12, quotas, rng=np.random.default_rng(2), max_outside=0.2, max_seconds=0.0
+    )
+    assert any("tightened bands stopped after max_seconds=0" in note for note in result.notes)
+    assert all(o.outside_level == math.inf for o in result.quotas)
+    for outcome, quota in zip(result.quotas, quotas, strict=True):
+        assert quota.min - 1e-6 <= outcome.expected <= quota.max + 1e-6
+    unbounded = select_panel(table, 12, quotas, rng=np.random.default_rng(2), max_outside=0.2)
+    assert not any("tightened bands stopped" in note for note in unbounded.notes)
+    assert [o.outside_level for o in unbounded.quotas] == pytest.approx([0.3, 0.2])
