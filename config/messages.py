@@ -10,7 +10,7 @@ gettext into the active language (``LocaleMiddleware``: ``?lang=``, else
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.utils.translation import gettext
@@ -46,3 +46,26 @@ def translate(error: BaseException | Message | Mapping[str, Any] | str) -> str:
         return gettext(found.template) % params
     except (KeyError, TypeError, ValueError):  # a broken translation: say it in English
         return str(found)
+
+
+def translate_notes(notes: Iterable[Any] | None) -> list[str]:
+    """A result's ``notes`` in the active language: each stored note is its template and
+    parameters (``privacy.mechanisms.messages.note_json``), or, in results stored before
+    notes were translatable, its English text (shown as it is)."""
+    return [translate(note) for note in notes or []]
+
+
+def localise_result(value: Any) -> Any:
+    """A stored result or report document with every ``notes`` list in the active
+    language (a copy; the stored value is untouched). The API's ``notes`` stay a list of
+    strings (api.md), now in the reader's language."""
+    if isinstance(value, Mapping):
+        return {
+            key: translate_notes(item)
+            if key == "notes" and isinstance(item, list)
+            else localise_result(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [localise_result(item) for item in value]
+    return value

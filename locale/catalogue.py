@@ -979,7 +979,55 @@ PL_PURE: dict[str, str | list[str]] = {
     "no panel of %(size)s meets the quotas on expected true counts; these quotas conflict: %(names)s. Smallest feasible relaxation: %(changes)s": "żaden panel %(size)s osób nie spełnia kwot dla oczekiwanych prawdziwych liczebności; te kwoty są sprzeczne: %(names)s. Najmniejsze wykonalne złagodzenie: %(changes)s",
 }
 
+
+# --------------------------------------------------------------------------- result notes
+DE_NOTES: dict[str, str | list[str]] = {
+    "the channel is poorly conditioned (condition number %(condition)s): its intervals are up to that many times wider than those of undistorted answers": "der Kanal ist schlecht konditioniert (Konditionszahl %(condition)s): seine Intervalle sind bis zu so viele Male breiter als die unverfälschter Antworten",
+    "EMS: EM with a smoothing step of strength %(strength)s (Silverman et al.)": "EMS: EM mit einem Glättungsschritt der Stärke %(strength)s (Silverman et al.)",
+    "the %(method)s stopping rule was not met in %(max_iter)s iterations": "das Abbruchkriterium von %(method)s wurde in %(max_iter)s Iterationen nicht erreicht",
+    "the interval includes the uncertainty of rows estimated from %(pairs)s calibration pairs": "das Intervall enthält die Unsicherheit der Zeilen, die aus %(pairs)s Kalibrierungspaaren geschätzt wurden",
+    "did not converge within max_iter=%(max_iter)s iterations": "nicht konvergiert innerhalb von max_iter=%(max_iter)s Iterationen",
+    "the solution left the simplex (categories %(negative)s came out negative: %(raw)s); reported is its Euclidean projection onto {t >= 0, sum t = n}, and intervals are clipped to [0, n]": "die Lösung verließ das Simplex (die Kategorien %(negative)s wurden negativ: %(raw)s); angegeben ist ihre euklidische Projektion auf {t >= 0, sum t = n}, und die Intervalle sind auf [0, n] beschnitten",
+    "the solution left the simplex: categories %(negative)s are negative (%(raw)s); pass project=True for the Euclidean projection onto {t >= 0, sum t = n}": "die Lösung verließ das Simplex: die Kategorien %(negative)s sind negativ (%(raw)s); übergeben Sie project=True für die euklidische Projektion auf {t >= 0, sum t = n}",
+    "categories %(excluded)s were excluded (estimated 0)": "die Kategorien %(excluded)s wurden ausgeschlossen (geschätzt 0)",
+    "rows %(rows)s had all mass on the diagonal; used uniform rows": "die Zeilen %(rows)s hatten ihre ganze Masse auf der Diagonale; gleichverteilte Zeilen verwendet",
+    "%(quota)s: no panel keeps the expected seats outside the band below %(max_outside)s; bound %(level)s used": "%(quota)s: kein Gremium hält die erwarteten Sitze außerhalb des Bands unter %(max_outside)s; Schranke %(level)s verwendet",
+    "%(quota)s: no panel keeps the expected seats outside the band below %(max_outside)s; plain band used": "%(quota)s: kein Gremium hält die erwarteten Sitze außerhalb des Bands unter %(max_outside)s; einfaches Band verwendet",
+    "optimisation stopped after max_seconds=%(max_seconds)s: the lowest selection probability reached is %(optimum)s; no lottery can give everyone more than %(bound)s": "Optimierung nach max_seconds=%(max_seconds)s beendet: die erreichte niedrigste Auswahlwahrscheinlichkeit ist %(optimum)s; keine Lotterie kann allen mehr als %(bound)s geben",
+    "optimisation stopped after max_seconds=%(max_seconds)s: the lowest selection probability reached is %(optimum)s": "Optimierung nach max_seconds=%(max_seconds)s beendet: die erreichte niedrigste Auswahlwahrscheinlichkeit ist %(optimum)s",
+    "%(unreached)s eligible candidate(s) were in no panel found within max_seconds=%(max_seconds)s (selection probability 0)": "%(unreached)s teilnahmeberechtigte Person(en) waren in keinem innerhalb von max_seconds=%(max_seconds)s gefundenen Gremium (Auswahlwahrscheinlichkeit 0)",
+    "%(unselectable)s eligible candidate(s) fit in no quota-satisfying panel found (selection probability 0)": "%(unselectable)s teilnahmeberechtigte Person(en) passen in kein gefundenes Gremium, das die Quoten erfüllt (Auswahlwahrscheinlichkeit 0)",
+    "the reports of %(name)s show whole numbers: its true values were modelled on the lattice of whole numbers (declare step to make this explicit)": "die Meldungen von %(name)s zeigen ganze Zahlen: die wahren Werte wurden auf dem Gitter der ganzen Zahlen modelliert (geben Sie step an, um dies ausdrücklich zu machen)",
+    "the joint EM did not meet its stopping rule": "der gemeinsame EM erreichte sein Abbruchkriterium nicht",
+    "the reports of %(name)s cannot tell whether its true values are whole numbers (weight %(weight)s): the count averages both models and its interval spans them (declare step to settle it)": "die Meldungen von %(name)s lassen nicht erkennen, ob die wahren Werte ganze Zahlen sind (Gewicht %(weight)s): die Zählung mittelt beide Modelle, und ihr Intervall umfasst beide (geben Sie step an, um es festzulegen)",
+    "counts within the group; they sum to the estimated group size": "Anzahlen innerhalb der Gruppe; sie summieren sich zur geschätzten Gruppengröße",
+    "the search for tightened bands stopped after max_seconds=%(max_seconds)s; the quotas not reached by then keep their plain bands": "die Suche nach engeren Bändern wurde nach max_seconds=%(max_seconds)s beendet; die bis dahin nicht erreichten Quoten behalten ihre einfachen Bänder",
+}
+
+PL_NOTES: dict[str, str | list[str]] = {
+    "the channel is poorly conditioned (condition number %(condition)s): its intervals are up to that many times wider than those of undistorted answers": "kanał jest źle uwarunkowany (wskaźnik uwarunkowania %(condition)s): jego przedziały są do tylu razy szersze niż przedziały niezniekształconych odpowiedzi",
+    "EMS: EM with a smoothing step of strength %(strength)s (Silverman et al.)": "EMS: EM z krokiem wygładzania o sile %(strength)s (Silverman i in.)",
+    "the %(method)s stopping rule was not met in %(max_iter)s iterations": "kryterium zatrzymania %(method)s nie zostało spełnione w %(max_iter)s iteracjach",
+    "the interval includes the uncertainty of rows estimated from %(pairs)s calibration pairs": "przedział uwzględnia niepewność wierszy oszacowanych z %(pairs)s par kalibracyjnych",
+    "did not converge within max_iter=%(max_iter)s iterations": "brak zbieżności w ciągu max_iter=%(max_iter)s iteracji",
+    "the solution left the simplex (categories %(negative)s came out negative: %(raw)s); reported is its Euclidean projection onto {t >= 0, sum t = n}, and intervals are clipped to [0, n]": "rozwiązanie wyszło poza sympleks (kategorie %(negative)s wyszły ujemne: %(raw)s); podano jego rzut euklidesowy na {t >= 0, sum t = n}, a przedziały przycięto do [0, n]",
+    "the solution left the simplex: categories %(negative)s are negative (%(raw)s); pass project=True for the Euclidean projection onto {t >= 0, sum t = n}": "rozwiązanie wyszło poza sympleks: kategorie %(negative)s są ujemne (%(raw)s); przekaż project=True, aby otrzymać rzut euklidesowy na {t >= 0, sum t = n}",
+    "categories %(excluded)s were excluded (estimated 0)": "kategorie %(excluded)s zostały wykluczone (oszacowanie 0)",
+    "rows %(rows)s had all mass on the diagonal; used uniform rows": "wiersze %(rows)s miały całą masę na przekątnej; użyto wierszy jednostajnych",
+    "%(quota)s: no panel keeps the expected seats outside the band below %(max_outside)s; bound %(level)s used": "%(quota)s: żaden panel nie utrzymuje oczekiwanej liczby miejsc poza przedziałem poniżej %(max_outside)s; użyto ograniczenia %(level)s",
+    "%(quota)s: no panel keeps the expected seats outside the band below %(max_outside)s; plain band used": "%(quota)s: żaden panel nie utrzymuje oczekiwanej liczby miejsc poza przedziałem poniżej %(max_outside)s; użyto zwykłego przedziału",
+    "optimisation stopped after max_seconds=%(max_seconds)s: the lowest selection probability reached is %(optimum)s; no lottery can give everyone more than %(bound)s": "optymalizację przerwano po max_seconds=%(max_seconds)s: osiągnięte najniższe prawdopodobieństwo wyboru to %(optimum)s; żadna loteria nie da wszystkim więcej niż %(bound)s",
+    "optimisation stopped after max_seconds=%(max_seconds)s: the lowest selection probability reached is %(optimum)s": "optymalizację przerwano po max_seconds=%(max_seconds)s: osiągnięte najniższe prawdopodobieństwo wyboru to %(optimum)s",
+    "%(unreached)s eligible candidate(s) were in no panel found within max_seconds=%(max_seconds)s (selection probability 0)": "uprawnieni kandydaci (%(unreached)s) nie znaleźli się w żadnym panelu znalezionym w ciągu max_seconds=%(max_seconds)s (prawdopodobieństwo wyboru 0)",
+    "%(unselectable)s eligible candidate(s) fit in no quota-satisfying panel found (selection probability 0)": "uprawnieni kandydaci (%(unselectable)s) nie mieszczą się w żadnym znalezionym panelu spełniającym kwoty (prawdopodobieństwo wyboru 0)",
+    "the reports of %(name)s show whole numbers: its true values were modelled on the lattice of whole numbers (declare step to make this explicit)": "zgłoszenia %(name)s pokazują liczby całkowite: ich prawdziwe wartości zamodelowano na siatce liczb całkowitych (podaj step, aby to określić jawnie)",
+    "the joint EM did not meet its stopping rule": "łączny EM nie spełnił swojego kryterium zatrzymania",
+    "the reports of %(name)s cannot tell whether its true values are whole numbers (weight %(weight)s): the count averages both models and its interval spans them (declare step to settle it)": "ze zgłoszeń %(name)s nie da się rozstrzygnąć, czy prawdziwe wartości są liczbami całkowitymi (waga %(weight)s): liczebność uśrednia oba modele, a jej przedział obejmuje oba (podaj step, aby to rozstrzygnąć)",
+    "counts within the group; they sum to the estimated group size": "liczebności w obrębie grupy; sumują się do szacowanej wielkości grupy",
+    "the search for tightened bands stopped after max_seconds=%(max_seconds)s; the quotas not reached by then keep their plain bands": "wyszukiwanie węższych przedziałów przerwano po max_seconds=%(max_seconds)s; kwoty nieosiągnięte do tego czasu zachowują zwykłe przedziały",
+}
+
 TRANSLATIONS = {
-    "de": {**DE, **DE_ERRORS, **DE_PANELS, **DE_PURE},
-    "pl": {**PL, **PL_ERRORS, **PL_PANELS, **PL_PURE},
+    "de": {**DE, **DE_ERRORS, **DE_PANELS, **DE_PURE, **DE_NOTES},
+    "pl": {**PL, **PL_ERRORS, **PL_PANELS, **PL_PURE, **PL_NOTES},
 }

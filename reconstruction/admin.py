@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
+from config.messages import translate_notes
 from consultations.admin import staff_actor
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
 from reconstruction.services import report_create
@@ -86,7 +87,7 @@ class AnalysisJobAdmin(JobAdmin):
                 job=job,
                 finished=job.status in Job.FINISHED,
                 summary=result_summary(result) if job.status == Job.Status.SUCCEEDED else [],
-                notes=result.get("notes") or [],
+                notes=translate_notes(result.get("notes")),
                 chart=mark_safe(result_chart_svg(result))  # matplotlib's own SVG
                 if job.status == Job.Status.SUCCEEDED
                 else "",

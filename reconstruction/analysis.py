@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from config.messages import message_of, translate
-from privacy.mechanisms.messages import Message
+from privacy.mechanisms.messages import Message, note_json
 from reconstruction.algorithms import tables
 from reconstruction.algorithms.continuous import IntervalReconstruction
 from reconstruction.algorithms.methods import check_method, reconstruct
@@ -624,7 +624,7 @@ def distribution_payload(
         method=rec.method,
         iterations=int(rec.iterations),
         converged=bool(rec.converged),
-        notes=list(rec.notes),
+        notes=[note_json(note) for note in rec.notes],
         n=total,
     )
     if hidden.any():

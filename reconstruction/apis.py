@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.i18n import request_language
+from config.messages import localise_result
 from consultations.actors import audit_actor
 from consultations.permissions import IsAnalyst
 from reconstruction import registry, selectors, services
@@ -392,7 +393,7 @@ def report_file(report: Report, fmt: str, language: str | None = None) -> HttpRe
         )
     filename = f"survey-{report.survey_id}-report-{report.pk}.{fmt}"
     if fmt == "json":
-        response: HttpResponse = JsonResponse(report.result)
+        response: HttpResponse = JsonResponse(localise_result(report.result))
     elif fmt == "html" and language and language != settings.LANGUAGE_CODE:
         html = render_report_html(report.result or {}, language=language)
         response = HttpResponse(html, content_type=DOWNLOAD_TYPES[fmt])

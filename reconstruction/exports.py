@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 from django.utils.translation import gettext as _
 
+from config.messages import translate_notes
 from reconstruction.presentation import privacy_sentence, section_labels
 
 CSV_TYPE = "text/csv; charset=utf-8"
@@ -96,7 +97,11 @@ def _pair(pair: Any) -> tuple[Any, Any]:
 def report_export(document: dict[str, Any], language: str | None = None) -> Export:
     """One row per published cell of every question; unpublished questions get one row."""
     rows = []
+    notes = _disclosure_notes(document.get("thresholds"))
     for section in document["questions"]:
+        # each question's reconstruction notes, in the active language
+        for note in translate_notes((section.get("reconstructed") or {}).get("notes")):
+            notes.append(f"{section['key']}: {note}")
         base = {
             "question": section["key"],
             "text": section.get("text", ""),
@@ -128,7 +133,7 @@ def report_export(document: dict[str, Any], language: str | None = None) -> Expo
         "ci95_high", "suppressed", "method", "epsilon", "responses", "privacy",
     ]  # fmt: skip
     data = pd.DataFrame(rows, columns=order)
-    return Export(data, _columns(), _disclosure_notes(document.get("thresholds")))
+    return Export(data, _columns(), notes)
 
 
 def analysis_export(
@@ -139,8 +144,7 @@ def analysis_export(
     columns = _columns()
     notes = _disclosure_notes(thresholds)
     notes.append(_("Request: %(spec)s") % {"spec": spec})
-    for note in result.get("notes") or []:
-        notes.append(str(note))
+    notes.extend(translate_notes(result.get("notes")))
     if "counts" in result and ("categories" in result or "intervals" in result):
         labels = (
             [str(c) for c in result["categories"]]

@@ -27,10 +27,9 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from privacy.mechanisms.messages import Message
+from privacy.mechanisms.messages import Message, note_json
 from reconstruction import analysis, cost, disclosure
 from reconstruction.algorithms import queries
 from reconstruction.algorithms.panel import (
@@ -426,7 +425,7 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
         "lottery_draw": int(result.lottery_draw),
         "guarantee": result.guarantee,
         "method": f"{result.objective} (Flanigan et al. 2021, on posteriors)",
-        "notes": [*result.notes, privacy_caveat()],
+        "notes": [*map(note_json, result.notes), privacy_caveat().as_json()],
         "probabilities_url": None,  # set by the service once the job's id is known
         ATTACHMENT_KEY: attachment,
     }
@@ -443,13 +442,13 @@ def solver_seconds() -> float:
     return max(10.0, 0.75 * float(settings.CELERY_TASK_SOFT_TIME_LIMIT))
 
 
-def privacy_caveat() -> str:
-    return (
-        _(
+def privacy_caveat() -> Message:
+    """The panel's caveat, stored as its template (shown in the reader's language)."""
+    return Message(
+        gettext_noop(
             "Answers were distorted on residents' devices: nobody's true category is known, so "
             "quotas hold for expected true counts only, within the 95%% intervals shown."
         )
-        % {}
     )
 
 

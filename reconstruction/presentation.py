@@ -21,6 +21,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from config.i18n import supported_language
+from config.messages import translate_notes
 
 # Inches; the report page is 60rem (960 px at 96 dpi) wide.
 CHART_WIDTH = 8.0
@@ -235,6 +236,7 @@ def report_sections(
         if section["published"]:
             labels = section_labels(section, language)
             reconstructed = section["reconstructed"]
+            view["notes"] = translate_notes(reconstructed.get("notes"))
             rows = [
                 {
                     "label": label,

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import numpy as np
 from django.utils.translation import gettext_noop
 
-from privacy.mechanisms.messages import Message
+from privacy.mechanisms.messages import Message, note_json
 from reconstruction import analysis, disclosure
 from reconstruction.algorithms import queries, tables
 from reconstruction.algorithms.methods import DISCRETE_METHODS
@@ -262,7 +262,7 @@ def _count(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
         "population": int(result.population),
         "suppressed": False,
         "method": result.method,
-        "notes": list(result.notes),
+        "notes": [note_json(note) for note in result.notes],
     }
 
 
@@ -357,7 +357,7 @@ def _mean(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
         "group_size_ci95": interval_json(size.ci95),
         "suppressed": False,
         "method": result.method,
-        "notes": list(result.notes),
+        "notes": [note_json(note) for note in result.notes],
     }
 
 

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from rest_framework import serializers
 
-from config.messages import translate
+from config.messages import localise_result, translate
 from reconstruction import registry
 from reconstruction.algorithms.methods import DISCRETE_METHODS, check_method
 from reconstruction.models import Job
@@ -26,6 +26,12 @@ class JobSerializer(serializers.Serializer[Job]):
 
     def get_error(self, job: Job) -> str | None:
         return job.error_text() or None
+
+    def to_representation(self, instance: Job) -> dict[str, Any]:
+        data: dict[str, Any] = super().to_representation(instance)
+        if isinstance(data.get("result"), dict):  # notes in the reader's language
+            data["result"] = localise_result(data["result"])
+        return data
 
 
 class AggregateReconstructionSerializer(JobSerializer):

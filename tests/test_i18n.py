@@ -515,3 +515,104 @@ def test_the_admin_result_summary_is_in_the_organisers_language(
         rows = dict(re.findall(r"<tr><th>([^<]+)</th><td>([^<]+)</td></tr>", summary))
         assert estimate in rows and rows.get(method) == job.result["method"], (language, rows)
         assert interval in rows.values(), (language, rows)
+
+
+def test_result_notes_are_stored_as_templates_and_read_in_each_language(
+    db, client, django_capture_on_commit_callbacks
+):
+    """The pure engine's notes are stored language-neutral (template + parameters) and
+    read in en, de and pl: an analysis's notes in the API, the admin result page and the
+    export; a report's notes in its HTML, JSON and export. Plain-text notes stored before
+    stay readable as they are."""
+    from django.contrib.auth.models import User
+
+    from surveys.services import response_submit
+    from tests.factories import good_answers
+
+    tenant = tenant_factory()
+    survey = survey_factory(consultation_factory(tenant.organisation))
+    for index in range(60):
+        response_submit(survey=survey, participant=f"p-{index}", answers=good_answers(index))
+    body = {
+        "survey": survey.pk, "kind": "distribution", "attribute": "district",
+        "where": [{"attribute": "sex", "op": "in", "value": ["F"]}],
+    }  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True):
+        asked = tenant.analyst.post("/api/v1/analyses/", body, format="json")
+        reported = tenant.analyst.post(f"/api/v1/surveys/{survey.pk}/reports/")
+    job = AnalysisJob.objects.get(pk=asked.json()["id"])
+    assert job.status == "succeeded", job.error
+    within = "counts within the group; they sum to the estimated group size"
+    assert job.result["notes"] == [{"template": within, "params": {}}]
+    expected = {
+        "en": within,
+        "de": "Anzahlen innerhalb der Gruppe; sie summieren sich zur geschätzten Gruppengröße",
+        "pl": "liczebności w obrębie grupy; sumują się do szacowanej wielkości grupy",
+    }
+    url = f"/api/v1/analyses/{job.pk}/"
+    en, de, pl = three_languages(
+        lambda query, **headers: tenant.analyst.get(url + query, **headers)
+    )
+    assert [en["result"]["notes"], de["result"]["notes"], pl["result"]["notes"]] == [
+        [expected["en"]],
+        [expected["de"]],
+        [expected["pl"]],
+    ]
+    export = tenant.analyst.get(f"{url}export/?format=csv&lang=de").content.decode()
+    assert f"# {expected['de']}" in export and within not in export
+    User.objects.create_superuser("organiser", "o@example.org", "a-long-passw0rd")
+    client.login(username="organiser", password="a-long-passw0rd")
+    for language, text in expected.items():
+        page = client.get(
+            f"/admin/reconstruction/analysisjob/{job.pk}/change/?lang={language}"
+        ).content.decode()
+        assert f'<ul id="result-notes"><li>{text}</li></ul>' in page, language
+
+    # A report: the continuous questions' EMS note, with its parameter.
+    report = reported.json()["url"]
+    stored = next(
+        section["reconstructed"]["notes"]
+        for section in tenant.analyst.get(f"{report}download/?format=json").json()["questions"]
+        if section["key"] == "age"
+    )
+    ems = {
+        "en": "EMS: EM with a smoothing step of strength 0.05 (Silverman et al.)",
+        "de": "EMS: EM mit einem Glättungsschritt der Stärke 0.05 (Silverman et al.)",
+        "pl": "EMS: EM z krokiem wygładzania o sile 0.05 (Silverman i in.)",
+    }
+    assert stored == [ems["en"]]
+    for language, text in ems.items():
+        html = tenant.analyst.get(f"{report}download/?format=html&lang={language}").content
+        assert text in html.decode(), language
+        document = tenant.analyst.get(f"{report}download/?format=json&lang={language}").json()
+        age = next(s for s in document["questions"] if s["key"] == "age")
+        assert age["reconstructed"]["notes"] == [text], language
+        export = tenant.analyst.get(f"{report}export/?format=csv&lang={language}").content
+        assert f"# age: {text}" in export.decode(), language
+    assert (
+        "Silverman et al."
+        not in tenant.analyst.get(
+            f"{report}download/?format=html", HTTP_ACCEPT_LANGUAGE="pl"
+        ).content.decode()
+    )
+
+    # A result stored before notes were translatable (plain English text) reads as stored.
+    AnalysisJob.objects.filter(pk=job.pk).update(result={**job.result, "notes": ["an old note"]})
+    assert tenant.analyst.get(url + "?lang=de").json()["result"]["notes"] == ["an old note"]
+    page = client.get(f"/admin/reconstruction/analysisjob/{job.pk}/change/?lang=pl")
+    assert "<li>an old note</li>" in page.content.decode()
+
+
+def test_a_note_is_its_english_text_and_keeps_its_template_through_pickling():
+    import pickle
+
+    from privacy.mechanisms.messages import Note, note_json
+
+    note = Note("rows %(rows)s had all mass on the diagonal; used uniform rows", rows="[1, 2]")
+    assert note == "rows [1, 2] had all mass on the diagonal; used uniform rows"
+    back = pickle.loads(pickle.dumps(note))
+    assert back == note and note_json(back) == {
+        "template": "rows %(rows)s had all mass on the diagonal; used uniform rows",
+        "params": {"rows": "[1, 2]"},
+    }
+    assert note_json("plain text") == "plain text"

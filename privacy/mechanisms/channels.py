@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from privacy.mechanisms.messages import InputError, Message, gettext_noop
+from privacy.mechanisms.messages import InputError, Message, Note, gettext_noop
 
 __all__ = [
     "MAX_CONDITION",
@@ -338,9 +338,12 @@ class ChannelConditioning:
         """The remark an estimate carries when the channel makes its intervals wide."""
         if not self.wide:
             return None
-        return (
-            f"the channel is poorly conditioned (condition number {self.condition:.3g}): "
-            "its intervals are up to that many times wider than those of undistorted answers"
+        return Note(
+            gettext_noop(
+                "the channel is poorly conditioned (condition number %(condition)s): its "
+                "intervals are up to that many times wider than those of undistorted answers"
+            ),
+            condition=f"{self.condition:.3g}",
         )
 
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["InputError", "Message", "gettext_noop"]
+__all__ = ["InputError", "Message", "Note", "gettext_noop", "note_json"]
 
 
 def gettext_noop(template: str) -> str:
@@ -64,6 +64,47 @@ class Message:
             for key, value in dict(data.get("params") or {}).items()
         }
         return cls(str(data["template"]), params)
+
+
+class Note(str):
+    """A result's note: its English text (a ``str``, so the pure code, its callers and
+    tests read notes as before) carrying the translatable :class:`Message` it came from.
+
+    Results store a note as :func:`note_json` (template + parameters, language-neutral);
+    the service layer (``config.messages.translate``) shows it in the reader's language.
+
+    Parameters
+    ----------
+    template : str
+        The English template, marked with :func:`gettext_noop`.
+    **params
+        The placeholders' values, formatted already.
+    """
+
+    message: Message
+
+    def __new__(cls, template: str, /, **params: Any) -> Note:
+        message = Message(template, params)
+        note = super().__new__(cls, str(message))
+        note.message = message
+        return note
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled with its template (worker pools)
+        return (_note, (self.message.template, dict(self.message.params)))
+
+
+def _note(template: str, params: dict[str, Any]) -> Note:
+    return Note(template, **params)
+
+
+def note_json(note: str | Message) -> str | dict[str, Any]:
+    """A note as a result stores it: a :class:`Note`'s (or a :class:`Message`'s)
+    template and parameters, any other note as its text."""
+    if isinstance(note, Note):
+        return note.message.as_json()
+    if isinstance(note, Message):
+        return note.as_json()
+    return str(note)
 
 
 class InputError(ValueError):

@@ -36,6 +36,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from privacy.mechanisms import NoiseModel
+from privacy.mechanisms.messages import Note, gettext_noop
 from reconstruction.algorithms.result import Reconstruction
 
 __all__ = [
@@ -1162,11 +1163,22 @@ def reconstruct_continuous(
         interval = np.full((estimate.size, 2), np.nan)
     notes: tuple[str, ...] = ()
     if strength > 0:
-        notes = (f"EMS: EM with a smoothing step of strength {strength:g} (Silverman et al.)",)
+        notes = (
+            Note(
+                gettext_noop(
+                    "EMS: EM with a smoothing step of strength %(strength)s (Silverman et al.)"
+                ),
+                strength=f"{strength:g}",
+            ),
+        )
     if not converged:
         notes = (
             *notes,
-            f"the {method.upper()} stopping rule was not met in {max_iter} iterations",
+            Note(
+                gettext_noop("the %(method)s stopping rule was not met in %(max_iter)s iterations"),
+                method=method.upper(),
+                max_iter=max_iter,
+            ),
         )
     result = Reconstruction(
         counts=estimate,

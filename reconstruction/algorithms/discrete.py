@@ -22,7 +22,7 @@ from privacy.mechanisms.channels import (
     validate_channel,
     validate_stochastic,
 )
-from privacy.mechanisms.messages import InputError
+from privacy.mechanisms.messages import InputError, Note, gettext_noop
 from reconstruction.algorithms.counts import validate_counts
 from reconstruction.algorithms.result import Reconstruction
 from reconstruction.algorithms.uncertainty import (
@@ -422,8 +422,13 @@ def _em_reconstruction(
             )
             notes = (
                 *notes,
-                f"the interval includes the uncertainty of rows estimated from "
-                f"{int(calibration.sum())} calibration pairs",
+                Note(
+                    gettext_noop(
+                        "the interval includes the uncertainty of rows estimated from "
+                        "%(pairs)s calibration pairs"
+                    ),
+                    pairs=int(calibration.sum()),
+                ),
             )
         elif matrix.shape[0] == matrix.shape[1]:
             interval = boundary_ci(reported, matrix, p * total)
@@ -434,7 +439,13 @@ def _em_reconstruction(
     else:
         interval = _nan_ci(k_true)
     if not converged[0]:
-        notes = (*notes, f"did not converge within max_iter={max_iter} iterations")
+        notes = (
+            *notes,
+            Note(
+                gettext_noop("did not converge within max_iter=%(max_iter)s iterations"),
+                max_iter=max_iter,
+            ),
+        )
     return _reconstruction(
         p * total,
         total,
@@ -480,15 +491,28 @@ def _linear_reconstruction(
             interval = np.clip(interval, 0.0, total)
             notes = (
                 *notes,
-                f"the solution left the simplex (categories {negative} came out negative: "
-                f"{raw}); reported is its Euclidean projection onto "
-                "{t >= 0, sum t = n}, and intervals are clipped to [0, n]",
+                Note(
+                    gettext_noop(
+                        "the solution left the simplex (categories %(negative)s came out "
+                        "negative: %(raw)s); reported is its Euclidean projection onto "
+                        "{t >= 0, sum t = n}, and intervals are clipped to [0, n]"
+                    ),
+                    negative=str(negative),
+                    raw=raw,
+                ),
             )
         else:
             notes = (
                 *notes,
-                f"the solution left the simplex: categories {negative} are negative ({raw}); "
-                "pass project=True for the Euclidean projection onto {t >= 0, sum t = n}",
+                Note(
+                    gettext_noop(
+                        "the solution left the simplex: categories %(negative)s are negative "
+                        "(%(raw)s); pass project=True for the Euclidean projection onto "
+                        "{t >= 0, sum t = n}"
+                    ),
+                    negative=str(negative),
+                    raw=raw,
+                ),
             )
     return _reconstruction(
         estimate, total, interval, iterations=0, converged=True, method=method, notes=notes
@@ -671,7 +695,12 @@ def nstops_ii(
     notes: tuple[str, ...] = ()
     excluded = [int(i) for i in np.flatnonzero(estimate == 0)]
     if excluded:
-        notes = (f"categories {excluded} were excluded (estimated 0)",)
+        notes = (
+            Note(
+                gettext_noop("categories %(excluded)s were excluded (estimated 0)"),
+                excluded=str(excluded),
+            ),
+        )
     return _reconstruction(
         estimate, total, interval, iterations=0, converged=True, method="nstops_ii", notes=notes
     )
@@ -743,7 +772,12 @@ def nstops_mle(
     reported, checked = _counts_and_channel(counts, revised, square=True)
     notes: tuple[str, ...] = ()
     if fallback:
-        notes = (f"rows {list(fallback)} had all mass on the diagonal; used uniform rows",)
+        notes = (
+            Note(
+                gettext_noop("rows %(rows)s had all mass on the diagonal; used uniform rows"),
+                rows=str(list(fallback)),
+            ),
+        )
     return _em_reconstruction(
         reported,
         checked,

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from privacy.mechanisms import negative_uniform, validate_channel
-from privacy.mechanisms.messages import InputError, gettext_noop
+from privacy.mechanisms.messages import InputError, gettext_noop, note_json
 from reconstruction.algorithms.discrete import em_as, eq, nstops, nstops_i, nstops_ii, nstops_mle
 from reconstruction.algorithms.result import Reconstruction
 
@@ -142,5 +142,5 @@ def reconstruction_as_dict(result: Reconstruction) -> dict[str, Any]:
         "method": result.method,
         "iterations": int(result.iterations),
         "converged": bool(result.converged),
-        "notes": list(result.notes),
+        "notes": [note_json(note) for note in result.notes],
     }

@@ -85,7 +85,7 @@ from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, brentq, linprog, milp
 from scipy.special import ndtr
 
-from privacy.mechanisms.messages import Message, gettext_noop
+from privacy.mechanisms.messages import Message, Note, gettext_noop
 from reconstruction.algorithms.queries import (
     Attribute,
     Condition,
@@ -1593,16 +1593,40 @@ def select_panel(
         problem, levels, cut = _tighten(problem, float(max_outside), deadline)
         if cut:
             notes.append(
-                f"the search for tightened bands stopped after max_seconds={max_seconds:g}; "
-                "the quotas not reached by then keep their plain bands"
+                Note(
+                    gettext_noop(
+                        "the search for tightened bands stopped after "
+                        "max_seconds=%(max_seconds)s; the quotas not reached by then keep "
+                        "their plain bands"
+                    ),
+                    max_seconds=f"{max_seconds:g}",
+                )
             )
         for quota, level in zip(quotas, levels, strict=True):
             if level != max_outside:
-                notes.append(
-                    f"{quota.label}: no panel keeps the expected seats outside the band "
-                    f"below {max_outside:g}; "
-                    + (f"bound {level:g} used" if math.isfinite(level) else "plain band used")
-                )
+                if math.isfinite(level):
+                    notes.append(
+                        Note(
+                            gettext_noop(
+                                "%(quota)s: no panel keeps the expected seats outside the band "
+                                "below %(max_outside)s; bound %(level)s used"
+                            ),
+                            quota=quota.label,
+                            max_outside=f"{max_outside:g}",
+                            level=f"{level:g}",
+                        )
+                    )
+                else:
+                    notes.append(
+                        Note(
+                            gettext_noop(
+                                "%(quota)s: no panel keeps the expected seats outside the band "
+                                "below %(max_outside)s; plain band used"
+                            ),
+                            quota=quota.label,
+                            max_outside=f"{max_outside:g}",
+                        )
+                    )
 
     cg = _ColumnGeneration(problem, progress, deadline=deadline)
     # Panels rounded from the LP relaxation first (they cover most types at once), then
@@ -1678,27 +1702,53 @@ def select_panel(
     if progress is not None:
         progress(1.0)
     if cg.stopped:
-        bound_text = (
-            f"; no lottery can give everyone more than {cg.bound:.4g}"
-            if objective == "maximin" and math.isfinite(cg.bound)
-            else ""
-        )
-        notes.append(
-            f"optimisation stopped after max_seconds={max_seconds:g}: the lowest selection "
-            f"probability reached is {optimum:.4g}{bound_text}"
-        )
+        if objective == "maximin" and math.isfinite(cg.bound):
+            notes.append(
+                Note(
+                    gettext_noop(
+                        "optimisation stopped after max_seconds=%(max_seconds)s: the lowest "
+                        "selection probability reached is %(optimum)s; no lottery can give "
+                        "everyone more than %(bound)s"
+                    ),
+                    max_seconds=f"{max_seconds:g}",
+                    optimum=f"{optimum:.4g}",
+                    bound=f"{cg.bound:.4g}",
+                )
+            )
+        else:
+            notes.append(
+                Note(
+                    gettext_noop(
+                        "optimisation stopped after max_seconds=%(max_seconds)s: the lowest "
+                        "selection probability reached is %(optimum)s"
+                    ),
+                    max_seconds=f"{max_seconds:g}",
+                    optimum=f"{optimum:.4g}",
+                )
+            )
     unselectable = int(sizes[~selectable].sum())
     if cg.uncovered is not None:
         unreached = int(sizes[cg.uncovered].sum())
         notes.append(
-            f"{unreached} eligible candidate(s) were in no panel found within "
-            f"max_seconds={max_seconds:g} (selection probability 0)"
+            Note(
+                gettext_noop(
+                    "%(unreached)s eligible candidate(s) were in no panel found within "
+                    "max_seconds=%(max_seconds)s (selection probability 0)"
+                ),
+                unreached=unreached,
+                max_seconds=f"{max_seconds:g}",
+            )
         )
         unselectable -= unreached
     if unselectable:
         notes.append(
-            f"{unselectable} eligible candidate(s) fit in no quota-satisfying panel found "
-            "(selection probability 0)"
+            Note(
+                gettext_noop(
+                    "%(unselectable)s eligible candidate(s) fit in no quota-satisfying panel "
+                    "found (selection probability 0)"
+                ),
+                unselectable=unselectable,
+            )
         )
     return PanelResult(
         rows=np.sort(rows).astype(np.intp),

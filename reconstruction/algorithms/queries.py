@@ -35,7 +35,7 @@ from privacy.mechanisms import (
     RetentionReplacement,
     validate_stochastic,
 )
-from privacy.mechanisms.messages import InputError, Message, gettext_noop
+from privacy.mechanisms.messages import InputError, Message, Note, gettext_noop
 from reconstruction.algorithms.assignment import arvesna, sorted_assignment
 from reconstruction.algorithms.continuous import (
     IntervalReconstruction,
@@ -651,9 +651,12 @@ def _axes(
 
 
 def _whole_number_note(name: str) -> str:
-    return (
-        f"the reports of {name} show whole numbers: its true values were modelled on "
-        "the lattice of whole numbers (declare step to make this explicit)"
+    return Note(
+        gettext_noop(
+            "the reports of %(name)s show whole numbers: its true values were modelled on "
+            "the lattice of whole numbers (declare step to make this explicit)"
+        ),
+        name=name,
     )
 
 
@@ -1085,7 +1088,7 @@ def count_joint(
             interval = _percentiles(n * boot[:, mask].sum(axis=1))
         notes = _whole_number_notes(fit.axes)
         if not fit.converged:
-            notes = (*notes, "the joint EM did not meet its stopping rule")
+            notes = (*notes, Note(gettext_noop("the joint EM did not meet its stopping rule")))
         return CountResult(estimate, interval, n, "joint", notes)
     # The reports cannot tell whether some truths are whole numbers: average the models
     # (whole numbers and intervals per such attribute) by the evidence's weights, and
@@ -1108,13 +1111,19 @@ def count_joint(
     if ci:
         interval = _weighted_percentiles(np.concatenate(replicates), np.concatenate(shares))
     notes = detected + tuple(
-        f"the reports of {name} cannot tell whether its true values are whole numbers "
-        f"(weight {weight:.2f}): the count averages both models and its interval spans "
-        "them (declare step to settle it)"
+        Note(
+            gettext_noop(
+                "the reports of %(name)s cannot tell whether its true values are whole "
+                "numbers (weight %(weight)s): the count averages both models and its "
+                "interval spans them (declare step to settle it)"
+            ),
+            name=name,
+            weight=f"{weight:.2f}",
+        )
         for name, weight in weights.items()
     )
     if not converged:
-        notes = (*notes, "the joint EM did not meet its stopping rule")
+        notes = (*notes, Note(gettext_noop("the joint EM did not meet its stopping rule")))
     return CountResult(float(sum(estimates)), interval, n, "joint", notes)
 
 
@@ -1759,7 +1768,7 @@ def distribution(
         converged=fit.converged,
         method="joint_em",
         notes=(
-            "counts within the group; they sum to the estimated group size",
+            Note(gettext_noop("counts within the group; they sum to the estimated group size")),
             *_whole_number_notes(fit.axes),
         ),
     )

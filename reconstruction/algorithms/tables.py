@@ -39,6 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from privacy.mechanisms import NoiseModel, validate_stochastic
+from privacy.mechanisms.messages import Note, gettext_noop
 from reconstruction.algorithms.continuous import (
     LATTICE_SMOOTHING,
     IntervalReconstruction,
@@ -458,7 +459,11 @@ def count_from_table(
     if ci:
         boot = fit.bootstrap(n_boot, default_rng(rng), tol, max_iter)
         interval = _percentiles(n * boot[:, mask].sum(axis=1))
-    notes = () if fit.converged else ("the joint EM did not meet its stopping rule",)
+    notes = (
+        ()
+        if fit.converged
+        else (Note(gettext_noop("the joint EM did not meet its stopping rule")),)
+    )
     return CountResult(estimate, interval, n, "joint", notes)
 
 
@@ -772,7 +777,9 @@ def distribution_from_table(
         iterations=fit.iterations,
         converged=fit.converged,
         method="joint_em",
-        notes=("counts within the group; they sum to the estimated group size",),
+        notes=(
+            Note(gettext_noop("counts within the group; they sum to the estimated group size")),
+        ),
     )
     axis = fit.axes[position]
     if axis.edges is None:
@@ -817,11 +824,22 @@ def _overall_intervals(
         interval = np.full((theta.size, 2), np.nan)
     notes: tuple[str, ...] = ()
     if strength > 0:
-        notes = (f"EMS: EM with a smoothing step of strength {strength:g} (Silverman et al.)",)
+        notes = (
+            Note(
+                gettext_noop(
+                    "EMS: EM with a smoothing step of strength %(strength)s (Silverman et al.)"
+                ),
+                strength=f"{strength:g}",
+            ),
+        )
     if not converged:
         notes = (
             *notes,
-            f"the {stopping.upper()} stopping rule was not met in {max_iter} iterations",
+            Note(
+                gettext_noop("the %(method)s stopping rule was not met in %(max_iter)s iterations"),
+                method=stopping.upper(),
+                max_iter=max_iter,
+            ),
         )
     result = Reconstruction(
         counts=theta * n,
