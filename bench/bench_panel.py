@@ -49,6 +49,8 @@ from reconstruction.algorithms.queries import (
     Condition,
     ContinuousAttribute,
     DiscreteAttribute,
+    condition_posterior,
+    condition_posteriors,
 )
 
 AGE_LOW, AGE_HIGH = 16.0, 86.0
@@ -238,6 +240,11 @@ class Figures:
     # Seconds of the run that ended refused (infeasible bands: the diagnosis), and of the
     # panel run alone; ``seconds`` is the panel run (after the relaxation where needed).
     refusal_seconds: list[float] = field(default_factory=list)
+    # Seconds of the posteriors of every quota: one reconstruction per joint model shared
+    # by its quotas (condition_posteriors, what select_panel does), and one per quota
+    # (condition_posterior each, as select_panel did before), on the same table.
+    posterior_seconds: list[float] = field(default_factory=list)
+    posterior_seconds_per_quota: list[float] = field(default_factory=list)
     # Per pool and quota: the fewest expected seats outside the band that any panel could
     # reach for that quota alone if the posteriors were calibrated (:func:`outside_floor`).
     floors: list[NDArray[np.float64]] = field(default_factory=list)
@@ -325,6 +332,26 @@ def run(
     if max_outside is not None:
         figures.loosened += sum(o.outside_level != max_outside for o in result.quotas)
     return result, quota_list
+
+
+def time_posteriors(
+    table: dict[str, DiscreteAttribute | ContinuousAttribute],
+    quota_list: list[Quota],
+    seed: int,
+    figures: Figures,
+) -> None:
+    """The posterior step of a request timed both ways (see ``Figures.posterior_seconds``)."""
+    wheres = [q.where for q in quota_list]
+    if not figures.posterior_seconds:  # warm-up (first calls), not timed
+        condition_posteriors(table, wheres, rng=np.random.default_rng(seed))
+    start = time.perf_counter()
+    condition_posteriors(table, wheres, rng=np.random.default_rng(seed))
+    figures.posterior_seconds.append(time.perf_counter() - start)
+    generator = np.random.default_rng(seed)
+    start = time.perf_counter()
+    for where in wheres:
+        condition_posterior(table, where, rng=generator)
+    figures.posterior_seconds_per_quota.append(time.perf_counter() - start)
 
 
 def _shortfall(z: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -553,6 +580,7 @@ def main() -> int:
             ours_true_ratio.append(ours.optimum / optimum)
         for eps in (2.0, 4.0):
             table = distort(pool, eps, rng)
+            time_posteriors(table, quota_list, index, results[(eps, "plain")])
             for method, max_outside in methods.items():
                 figures = results[(eps, method)]
                 result, asked = run(
@@ -710,6 +738,15 @@ def main() -> int:
             target="<= 10 s" if n == 1000 else "",
             ok=p95 <= 10 if n == 1000 else None,
         )
+        if ours.posterior_seconds:
+            table.add(
+                f"  of which posteriors of the {len(labels)} quotas, one reconstruction per "
+                f"attribute (p95 of {len(ours.posterior_seconds)})",
+                float(np.percentile(ours.posterior_seconds, 95)),
+                unit="s",
+                baseline=float(np.percentile(ours.posterior_seconds_per_quota, 95)),
+                baseline_name="one reconstruction per quota, p95",
+            )
         if ours.refusal_seconds:
             table.add(
                 f"seconds to refuse infeasible bands (diagnosis: conflict and relaxation; "
