@@ -42,6 +42,21 @@ def test_the_copied_category_count_must_match_the_question(rows):
     _fails(response=response, question=q["sex"], code=2, n_categories=3)
 
 
+def test_an_answered_question_keeps_its_category_count(rows):
+    """The bindings survive migration 0010's rebuild of the answers table (SQLite)."""
+    response, q = rows
+    district = Question.objects.filter(pk=q["district"].pk)
+    assert district.update(n_categories=6) == 1  # nobody answered it yet
+    district.update(n_categories=5)
+    Answer.objects.create(response=response, question=q["district"], code=4, n_categories=5)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        district.update(n_categories=6)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Answer.objects.filter(response=response).update(n_categories=6)
+    assert district.get().n_categories == 5
+    assert Answer.objects.get(response=response).n_categories == 5
+
+
 def test_exactly_one_of_code_and_value(rows):
     response, q = rows
     _fails(response=response, question=q["sex"], code=1, value=1.0, n_categories=2)
