@@ -9,6 +9,7 @@ selectors, runs the estimator and applies disclosure control
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,12 @@ from django.utils.translation import gettext_noop
 from config.messages import message_of, translate
 from privacy.mechanisms.messages import Message, note_json
 from reconstruction.algorithms import tables
-from reconstruction.algorithms.continuous import IntervalReconstruction
+from reconstruction.algorithms.continuous import (
+    IntervalReconstruction,
+    half_unit_evidence,
+    noise_scale,
+    whole_numbers_testable,
+)
 from reconstruction.algorithms.methods import check_method, reconstruct
 from reconstruction.algorithms.queries import (
     Attribute,
@@ -29,6 +35,7 @@ from reconstruction.algorithms.queries import (
     ContinuousAttribute,
     DiscreteAttribute,
 )
+from reconstruction.algorithms.queries import _whole_number_note as whole_number_note
 from reconstruction.algorithms.result import Reconstruction
 from surveys import selectors, statistics, tallies
 from surveys.errors import InvalidInput
@@ -260,6 +267,9 @@ class AnalysisRequest:
     """Participants who answered every attribute (set once counted)."""
     read: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
     """Cell tables already read for this request (shared by its ``replace`` copies)."""
+    whole_numbers: tuple[str, ...] = ()
+    """Continuous attributes without a declared step whose reports show whole numbers
+    (:func:`detect_whole_numbers`): planned on the lattice of whole numbers."""
 
     @property
     def kind(self) -> str:
@@ -498,9 +508,62 @@ def too_few_responses(request: AnalysisRequest, n: int) -> Message | None:
 
 
 def plan(request: AnalysisRequest, n: int, *, target: str | None = None) -> tables.CellPlan:
-    """The engine's plan of the reported cells for the request's condition (and target)."""
+    """The engine's plan of the reported cells for the request's condition (and target).
+
+    The attributes of :attr:`AnalysisRequest.whole_numbers` get ``step=1``.
+    """
     specs = {key: question_spec(request.questions[key]) for key in request.keys}
+    for key in request.whole_numbers:
+        spec = specs[key]
+        if isinstance(spec, tables.ContinuousSpec) and spec.step is None:
+            specs[key] = dataclasses.replace(spec, step=1.0)
     return tables.plan_cells(specs, request.where, n=n, target=target)
+
+
+def detect_whole_numbers(request: AnalysisRequest, keys: Sequence[str]) -> AnalysisRequest:
+    """Test the reports of ``keys``' continuous questions without a declared step for
+    whole-number truths, as the array API does (issue 10); the request with those
+    found planned on the lattice of whole numbers (:attr:`AnalysisRequest.whole_numbers`).
+
+    Per question one ``GROUP BY`` of its reports in half units over the participants
+    who answered every attribute (:func:`surveys.statistics.half_unit_counts`: bounded
+    rows whatever the number of participants), then the engine's test on that histogram
+    (:func:`~reconstruction.algorithms.continuous.half_unit_evidence`, the same evidence
+    as :func:`~reconstruction.algorithms.continuous.whole_number_evidence` on the
+    reports). Questions it cannot test (non-additive noise, a range that does not hold
+    whole numbers) are not read. Only a clear detection switches the model
+    (:attr:`~reconstruction.algorithms.continuous.WholeNumberEvidence.detected`);
+    unlike the array API's ``count_joint``, an inconclusive test keeps the interval
+    model (no model averaging here).
+    """
+    found: list[str] = []
+    everyone = [request.questions[key] for key in request.keys]
+    for key in dict.fromkeys(keys):
+        question = request.questions[key]
+        if question.is_discrete or question.step is not None:
+            continue
+        noise = selectors.question_noise(question)
+        low, high = float(question.range_low), float(question.range_high)
+        if not whole_numbers_testable(noise, low, high):
+            continue
+        halves = statistics.half_unit_counts(
+            request.survey, question, require=everyone, using=statistics.analysis_alias()
+        )
+        if not halves.counts:
+            continue
+        if noise_scale(noise) == 0:  # undistorted: whole numbers are read off the reports
+            if halves.fractional == 0:
+                found.append(key)
+            continue
+        evidence = half_unit_evidence(halves.counts, noise, low, high)
+        if evidence is not None and evidence.detected:
+            found.append(key)
+    return dataclasses.replace(request, whole_numbers=tuple(found))
+
+
+def whole_number_notes(request: AnalysisRequest) -> list[str]:
+    """The array API's note for each attribute planned on whole numbers by detection."""
+    return [whole_number_note(key) for key in request.whole_numbers]
 
 
 def cells(request: AnalysisRequest, cell_plan: tables.CellPlan) -> tables.CellTable:

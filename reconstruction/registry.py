@@ -206,6 +206,7 @@ def validate_request(
 def compute(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
     """The worker's part: count again (data change), then the kind's one fit."""
     kind = get(request.kind)
+    request = _whole_numbers(request)
     if request.kind == "count" and (request.method or "joint") == "joint":
         n = analysis.counted_with_cells(request, None)  # the count's own cells, once
     elif request.kind == "mean" and (request.method or "unbiased") == "unbiased":
@@ -222,6 +223,21 @@ def compute(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
         raise JobRefused(exc.message) from None  # template + parameters
     progress(0.1)
     return kind.compute(request, progress)
+
+
+def _whole_numbers(request: AnalysisRequest) -> AnalysisRequest:
+    """Test for whole-number truths where the array API does (issue 10): the continuous
+    attributes of a joint count's condition, and of a conditional mean's or a grouped
+    distribution's condition and target, that declare no step
+    (:func:`~reconstruction.analysis.detect_whole_numbers`, one ``GROUP BY`` each)."""
+    if request.kind == "count" and (request.method or "joint") == "joint":
+        return analysis.detect_whole_numbers(request, [c.attribute for c in request.where])
+    if request.where and (
+        (request.kind == "mean" and (request.method or "unbiased") == "unbiased")
+        or request.kind == "distribution"
+    ):
+        return analysis.detect_whole_numbers(request, request.keys)
+    return request
 
 
 def _check_group(request: AnalysisRequest, needed: int) -> disclosure.GroupSize:
@@ -262,7 +278,9 @@ def _count(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
         "population": int(result.population),
         "suppressed": False,
         "method": result.method,
-        "notes": [note_json(note) for note in result.notes],
+        "notes": [
+            note_json(note) for note in (*analysis.whole_number_notes(request), *result.notes)
+        ],
     }
 
 
@@ -357,7 +375,9 @@ def _mean(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
         "group_size_ci95": interval_json(size.ci95),
         "suppressed": False,
         "method": result.method,
-        "notes": [note_json(note) for note in result.notes],
+        "notes": [
+            note_json(note) for note in (*analysis.whole_number_notes(request), *result.notes)
+        ],
     }
 
 
@@ -427,6 +447,11 @@ def _distribution(request: AnalysisRequest, progress: Progress) -> dict[str, Any
         request.thresholds.min_cell,
         exact=disclosure.is_exact(request, request.keys),
     )
+    if request.whole_numbers:
+        payload["notes"] = [
+            *(note_json(note) for note in analysis.whole_number_notes(request)),
+            *payload.get("notes", []),
+        ]
     if size is not None:
         # The group's size interval it was judged on (the query audit judges it so too).
         payload["group_size_ci95"] = interval_json(size.ci95)

@@ -404,6 +404,59 @@ def condition_count(
 
 
 @dataclass(frozen=True)
+class HalfUnits:
+    """A continuous question's reports counted in half units: ``counts[k]`` reports in
+    ``[k / 2, (k + 1) / 2)`` (``k = floor(2 value)``) and ``fractional`` of them not a
+    whole number (what the engine's whole-number test needs without noise)."""
+
+    counts: dict[int, int]
+    fractional: int
+
+
+def _floor(expression: str, vendor: str) -> str:
+    if vendor == "postgresql":
+        return f"FLOOR({expression})"
+    # SQLite's FLOOR needs the math functions compiled in; CAST truncates towards zero.
+    return f"(CAST({expression} AS INTEGER) - ({expression} < CAST({expression} AS INTEGER)))"
+
+
+def half_unit_counts(
+    survey: Survey,
+    question: Question,
+    *,
+    require: Sequence[Question] = (),
+    using: str = "default",
+) -> HalfUnits:
+    """The reports of a continuous question in half units, in one ``GROUP BY``.
+
+    The histogram the engine tests for whole-number truths
+    (:func:`reconstruction.algorithms.continuous.half_unit_evidence`): one row per half
+    unit the reports reach (bounded by the question's range and its noise, whatever the
+    number of participants), over the participants :func:`cell_statistics` counts with
+    the same ``require``.
+    """
+    connection = connections[using]
+    vendor = connection.vendor
+    questions = [question, *require]
+    joins, params = _joins(survey, questions)
+    column = f"{_aliases(questions)[question.pk]}.value"
+    unit = _floor(f"({column} * 2)", vendor)
+    whole = _floor(column, vendor)
+    sql = (
+        f"SELECT {unit}, COUNT(*), SUM(CASE WHEN {column} = {whole} THEN 0 ELSE 1 END) "
+        f"{joins} GROUP BY 1"
+    )
+    counts: dict[int, int] = {}
+    fractional = 0
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for k, count, other in cursor.fetchall():
+            counts[int(k)] = int(count)
+            fractional += int(other or 0)
+    return HalfUnits(counts, fractional)
+
+
+@dataclass(frozen=True)
 class Moments:
     """How many rows, and the sum and sum of squares of a target's values over them."""
 
@@ -697,6 +750,7 @@ def finite_edges(edges: NDArray[np.float64]) -> NDArray[np.float64]:
 __all__ = [
     "Axis",
     "CellStatistics",
+    "HalfUnits",
     "Moments",
     "attribute_columns",
     "cell_counts_many",
@@ -704,6 +758,7 @@ __all__ = [
     "condition_count",
     "condition_moments",
     "finite_edges",
+    "half_unit_counts",
     "iter_attribute_columns",
     "iter_candidates",
     "iter_candidates_many",

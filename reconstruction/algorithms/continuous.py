@@ -27,7 +27,7 @@ depend on the starting point, so bootstrap replicates can be warm-started at it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -49,6 +49,7 @@ __all__ = [
     "bin_values",
     "default_smoothing",
     "fixed_point",
+    "half_unit_evidence",
     "interval_count",
     "interval_edges",
     "lattice_cells",
@@ -60,6 +61,7 @@ __all__ = [
     "smoothing_matrix",
     "whole_number_evidence",
     "whole_number_step",
+    "whole_numbers_testable",
 ]
 
 Stopping = Literal["em", "as"]
@@ -614,19 +616,62 @@ def whole_number_evidence(
     """
     lo, hi = _check_range(low, high)
     reported = np.asarray(values, dtype=np.float64)
-    if reported.size == 0 or lo != math.floor(lo) or hi != math.floor(hi):
+    if reported.size == 0 or not whole_numbers_testable(noise, lo, hi):
         return None
-    if hi - lo + 1 > MAX_LATTICE_CELLS:
-        return None
-    scale = noise_scale(noise)
-    if scale is None:
-        return None
-    if scale == 0:
+    if noise_scale(noise) == 0:
         exact = bool(np.all(reported == np.round(reported)))
         return WholeNumberEvidence(math.inf if exact else -math.inf, 1.0, int(reported.size))
-    r_lo, r_hi = noise.reported_bounds(lo, hi)
-    bins = np.arange(math.floor(r_lo), math.ceil(r_hi) + 0.75, 0.5)
+    bins = _half_unit_bins(noise, lo, hi)
     counts = np.bincount(bin_values(reported, bins), minlength=bins.size - 1).astype(np.float64)
+    return _lattice_evidence(counts, noise, lo, hi)
+
+
+def whole_numbers_testable(noise: NoiseModel, low: float, high: float) -> bool:
+    """Whether :func:`whole_number_evidence` can test reports under ``noise`` on
+    ``[low, high]``: whole-number bounds holding at most :data:`MAX_LATTICE_CELLS` whole
+    numbers, additive noise."""
+    lo, hi = _check_range(low, high)
+    if lo != math.floor(lo) or hi != math.floor(hi) or hi - lo + 1 > MAX_LATTICE_CELLS:
+        return False
+    return noise_scale(noise) is not None
+
+
+def _half_unit_bins(noise: NoiseModel, lo: float, hi: float) -> NDArray[np.float64]:
+    """The half-unit bins the evidence counts reports in (outer bins open)."""
+    r_lo, r_hi = noise.reported_bounds(lo, hi)
+    return np.arange(math.floor(r_lo), math.ceil(r_hi) + 0.75, 0.5)
+
+
+def half_unit_evidence(
+    half_units: Mapping[int, float], noise: NoiseModel, low: float, high: float
+) -> WholeNumberEvidence | None:
+    """:func:`whole_number_evidence` from the reports' half-unit histogram.
+
+    ``half_units`` maps ``floor(2 x)`` to the number of reports ``x`` in
+    ``[k / 2, (k + 1) / 2)``: what a database counts in one ``GROUP BY`` (bounded rows
+    whatever the number of reports, :func:`surveys.statistics.half_unit_counts`). The
+    evidence equals the array version's on the same reports (its bins are these half
+    units, the outer ones open). ``None`` where that one is ``None`` and also without
+    noise (the half units cannot show whether every report is a whole number).
+    """
+    lo, hi = _check_range(low, high)
+    total = float(sum(half_units.values()))
+    if total <= 0 or not whole_numbers_testable(noise, lo, hi) or noise_scale(noise) == 0:
+        return None
+    bins = _half_unit_bins(noise, lo, hi)
+    counts = np.zeros(bins.size - 1, dtype=np.float64)
+    first = 2 * math.floor(bins[0])
+    for unit, count in half_units.items():
+        counts[min(max(int(unit) - first, 0), counts.size - 1)] += float(count)
+    return _lattice_evidence(counts, noise, lo, hi)
+
+
+def _lattice_evidence(
+    counts: NDArray[np.float64], noise: NoiseModel, lo: float, hi: float
+) -> WholeNumberEvidence:
+    """The whole-number lattice against the half-shifted one, on half-unit counts."""
+    bins = _half_unit_bins(noise, lo, hi)
+    size = round(float(counts.sum()))
     strength = LATTICE_SMOOTHING if default_smoothing(noise) > 0 else 0.0
     predicted, fits = [], []
     for cells in (lattice_cells(lo, hi, 1.0), lattice_cells(lo - 0.5, hi + 0.5, 1.0)):
@@ -646,15 +691,13 @@ def whole_number_evidence(
     # divergence).
     channel, smoother, start = fits[1]
     ideal = predicted[0] / predicted[0].sum()
-    theta, _, _ = fixed_point(ideal * reported.size, [channel], initial=start, smoothing=smoother)
+    theta, _, _ = fixed_point(ideal * size, [channel], initial=start, smoothing=smoother)
     shifted = theta @ channel
     inside = ideal > 0
     expected = float(
-        reported.size
-        * ideal[inside]
-        @ (np.log(ideal[inside]) - np.log(np.maximum(shifted[inside], 1e-300)))
+        size * ideal[inside] @ (np.log(ideal[inside]) - np.log(np.maximum(shifted[inside], 1e-300)))
     )
-    return WholeNumberEvidence(gain, spread, int(reported.size), max(expected, 0.0))
+    return WholeNumberEvidence(gain, spread, size, max(expected, 0.0))
 
 
 def reported_edges(

@@ -158,6 +158,14 @@ def check_sql_equals_numpy(
         assert moments.count == int(selected.sum())
         assert moments.total == pytest.approx(float(chosen.sum()), rel=1e-9, abs=1e-6)
         assert moments.squares == pytest.approx(float(chosen @ chosen), rel=1e-9, abs=1e-6)
+    # The whole-number test's histogram: each continuous question's reports in half
+    # units (floor(2 value), negative values included) and how many are not whole, over
+    # the participants who answered every question (one GROUP BY each).
+    for key in ("age", "score"):
+        halves = statistics.half_unit_counts(opinion, questions[key], require=ordered, using=using)
+        units, tally = np.unique(np.floor(2 * columns[key]).astype(int), return_counts=True)
+        assert halves.counts == dict(zip(units.tolist(), tally.tolist(), strict=True))
+        assert halves.fractional == int(np.sum(columns[key] != np.floor(columns[key])))
     # A report's statistics: every question of a survey in one GROUP BY (codes, who
     # answered, and the continuous values cut at the given edges).
     live = [a for a, _, pw, _ in people if a is not None and not pw]
