@@ -1,9 +1,11 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class ConsultationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "consultations"
+    verbose_name = _("Consultations")
 
     def ready(self) -> None:
         from corsheaders.signals import check_request_enabled

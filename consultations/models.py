@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 def default_languages() -> list[str]:
@@ -14,13 +15,15 @@ def default_languages() -> list[str]:
 class Organisation(models.Model):
     """A local government (or one of its departments) that runs consultations."""
 
-    slug = models.SlugField(max_length=64, unique=True)
-    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=64, unique=True, verbose_name=_("slug"))
+    name = models.CharField(max_length=200, verbose_name=_("name"))
     # Language codes (settings.LANGUAGES) its questions may be translated into.
     languages = models.JSONField(default=default_languages, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("organisation")
+        verbose_name_plural = _("organisations")
         ordering = ["slug"]
 
     def __str__(self) -> str:
@@ -39,16 +42,20 @@ class ApiKey(models.Model):
         PORTAL = "portal", "portal"
         ANALYST = "analyst", "analyst"
 
-    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="keys")
-    name = models.CharField(max_length=100, blank=True)
-    role = models.CharField(max_length=16, choices=Role.choices)
-    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="keys", verbose_name=_("organisation")
+    )
+    name = models.CharField(max_length=100, blank=True, verbose_name=_("name"))
+    role = models.CharField(max_length=16, choices=Role.choices, verbose_name=_("role"))
+    prefix = models.CharField(max_length=16, unique=True, editable=False, verbose_name=_("prefix"))
     hashed_key = models.CharField(max_length=64, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    expires_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    expires_at = models.DateTimeField(null=True, blank=True, verbose_name=_("expires at"))
+    revoked_at = models.DateTimeField(null=True, blank=True, verbose_name=_("revoked at"))
 
     class Meta:
+        verbose_name = _("API key")
+        verbose_name_plural = _("API keys")
         ordering = ["organisation", "-created_at"]
         constraints = [
             models.CheckConstraint(
@@ -81,15 +88,22 @@ class AuditEvent(models.Model):
     """
 
     organisation = models.ForeignKey(
-        Organisation, on_delete=models.CASCADE, related_name="audit_events"
+        Organisation,
+        on_delete=models.CASCADE,
+        related_name="audit_events",
+        verbose_name=_("organisation"),
     )
-    actor = models.CharField(max_length=150)
-    action = models.CharField(max_length=64)
-    target = models.CharField(max_length=200, blank=True)
+    actor = models.CharField(max_length=150, verbose_name=_("actor"))
+    action = models.CharField(max_length=64, verbose_name=_("action"))
+    target = models.CharField(max_length=200, blank=True, verbose_name=_("target"))
     details = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    created_at = models.DateTimeField(
+        auto_now_add=True, db_index=True, verbose_name=_("created at")
+    )
 
     class Meta:
+        verbose_name = _("audit event")
+        verbose_name_plural = _("audit events")
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["organisation", "action"])]
 
@@ -109,22 +123,29 @@ class Consultation(models.Model):
     MIN_CELL_FLOOR = 5
 
     organisation = models.ForeignKey(
-        Organisation, on_delete=models.PROTECT, related_name="consultations"
+        Organisation,
+        on_delete=models.PROTECT,
+        related_name="consultations",
+        verbose_name=_("organisation"),
     )
-    title = models.CharField(max_length=200)
+    title = models.CharField(max_length=200, verbose_name=_("title"))
     description = models.TextField(blank=True)
     min_responses = models.PositiveIntegerField(
         default=MIN_RESPONSES_FLOOR,
         help_text="Question-level disclosure threshold: fewer responses publish nothing.",
+        verbose_name=_("min responses"),
     )
     min_cell = models.PositiveIntegerField(
         default=MIN_CELL_FLOOR,
         help_text="Option-level disclosure threshold: smaller cells are suppressed.",
+        verbose_name=_("min cell"),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = _("consultation")
+        verbose_name_plural = _("consultations")
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["organisation", "-created_at"])]
         constraints = [
@@ -152,14 +173,19 @@ class PortalOrigin(models.Model):
     """
 
     organisation = models.ForeignKey(
-        Organisation, on_delete=models.CASCADE, related_name="portal_origins"
+        Organisation,
+        on_delete=models.CASCADE,
+        related_name="portal_origins",
+        verbose_name=_("organisation"),
     )
     origin = models.CharField(
         max_length=255, help_text="scheme://host[:port], e.g. https://www.leeds.gov.uk"
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("portal origin")
+        verbose_name_plural = _("portal origins")
         ordering = ["organisation", "origin"]
         constraints = [
             models.UniqueConstraint(
@@ -181,10 +207,15 @@ class StaffMembership(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
     )
     organisation = models.ForeignKey(
-        Organisation, on_delete=models.CASCADE, related_name="memberships"
+        Organisation,
+        on_delete=models.CASCADE,
+        related_name="memberships",
+        verbose_name=_("organisation"),
     )
 
     class Meta:
+        verbose_name = _("staff membership")
+        verbose_name_plural = _("staff memberships")
         ordering = ["organisation", "user"]
         constraints = [
             models.UniqueConstraint(fields=["user", "organisation"], name="staff_membership_unique")

@@ -28,10 +28,16 @@ class Job(models.Model):
 
     FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.REFUSED)
 
-    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="+")
-    requested_by = models.CharField(max_length=150, help_text="API key prefix or staff username")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
-    progress = models.FloatField(default=0.0)
+    organisation = models.ForeignKey(
+        Organisation, on_delete=models.CASCADE, related_name="+", verbose_name=_("organisation")
+    )
+    requested_by = models.CharField(
+        max_length=150, help_text="API key prefix or staff username", verbose_name=_("requested by")
+    )
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.QUEUED, verbose_name=_("status")
+    )
+    progress = models.FloatField(default=0.0, verbose_name=_("progress"))
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     error_message = models.JSONField(
@@ -40,8 +46,8 @@ class Job(models.Model):
         help_text="The error as a translatable template and its parameters (shown in the "
         "reader's language); empty for errors stored before it existed, shown as 'error'.",
     )
-    attempts = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
+    attempts = models.PositiveIntegerField(default=0, verbose_name=_("attempts"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -72,9 +78,11 @@ class AggregateReconstruction(Job):
 
     counts = models.JSONField()
     channel = models.JSONField()
-    method = models.CharField(max_length=16, default="em_as")
+    method = models.CharField(max_length=16, default="em_as", verbose_name=_("method"))
 
     class Meta(Job.Meta):
+        verbose_name = _("aggregate reconstruction")
+        verbose_name_plural = _("aggregate reconstructions")
         indexes = [models.Index(fields=["status", "created_at"], name="aggrec_status_created")]
 
 
@@ -89,8 +97,15 @@ class AnalysisJob(Job):
     (:meth:`clean` checks it; the database only refuses an empty kind).
     """
 
-    survey = models.ForeignKey("surveys.Survey", on_delete=models.CASCADE, related_name="analyses")
-    kind = models.CharField(max_length=16, help_text="A kind of reconstruction.registry")
+    survey = models.ForeignKey(
+        "surveys.Survey",
+        on_delete=models.CASCADE,
+        related_name="analyses",
+        verbose_name=_("survey"),
+    )
+    kind = models.CharField(
+        max_length=16, help_text="A kind of reconstruction.registry", verbose_name=_("kind")
+    )
     spec = models.JSONField()
     attachment = models.TextField(
         blank=True,
@@ -98,6 +113,8 @@ class AnalysisJob(Job):
     )
 
     class Meta(Job.Meta):
+        verbose_name = _("analysis job")
+        verbose_name_plural = _("analysis jobs")
         indexes = [
             models.Index(fields=["status", "created_at"], name="analysis_status_created"),
             models.Index(fields=["organisation", "-created_at"], name="analysis_org_created"),
@@ -124,9 +141,13 @@ class Report(Job):
     rendered once by the worker so downloads are plain reads.
     """
 
-    survey = models.ForeignKey("surveys.Survey", on_delete=models.CASCADE, related_name="reports")
+    survey = models.ForeignKey(
+        "surveys.Survey", on_delete=models.CASCADE, related_name="reports", verbose_name=_("survey")
+    )
     html = models.TextField(blank=True)
     csv = models.TextField(blank=True)
 
     class Meta(Job.Meta):
+        verbose_name = _("report")
+        verbose_name_plural = _("reports")
         indexes = [models.Index(fields=["status", "created_at"], name="report_status_created")]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from django.db import models
 from django.db.models.functions import TruncHour
+from django.utils.translation import gettext_lazy as _
 
 from consultations.models import Consultation
 
@@ -53,15 +54,24 @@ class Survey(models.Model):
         OPEN = "open", "open"
         CLOSED = "closed", "closed"
 
-    consultation = models.ForeignKey(Consultation, on_delete=models.PROTECT, related_name="surveys")
-    kind = models.CharField(max_length=16, choices=Kind.choices)
-    title = models.CharField(max_length=200)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
-    created_at = models.DateTimeField(auto_now_add=True)
-    opened_at = models.DateTimeField(null=True, blank=True)
-    closed_at = models.DateTimeField(null=True, blank=True)
+    consultation = models.ForeignKey(
+        Consultation,
+        on_delete=models.PROTECT,
+        related_name="surveys",
+        verbose_name=_("consultation"),
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices, verbose_name=_("kind"))
+    title = models.CharField(max_length=200, verbose_name=_("title"))
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.DRAFT, verbose_name=_("status")
+    )
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    opened_at = models.DateTimeField(null=True, blank=True, verbose_name=_("opened at"))
+    closed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("closed at"))
 
     class Meta:
+        verbose_name = _("survey")
+        verbose_name_plural = _("surveys")
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["consultation", "kind", "status"])]
         constraints = [
@@ -105,7 +115,9 @@ class Question(models.Model):
         ORDINAL = "ordinal", "ordinal"
         CONTINUOUS = "continuous", "continuous"
 
-    survey = models.ForeignKey(Survey, on_delete=models.CASCADE, related_name="questions")
+    survey = models.ForeignKey(
+        Survey, on_delete=models.CASCADE, related_name="questions", verbose_name=_("survey")
+    )
     key = models.CharField(max_length=64)
     text = models.CharField(max_length=500, blank=True)
     type = models.CharField(max_length=16, choices=Type.choices)
@@ -128,6 +140,8 @@ class Question(models.Model):
     position = models.PositiveSmallIntegerField()
 
     class Meta:
+        verbose_name = _("question")
+        verbose_name_plural = _("questions")
         ordering = ["survey", "position"]
         constraints = [
             models.UniqueConstraint(fields=["survey", "key"], name="question_key_unique"),
@@ -194,10 +208,13 @@ class Participant(models.Model):
         related_name="participants",
         db_index=False,
         db_constraint=False,
+        verbose_name=_("consultation"),
     )
     reference = models.CharField(max_length=64)
 
     class Meta:
+        verbose_name = _("participant")
+        verbose_name_plural = _("participants")
         constraints = [
             models.UniqueConstraint(
                 fields=["consultation", "reference"], name="participant_reference_unique"
@@ -228,6 +245,7 @@ class Response(models.Model):
         related_name="responses",
         db_index=False,
         db_constraint=False,
+        verbose_name=_("survey"),
     )
     participant = models.ForeignKey(
         Participant,
@@ -243,6 +261,8 @@ class Response(models.Model):
     withdrawal_token_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     class Meta:
+        verbose_name = _("response")
+        verbose_name_plural = _("responses")
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(
@@ -298,6 +318,8 @@ class Answer(models.Model):
     n_categories = models.PositiveSmallIntegerField()
 
     class Meta:
+        verbose_name = _("answer")
+        verbose_name_plural = _("answers")
         constraints = [
             models.CheckConstraint(
                 condition=(
@@ -348,6 +370,8 @@ class CalibrationPair(models.Model):
     uploaded_at = models.DateTimeField()
 
     class Meta:
+        verbose_name = _("calibration pair")
+        verbose_name_plural = _("calibration pairs")
         ordering = ["question", "id"]
         constraints = [
             models.CheckConstraint(
@@ -387,11 +411,15 @@ class ResponseTally(models.Model):
     """
 
     question_id = models.BigIntegerField(help_text="0: the survey's live responses")
-    survey = models.ForeignKey(Survey, on_delete=models.CASCADE, related_name="+")
+    survey = models.ForeignKey(
+        Survey, on_delete=models.CASCADE, related_name="+", verbose_name=_("survey")
+    )
     shard = models.PositiveSmallIntegerField()
     count = models.BigIntegerField(default=0)
 
     class Meta:
+        verbose_name = _("response tally")
+        verbose_name_plural = _("response tallies")
         constraints = [
             models.UniqueConstraint(
                 fields=["question_id", "survey", "shard"], name="response_tally_key"

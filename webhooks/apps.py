@@ -1,6 +1,8 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class WebhooksConfig(AppConfig):
     name = "webhooks"
+    verbose_name = _("Webhooks")
     default_auto_field = "django.db.models.BigAutoField"

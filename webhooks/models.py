@@ -17,16 +17,23 @@ EVENTS = ("analysis.finished", "report.finished")
 
 class Webhook(models.Model):
     organisation = models.ForeignKey(
-        Organisation, on_delete=models.CASCADE, related_name="webhooks"
+        Organisation,
+        on_delete=models.CASCADE,
+        related_name="webhooks",
+        verbose_name=_("organisation"),
     )
-    url = models.URLField(max_length=500)
-    events = models.JSONField(help_text="Any of analysis.finished, report.finished.")
+    url = models.URLField(max_length=500, verbose_name=_("url"))
+    events = models.JSONField(
+        help_text="Any of analysis.finished, report.finished.", verbose_name=_("events")
+    )
     # Kept in clear: the server must sign with it. Shown once at creation in the API.
     secret = models.CharField(max_length=64, editable=False)
-    active = models.BooleanField(default=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    active = models.BooleanField(default=True, verbose_name=_("active"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("webhook")
+        verbose_name_plural = _("webhooks")
         ordering = ["organisation", "id"]
 
     def __str__(self) -> str:
@@ -39,22 +46,29 @@ class Delivery(models.Model):
         SUCCEEDED = "succeeded", "succeeded"
         FAILED = "failed", "failed"
 
-    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
-    event = models.CharField(max_length=32)
+    webhook = models.ForeignKey(
+        Webhook, on_delete=models.CASCADE, related_name="deliveries", verbose_name=_("webhook")
+    )
+    event = models.CharField(max_length=32, verbose_name=_("event"))
     payload = models.JSONField()
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
-    response_status = models.PositiveIntegerField(null=True, blank=True)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.PENDING, verbose_name=_("status")
+    )
+    attempts = models.PositiveIntegerField(default=0, verbose_name=_("attempts"))
+    response_status = models.PositiveIntegerField(
+        null=True, blank=True, verbose_name=_("response status")
+    )
     error = models.TextField(blank=True)
     # The error as template + parameters where it has one (an unsafe URL at delivery time),
     # shown in the reader's language (error_text); ``error`` keeps the English text.
     error_message = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     delivered_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("delivery")
+        verbose_name_plural = _("deliveries")
         ordering = ["-created_at", "-id"]
-        verbose_name_plural = "deliveries"
 
     def __str__(self) -> str:
         return f"{self.event} → {self.webhook.url} ({self.status}, {self.attempts} attempts)"
