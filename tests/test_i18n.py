@@ -652,6 +652,10 @@ def test_the_admin_names_apps_models_and_columns_in_the_organisers_language(db, 
         headers = re.findall(r'<div class="text">\s*(?:<a [^>]*>)?([^<]+?)\s*<', changelist)
         assert all(name in headers for name in columns[language]), (language, headers)
     german = client.get("/admin/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
-    assert "Analysis jobs" not in german and "Requested by" not in client.get(
-        "/admin/reconstruction/analysisjob/", HTTP_ACCEPT_LANGUAGE="de"
-    ).content.decode()
+    assert (
+        "Analysis jobs" not in german
+        and "Requested by"
+        not in client.get(
+            "/admin/reconstruction/analysisjob/", HTTP_ACCEPT_LANGUAGE="de"
+        ).content.decode()
+    )
