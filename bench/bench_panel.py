@@ -1,9 +1,9 @@
 """Fair panels on distorted attributes: representation, fairness and speed (issue 14).
 
-One command: ``.bench-venv/bin/python bench/bench_panel.py`` (``--quick`` for a small run).
+One command: ``.venv/bin/python bench/bench_panel.py`` (``--quick`` for a small run).
 It needs ``sortition-algorithms`` (the Sortition Foundation's library, Flanigan et al.,
-Nature 2021), installed by ``bench/run``; its maximin on the TRUE attributes is the
-baseline, measured in the same run.
+Nature 2021), a dev dependency (requirements-dev.txt); its maximin on the TRUE attributes
+is the baseline, measured in the same run.
 
 Pools: volunteer pools skew older, more educated and towards some districts; attributes
 are correlated the same way. ``age``: whole years 16-85, continuous with the declared
@@ -13,6 +13,16 @@ bands), additive Laplace noise of scale range/eps (eps-LDP); ``sex`` (2), ``dist
 with ``retain = e^eps / (e^eps + k - 1)`` (eps-LDP). Quotas: +-2 seats around the
 proportional share of the true pool for every category of sex, age band (16-30, 30-45,
 45-65, 65-86), district, education and minority (16 quotas).
+
+Two configurations of the age question (``--age``; both by default, same pools, same
+distorted answers to the other questions):
+
+- ``years``: whole-year ages with Laplace noise as above; the age quotas are ``between``
+  conditions on the reconstructed ages.
+- ``band``: the age band asked as an ordinal question of 4 categories, distorted like the
+  other discrete questions by seed 001's retain/change randomisation (k-ary randomised
+  response, ``retain = e^eps / (e^eps + 3)``, eps-LDP); the age quotas are ``in``
+  conditions on it. This is what a council that needs age quotas can collect instead.
 
 Targets (issue 14): the expected true count of every quota category within its band for
 every panel in the support; reported 95% intervals cover the realised true counts in
@@ -56,6 +66,9 @@ from reconstruction.algorithms.queries import (
 AGE_LOW, AGE_HIGH = 16.0, 86.0
 AGE_STEP = 1.0
 AGE_BANDS = ((16.0, 30.0), (30.0, 45.0), (45.0, 65.0), (65.0, 86.0))
+# The ordinal age-band question of the ``band`` configuration.
+AGE_BAND = "ageband"
+AGE_MODES = ("years", "band")
 CATEGORIES = {
     "sex": ("F", "M"),
     "district": ("d0", "d1", "d2", "d3", "d4"),
@@ -124,8 +137,38 @@ def distort(
     return table
 
 
-def quotas(pool: Pool, size: int, band: int) -> list[Quota]:
-    """Bands of +-band seats around each category's proportional share of the true pool."""
+def band_codes(age: NDArray[np.float64]) -> NDArray[np.intp]:
+    """The age band (0-3, :data:`AGE_BANDS`) of each whole-year age."""
+    return np.searchsorted([b[1] for b in AGE_BANDS], age, side="right").astype(np.intp)
+
+
+def with_band_question(
+    pool: Pool,
+    table: dict[str, DiscreteAttribute | ContinuousAttribute],
+    eps: float,
+    rng: np.random.Generator,
+) -> dict[str, DiscreteAttribute | ContinuousAttribute]:
+    """The ``band`` configuration's table: ``table``'s other answers, the age band asked
+    as an ordinal question instead of the age, randomised as the other discrete questions
+    (seed 001's retain/change matrix: k-ary randomised response, eps-LDP)."""
+    k = len(AGE_BANDS)
+    retain = math.exp(eps) / (math.exp(eps) + k - 1)
+    codes = band_codes(pool.age)
+    keep = rng.random(codes.size) < retain
+    other = (codes + rng.integers(1, k, size=codes.size)) % k
+    result = {name: value for name, value in table.items() if name != "age"}
+    result[AGE_BAND] = DiscreteAttribute(
+        np.where(keep, codes, other).astype(np.intp), randomised_response(k, retain)
+    )
+    return result
+
+
+def quotas(pool: Pool, size: int, band: int, age: str = "years") -> list[Quota]:
+    """Bands of +-band seats around each category's proportional share of the true pool.
+
+    ``age``: ``years`` puts the age quotas on the ages (``between``), ``band`` on the
+    ordinal age-band question (``in``); the bands (min, max) and labels are the same.
+    """
     result: list[Quota] = []
     for name, labels in CATEGORIES.items():
         for code, label in enumerate(labels):
@@ -139,12 +182,17 @@ def quotas(pool: Pool, size: int, band: int) -> list[Quota]:
                     f"{name}={label}",
                 )
             )
-    for low, high in AGE_BANDS:
+    for code, (low, high) in enumerate(AGE_BANDS):
         share = float(((pool.age >= low) & (pool.age < high)).mean())
         target = round(size * share)
+        condition = (
+            Condition("age", "between", (low, high))
+            if age == "years"
+            else Condition(AGE_BAND, "in", {code})
+        )
         result.append(
             Quota(
-                (Condition("age", "between", (low, high)),),
+                (condition,),
                 max(0, target - band),
                 min(size, target + band),
                 f"age {low:.0f}-{high:.0f}",
@@ -192,7 +240,7 @@ def library_maximin(pool: Pool, size: int, quota_list: list[Quota]) -> tuple[flo
             }
         )
     features, _, _ = read_in_features(["feature", "value", "min", "max"], feature_rows, size)
-    band_of = np.searchsorted([b[1] for b in AGE_BANDS], pool.age, side="right")
+    band_of = band_codes(pool.age)
     people_rows = []
     for i in range(pool.n):
         row = {"id": str(i)}
@@ -506,6 +554,13 @@ def main() -> int:
         action="store_true",
         help="also run the opt-in tightened bands (max_outside=0.2) as a baseline column",
     )
+    parser.add_argument(
+        "--age",
+        choices=("both", *AGE_MODES),
+        default="both",
+        help="the age question: whole-year ages with Laplace noise (years), the age band as "
+        "an ordinal question with randomised response (band), or both on the same pools",
+    )
     parser.add_argument("--no-scale", action="store_true", help="skip pool 10,000 / panel 100")
     parser.add_argument(
         "--scale-only", action="store_true", help="only pool 10,000 / panel 100 (run in pieces)"
@@ -548,7 +603,8 @@ def main() -> int:
     methods: dict[str, float | None] = {"plain": None}
     if args.tightened:
         methods["tightened"] = 0.2
-    results = {(eps, m): Figures() for eps in (2.0, 4.0) for m in methods}
+    modes = AGE_MODES if args.age == "both" else (args.age,)
+    results = {(mode, eps, m): Figures() for mode in modes for eps in (2.0, 4.0) for m in methods}
     library_seconds: list[float] = []
     ours_true_seconds: list[float] = []
     ours_true_ratio: list[float] = []
@@ -579,29 +635,54 @@ def main() -> int:
             ours_true_seconds.append(time.perf_counter() - start)
             ours_true_ratio.append(ours.optimum / optimum)
         for eps in (2.0, 4.0):
-            table = distort(pool, eps, rng)
-            time_posteriors(table, quota_list, index, results[(eps, "plain")])
-            for method, max_outside in methods.items():
-                figures = results[(eps, method)]
-                result, asked = run(
-                    table, size, quota_list, index, figures, max_outside, args.max_seconds or None
-                )
-                if optimum is not None:
-                    figures.ratios.append(result.selection_summary["min"] / optimum)
-                if reference_optimum is not None:
-                    figures.true_ratios.append(result.selection_summary["min"] / reference_optimum)
-                    figures.bound_ratios.append(result.lp_bound / reference_optimum)
-                measure(pool, result, asked, figures, np.random.default_rng(index), draws)
+            # The pools and the ``years`` answers come from ``rng`` as before the ``band``
+            # configuration existed (same figures); the band question has its own stream.
+            years_table = distort(pool, eps, rng)
+            for mode in modes:
+                if mode == "years":
+                    table, asked_quotas = years_table, quota_list
+                else:
+                    band_rng = np.random.default_rng([20261125, index, int(eps)])
+                    table = with_band_question(pool, years_table, eps, band_rng)
+                    asked_quotas = quotas(pool, size, 2, age="band")
+                time_posteriors(table, asked_quotas, index, results[(mode, eps, "plain")])
+                for method, max_outside in methods.items():
+                    figures = results[(mode, eps, method)]
+                    result, asked = run(
+                        table,
+                        size,
+                        asked_quotas,
+                        index,
+                        figures,
+                        max_outside,
+                        args.max_seconds or None,
+                    )
+                    if optimum is not None:
+                        figures.ratios.append(result.selection_summary["min"] / optimum)
+                    if reference_optimum is not None:
+                        figures.true_ratios.append(
+                            result.selection_summary["min"] / reference_optimum
+                        )
+                        figures.bound_ratios.append(result.lp_bound / reference_optimum)
+                    measure(pool, result, asked, figures, np.random.default_rng(index), draws)
         print(f"pool {index + 1}/{n_pools} done", file=sys.stderr, flush=True)
 
     lib_time = float(np.mean(library_seconds)) if library_seconds else None
     tables = []
-    for eps in (2.0, 4.0) if n_pools else ():
+    configurations = [(mode, eps) for mode in modes for eps in (2.0, 4.0)] if n_pools else []
+    for mode, eps in configurations:
         # Ours: the default (plain bands); beside it, the opt-in tightened bands.
-        ours, plain = results[(eps, "plain")], results.get((eps, "tightened"), Figures())
+        ours = results[(mode, eps, "plain")]
+        plain = results.get((mode, eps, "tightened"), Figures())
         ran = bool(plain.seconds)  # the tightened bands were run (--tightened)
+        question = (
+            "ages in whole years, Laplace noise range/eps"
+            if mode == "years"
+            else "age band asked as an ordinal question, randomised response"
+        )
         table = Table(
-            f"eps={eps:g} per attribute: {n_pools} pools of {n} / panel {size}, bands +-2 "
+            f"age={mode} ({question}), eps={eps:g} per attribute: {n_pools} pools of {n} / "
+            f"panel {size}, bands +-2 "
             f"(16 quotas), {draws} lottery draws per pool, optimisation budget max_seconds="
             f"{args.max_seconds or 'none'}"
         )
@@ -662,6 +743,27 @@ def main() -> int:
             f"{np.mean(ours.pool_errors, axis=0)[worst_j]:.1%}, "
             f"{np.max(ours.pool_errors, axis=0)[worst_j]:.1%}",
         )
+        age_js = [j for j, label in enumerate(labels) if label.startswith("age")]
+        age_j = age_js[int(np.argmax(per_category[age_js]))]
+        if age_j != worst_j:
+            table.add(
+                f"seats outside the band, worst age band ({labels[age_j]})",
+                float(per_category[age_j]),
+                target=f"<= {limit}",
+                ok=None,
+            )
+            table.add(
+                f"  floor for {labels[age_j]} (as above)",
+                float(floors[age_j]),
+                target=f"<= {limit} needed",
+                ok=None,
+            )
+            table.add(
+                f"  {labels[age_j]}: |estimated - true| count in the pool / true count "
+                "(mean over pools, worst pool)",
+                f"{np.mean(ours.pool_errors, axis=0)[age_j]:.1%}, "
+                f"{np.max(ours.pool_errors, axis=0)[age_j]:.1%}",
+            )
         other = [j for j, label in enumerate(labels) if not label.startswith("age")]
         other_j = other[int(np.argmax(per_category[other]))]
         table.add(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,8 +24,10 @@ from rest_framework.test import APIClient
 
 from consultations.models import AuditEvent, Organisation
 from consultations.services import consultation_create
+from privacy.client import distort_table, table_responses
 from reconstruction import panels
 from reconstruction.models import AnalysisJob
+from surveys.selectors import survey_scheme
 from surveys.services import responses_submit_bulk, survey_create, survey_open
 from tests.coverage import widened
 from tests.reconstruction.conftest import client_for
@@ -306,6 +309,91 @@ def test_panel_from_distorted_answers_meets_quotas_in_expectation_with_honest_in
     summary = result["selection_probability"]
     assert summary["min"] > 0 and summary["max"] < 1
     assert summary["min"] <= 20 / 800 <= summary["max"]
+
+
+AGE_BANDS = ("16-29", "30-44", "45-64", "65+")
+
+
+def test_panel_with_quotas_on_an_ordinal_age_band_question(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    """Age quotas on the age band asked as an ordinal question (what README advises when
+    age quotas matter), randomised like every discrete answer (001's retain/change
+    matrix, eps = 4: retain e^4 / (e^4 + 3)): the quotas name categories, the panel's
+    expected true counts lie in the bands and the true counts inside the intervals."""
+    rng = np.random.default_rng(1425)
+    n = 600
+    organisation = Organisation.objects.get(slug="north")
+    consultation = consultation_create(
+        organisation=organisation, title="Age bands", min_responses=10, min_cell=5, actor="tests"
+    )
+    retain = math.exp(4) / (math.exp(4) + len(AGE_BANDS) - 1)
+    survey = survey_create(
+        organisation=organisation,
+        consultation=consultation,
+        kind="profile",
+        title="Candidates",
+        questions=[
+            {
+                "key": "sex",
+                "type": "binary",
+                "categories": ["F", "M"],
+                "mechanism": {
+                    "name": "randomised_response",
+                    "retain": math.exp(4) / (math.exp(4) + 1),
+                },
+            },
+            {
+                "key": "ageband",
+                "type": "ordinal",
+                "categories": list(AGE_BANDS),
+                "mechanism": {"name": "randomised_response", "retain": retain},
+            },
+        ],
+        actor="tests",
+    )
+    survey = survey_open(survey=survey, actor="tests")
+    # Volunteers skew older; true codes, then what the residents' devices send.
+    band = rng.choice(len(AGE_BANDS), size=n, p=[0.15, 0.22, 0.38, 0.25])
+    sex = (rng.random(n) < 0.55).astype(int)
+    sent = distort_table(
+        survey_scheme(survey),
+        {"sex": np.array(["F", "M"])[sex], "ageband": np.array(AGE_BANDS)[band]},
+        rng,
+    )
+    refs = np.array([f"a-{i:04d}" for i in range(n)])
+    responses_submit_bulk(survey=survey, responses=table_responses(refs, sent), actor="tests")
+    assert np.mean(sent["ageband"] != np.array(AGE_BANDS)[band]) > 0.01  # really distorted
+
+    size = 20
+    shares = np.bincount(band, minlength=len(AGE_BANDS)) / n
+    bounds = [(max(0, round(size * s) - 2), round(size * s) + 2) for s in shares]
+    quotas = [
+        _quota("ageband", "in", [label], low, high)
+        for label, (low, high) in zip(AGE_BANDS, bounds, strict=True)
+    ]
+    # An ordinal range of categories is a quota too: the under-45s.
+    quotas.append(_quota("ageband", "in", ["16-29", "30-44"], 5, 10))
+    body = {"survey": survey.pk, "kind": "panel", "size": size, "reserves": 2, "seed": 3,
+            "quotas": quotas}  # fmt: skip
+    job = run(world.analyst, django_capture_on_commit_callbacks, body)
+    assert job["status"] == "succeeded", job
+    result = job["result"]
+    index = {ref: i for i, ref in enumerate(refs)}
+    rows = np.array([index[r] for r in result["participants"]])
+    assert len(rows) == size
+    truths = [int(np.sum(band[rows] == j)) for j in range(len(AGE_BANDS))]
+    truths.append(int(np.sum(band[rows] <= 1)))
+    for quota, truth, asked in zip(result["quotas"], truths, quotas, strict=True):
+        assert quota["where"] == asked["where"]
+        assert quota["min"] - 1e-6 <= quota["expected"] <= quota["max"] + 1e-6, quota
+        low, high = quota["ci95"]
+        # Randomised response never makes a band certain: the interval has real width.
+        assert high - low > 0.5, quota
+        wide = widened([low, high], alpha=1e-4)
+        assert wide[0] <= truth <= wide[1], (quota, truth)
+    summary = result["selection_probability"]
+    assert 0 < summary["min"] <= size / n <= summary["max"] < 1
 
 
 # --------------------------------------------------------------------------- bad input
