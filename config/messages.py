@@ -55,14 +55,22 @@ def translate_notes(notes: Iterable[Any] | None) -> list[str]:
     return [translate(note) for note in notes or []]
 
 
+# Result fields that hold one stored message (template + parameters, or the English
+# text of results stored before): a panel's ``guarantee``.
+MESSAGE_FIELDS = frozenset({"guarantee"})
+
+
 def localise_result(value: Any) -> Any:
-    """A stored result or report document with every ``notes`` list in the active
-    language (a copy; the stored value is untouched). The API's ``notes`` stay a list of
-    strings (api.md), now in the reader's language."""
+    """A stored result or report document with every ``notes`` list and every message
+    field (:data:`MESSAGE_FIELDS`) in the active language (a copy; the stored value is
+    untouched). The API's ``notes`` stay a list of strings and a panel's ``guarantee`` a
+    string (api.md), now in the reader's language."""
     if isinstance(value, Mapping):
         return {
             key: translate_notes(item)
             if key == "notes" and isinstance(item, list)
+            else translate(item)
+            if key in MESSAGE_FIELDS and isinstance(item, (Mapping, str))
             else localise_result(item)
             for key, item in value.items()
         }

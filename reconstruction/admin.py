@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from config.messages import translate_notes
+from config.messages import localise_result, translate_notes
 from consultations.admin import staff_actor
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
 from reconstruction.services import report_create
@@ -102,7 +102,7 @@ class AnalysisJobAdmin(JobAdmin):
                 )
 
                 context.update(
-                    panel=result,
+                    panel=localise_result(result),
                     quota_rows=panel_quota_rows(result),
                     caveat=panel_caveat(),
                     chart=mark_safe(  # matplotlib's own SVG

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 from django.utils.translation import gettext as _
 
-from config.messages import translate_notes
+from config.messages import localise_result, translate_notes
 from reconstruction.presentation import privacy_sentence, section_labels
 
 CSV_TYPE = "text/csv; charset=utf-8"
@@ -140,7 +140,9 @@ def analysis_export(
     kind: str, spec: dict[str, Any], result: dict[str, Any], thresholds: dict[str, Any] | None
 ) -> Export:
     """The result table of an analysis: one row per category or interval for a
-    distribution, one row per participant for a sample or panel, one row otherwise."""
+    distribution, one row per participant for a sample or panel, one row otherwise; its
+    notes and messages (a panel's guarantee) in the active language."""
+    result = localise_result(result)
     columns = _columns()
     notes = _disclosure_notes(thresholds)
     notes.append(_("Request: %(spec)s") % {"spec": spec})

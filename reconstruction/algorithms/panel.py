@@ -266,7 +266,8 @@ class PanelResult:
     weights : ndarray of float, shape (n_panels,)
         The lottery's probability of each panel (multiples of ``1 / lottery_size``).
     guarantee : str
-        Plain statement of what the quotas guarantee.
+        Plain statement of what the quotas guarantee (a :class:`Note`: English text
+        carrying its template and parameters, see :func:`guarantee_statement`).
     lp_bound : float
         The LP relaxation's bound (:func:`_lp_bound`) on the lowest selection probability
         of any lottery over the panels these posteriors and bands allow: when it is far
@@ -1387,30 +1388,55 @@ def _lottery(weights: NDArray[np.float64], m: int) -> NDArray[np.int64]:
 
 def guarantee_statement(
     size: int, n_quotas: int, *, eligibility: bool, max_outside: float | None = None
-) -> str:
-    """The plain statement returned with every panel (``max_outside``: the bound kept)."""
-    text = (
-        f"The panel of {size} was drawn by a published lottery over panels that all meet the "
-        f"{n_quotas} quota(s) in expectation: answers were distorted on residents' devices, "
-        "so nobody's true category is known. For every quota, the expected number of "
-        "members truly in the category (the sum of their posterior probabilities) lies "
-        "within its band; the realised number may fall outside it, and the 95% interval "
-        "shows by how much it plausibly varies. Every candidate's selection probability is "
-        "published; candidates with the same reported answers have the same probability."
+) -> Note:
+    """The plain statement returned with every panel (``max_outside``: the bound kept).
+
+    A :class:`Note`: its English text, carrying its template and parameters so that the
+    service layer shows it in the reader's language. The optional sentences (tightened
+    bands, uncertain eligibility) are messages of their own, joined to the statement by
+    one ``"%(statement)s %(addition)s"`` template each, so translators see whole sentences.
+    """
+    statement = Message(
+        gettext_noop(
+            "The panel of %(size)s was drawn by a published lottery over panels that all meet "
+            "the %(quotas)s quota(s) in expectation: answers were distorted on residents' "
+            "devices, so nobody's true category is known. For every quota, the expected "
+            "number of members truly in the category (the sum of their posterior "
+            "probabilities) lies within its band; the realised number may fall outside it, "
+            "and the 95%% interval shows by how much it plausibly varies. Every candidate's "
+            "selection probability is published; candidates with the same reported answers "
+            "have the same probability."
+        ),
+        {"size": int(size), "quotas": int(n_quotas)},
     )
+    additions: list[Message] = []
     if max_outside is not None and n_quotas:
-        text += (
-            " The bands were also tightened so that, in every panel of the lottery, the "
-            "realised number of each quota is expected to fall outside its band by at most "
-            f"{max_outside:g} seat(s), where the answers allow it (notes name any quota "
-            "where they did not)."
+        additions.append(
+            Message(
+                gettext_noop(
+                    "The bands were also tightened so that, in every panel of the lottery, the "
+                    "realised number of each quota is expected to fall outside its band by at "
+                    "most %(max_outside)s seat(s), where the answers allow it (notes name any "
+                    "quota where they did not)."
+                ),
+                {"max_outside": f"{max_outside:g}"},
+            )
         )
     if eligibility:
-        text += (
-            " Eligibility is also only known in probability: the expected number of members "
-            "who truly meet it is reported beside the panel."
+        additions.append(
+            Message(
+                gettext_noop(
+                    "Eligibility is also only known in probability: the expected number of "
+                    "members who truly meet it is reported beside the panel."
+                )
+            )
         )
-    return text
+    for addition in additions:
+        statement = Message(
+            gettext_noop("%(statement)s %(addition)s"),
+            {"statement": statement, "addition": addition},
+        )
+    return Note(statement.template, **statement.params)
 
 
 # --------------------------------------------------------------------------- entry point

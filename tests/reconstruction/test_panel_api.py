@@ -260,6 +260,52 @@ def test_other_objectives_meet_the_quotas(
     assert job["result"]["objective"] == objective
 
 
+def test_the_guarantee_is_stored_as_its_template_and_read_in_the_readers_language(
+    world: World, django_capture_on_commit_callbacks: Any, client: Any
+) -> None:
+    """The panel's plain statement of what the quotas guarantee is stored language-neutral
+    (template + parameters, its sentences nested) and read in German and Polish through
+    the API, in German in the export and on the admin's panel report; a guarantee stored
+    as English text before reads as stored."""
+    from django.contrib.auth.models import User
+
+    from reconstruction.algorithms.panel import guarantee_statement
+
+    job = run(world.analyst, django_capture_on_commit_callbacks, panel_body(world))
+    assert job["status"] == "succeeded", job
+    stored = AnalysisJob.objects.get(pk=job["id"]).result["guarantee"]
+    assert stored["template"] == "%(statement)s %(addition)s", stored
+    assert stored["params"]["statement"]["params"] == {"size": 20, "quotas": 3}
+    english = guarantee_statement(20, 3, eligibility=True)
+    url = f"{URL}{job['id']}/"
+    assert job["result"]["guarantee"] == english
+    german = world.analyst.get(f"{url}?lang=de").json()["result"]["guarantee"]
+    assert german.startswith(
+        "Das Gremium aus 20 Personen wurde durch eine veröffentlichte Lotterie über Gremien "
+        "ausgelost, die alle 3 Quote(n) im Erwartungswert erfüllen"
+    ), german
+    assert "das 95%-Intervall zeigt" in german, german
+    assert german.endswith(
+        " Auch die Teilnahmeberechtigung ist nur mit einer Wahrscheinlichkeit bekannt: Die "
+        "erwartete Zahl der Mitglieder, die sie wirklich erfüllen, wird neben dem Gremium "
+        "angegeben."
+    ), german
+    polish = world.analyst.get(url, HTTP_ACCEPT_LANGUAGE="pl").json()["result"]["guarantee"]
+    assert polish.startswith("Panel 20 osób wylosowano w jawnej loterii"), polish
+    assert "wszystkie kwoty (3)" in polish and "przedział 95% pokazuje" in polish, polish
+    export = world.analyst.get(f"{url}export/?format=csv&lang=de").content.decode()
+    assert f"# guarantee: {german}" in export and "published lottery" not in export
+    User.objects.create_superuser("organiser", "o@example.org", "a-long-passw0rd")
+    client.login(username="organiser", password="a-long-passw0rd")
+    page = client.get(f"/admin/reconstruction/analysisjob/{job['id']}/change/?lang=de")
+    assert f'<p id="panel-guarantee">{german}</p>' in page.content.decode()
+
+    # A result stored before the guarantee was translatable (English text) reads as stored.
+    result = AnalysisJob.objects.get(pk=job["id"]).result
+    AnalysisJob.objects.filter(pk=job["id"]).update(result={**result, "guarantee": "old text"})
+    assert world.analyst.get(f"{url}?lang=de").json()["result"]["guarantee"] == "old text"
+
+
 def test_panel_without_seed_reports_the_seed_that_reproduces_it(
     world: World, django_capture_on_commit_callbacks: Any
 ) -> None:
