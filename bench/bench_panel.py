@@ -493,6 +493,68 @@ def measure(
     )
 
 
+# --------------------------------------------------------------------------- pool-level ages
+
+
+def pool_age_check(pools: int, n_boot: int = 100) -> list[Table]:
+    """The ``years`` configuration's pool-level age-band counts, without panels.
+
+    On ``pools`` fresh pools of 1,000 per eps (their own random stream), the four bands'
+    joint-count reconstruction (``condition_posteriors``, what ``select_panel`` uses: the
+    step-1 lattice, EMS smoothing, ``n_boot`` participant-bootstrap replicates): the
+    signed and absolute errors of the estimated count against the pool's true count, the
+    errors' spread against the intervals' (a ratio above 1: the bootstrap understates the
+    error), and how often the 95% percentile interval covers the true count.
+    """
+    tables = []
+    wheres = [[Condition("age", "between", band)] for band in AGE_BANDS]
+    for eps in (2.0, 4.0):
+        rng = np.random.default_rng([20261125, int(eps)])
+        errors, relative, spreads, covered = [], [], [], []
+        for index in range(pools):
+            pool = make_pool(1000, rng)
+            noise = AdditiveLaplace((AGE_HIGH - AGE_LOW) / eps)
+            table: dict[str, DiscreteAttribute | ContinuousAttribute] = {
+                "age": ContinuousAttribute(
+                    noise.distort(pool.age, rng), noise, AGE_LOW, AGE_HIGH, step=AGE_STEP
+                )
+            }
+            posteriors = condition_posteriors(
+                table, wheres, n_boot=n_boot, rng=np.random.default_rng(index)
+            )
+            for (low, high), post in zip(AGE_BANDS, posteriors, strict=True):
+                truth = float(((pool.age >= low) & (pool.age < high)).sum())
+                errors.append(post.estimate - truth)
+                relative.append((post.estimate - truth) / truth)
+                # The interval's standard deviation if it were normal.
+                spreads.append(((post.ci95[1] - post.ci95[0]) / (2 * 1.96)) ** 2)
+                covered.append(post.ci95[0] <= truth <= post.ci95[1])
+        rel = np.array(relative)
+        table = Table(
+            f"age=years, pool-level age-band counts, eps={eps:g}: {pools} pools of 1,000, "
+            f"4 bands, {n_boot} bootstrap replicates (no panels)"
+        )
+        table.add(
+            "signed error of the estimated count / true count (mean)", float(rel.mean()), unit="%"
+        )
+        table.add("|error| / true count (mean)", float(np.abs(rel).mean()), unit="%")
+        table.add("standard deviation of error / true count", float(rel.std()), unit="%")
+        table.add(
+            "root mean square error / the intervals' standard deviation (width / 3.92)",
+            math.sqrt(float(np.mean(np.square(errors))) / float(np.mean(spreads))),
+            target="about 1",
+        )
+        coverage = float(np.mean(covered))
+        table.add(
+            f"95% percentile intervals covering the true count ({len(covered)})",
+            coverage,
+            unit="%",
+            target="about 95%",
+        )
+        tables.append(table)
+    return tables
+
+
 # --------------------------------------------------------------------------- pool 10,000
 
 
@@ -583,6 +645,13 @@ def main() -> int:
         default=240.0,
         help="select_panel's optimisation budget at pool 10,000 (0: none)",
     )
+    parser.add_argument(
+        "--pool-check",
+        type=int,
+        default=0,
+        help="also check the years configuration's pool-level age-band counts on this many "
+        "fresh pools per eps (signed error, spread, interval coverage; no panels)",
+    )
     parser.add_argument("--scale-child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--library-child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -594,7 +663,13 @@ def main() -> int:
         return 0
 
     n, size = (300, 20) if args.quick else (1000, 30)
-    n_pools = 0 if args.scale_only else args.pools or (3 if args.quick else 20)
+    n_pools = (
+        0
+        if args.scale_only
+        else args.pools
+        if args.pools is not None
+        else (3 if args.quick else 20)
+    )
     library_pools = (
         args.library_pools if args.library_pools is not None else (1 if args.quick else 2)
     )
@@ -875,6 +950,9 @@ def main() -> int:
             baseline_name="library",
         )
         tables.append(table)
+
+    if args.pool_check:
+        tables.extend(pool_age_check(args.pool_check))
 
     if not args.quick and not args.no_scale:
         table = Table(
