@@ -24,6 +24,7 @@ from privacy.mechanisms.messages import Message, note_json
 from reconstruction.algorithms import tables
 from reconstruction.algorithms.continuous import (
     IntervalReconstruction,
+    WholeNumberEvidence,
     half_unit_evidence,
     noise_scale,
     whole_numbers_testable,
@@ -33,7 +34,9 @@ from reconstruction.algorithms.queries import (
     Attribute,
     Condition,
     ContinuousAttribute,
+    CountResult,
     DiscreteAttribute,
+    whole_number_weight,
 )
 from reconstruction.algorithms.queries import _whole_number_note as whole_number_note
 from reconstruction.algorithms.result import Reconstruction
@@ -270,6 +273,10 @@ class AnalysisRequest:
     whole_numbers: tuple[str, ...] = ()
     """Continuous attributes without a declared step whose reports show whole numbers
     (:func:`detect_whole_numbers`): planned on the lattice of whole numbers."""
+    lattice_weights: tuple[tuple[str, float], ...] = ()
+    """Continuous attributes without a declared step whose reports cannot settle whether
+    they hold whole numbers, with the weight of whole numbers
+    (:func:`detect_whole_numbers` with ``average``): a joint count averages both models."""
 
     @property
     def kind(self) -> str:
@@ -520,7 +527,44 @@ def plan(request: AnalysisRequest, n: int, *, target: str | None = None) -> tabl
     return tables.plan_cells(specs, request.where, n=n, target=target)
 
 
-def detect_whole_numbers(request: AnalysisRequest, keys: Sequence[str]) -> AnalysisRequest:
+def whole_number_tests(request: AnalysisRequest) -> tuple[list[str], bool]:
+    """The attributes the worker tests for whole numbers, and whether inconclusive
+    evidence averages both models (where the array API does, issue 10).
+
+    A joint count tests its condition's attributes and averages; a conditional mean
+    (``unbiased``) and a grouped distribution test their condition's and target's
+    attributes and keep the interval model when inconclusive, as does the overall
+    distribution of a continuous question (:func:`overall_distribution`, which tests
+    its question itself). Only continuous questions without a declared step whose noise
+    and range allow the test are tested
+    (:func:`~reconstruction.algorithms.continuous.whole_numbers_testable`). The cost
+    model prices these tests and models (:mod:`reconstruction.cost`).
+    """
+    kind = request.kind
+    if kind == "count" and (request.method or "joint") == "joint":
+        keys, average = [c.attribute for c in request.where], True
+    elif request.where and (
+        (kind == "mean" and (request.method or "unbiased") == "unbiased") or kind == "distribution"
+    ):
+        keys, average = request.keys, False
+    elif kind == "distribution" and request.attribute:  # overall (overall_distribution)
+        keys, average = [request.attribute], False
+    else:
+        return [], False
+    tested = []
+    for key in dict.fromkeys(keys):
+        question = request.questions[key]
+        if question.is_discrete or question.step is not None:
+            continue
+        low, high = float(question.range_low), float(question.range_high)
+        if whole_numbers_testable(selectors.question_noise(question), low, high):
+            tested.append(key)
+    return tested, average
+
+
+def detect_whole_numbers(
+    request: AnalysisRequest, keys: Sequence[str], *, average: bool = False
+) -> AnalysisRequest:
     """Test the reports of ``keys``' continuous questions without a declared step for
     whole-number truths, as the array API does (issue 10); the request with those
     found planned on the lattice of whole numbers (:attr:`AnalysisRequest.whole_numbers`).
@@ -532,33 +576,81 @@ def detect_whole_numbers(request: AnalysisRequest, keys: Sequence[str]) -> Analy
     as :func:`~reconstruction.algorithms.continuous.whole_number_evidence` on the
     reports). Questions it cannot test (non-additive noise, a range that does not hold
     whole numbers) are not read. Only a clear detection switches the model
-    (:attr:`~reconstruction.algorithms.continuous.WholeNumberEvidence.detected`);
-    unlike the array API's ``count_joint``, an inconclusive test keeps the interval
-    model (no model averaging here).
+    (:attr:`~reconstruction.algorithms.continuous.WholeNumberEvidence.detected`).
+    With ``average`` (a joint count), an inconclusive test records the weight of whole
+    numbers as the array API's ``count_joint`` computes it
+    (:func:`~reconstruction.algorithms.queries.whole_number_weight`) in
+    :attr:`AnalysisRequest.lattice_weights`, and the count averages both models
+    (:func:`count_models`); otherwise it keeps the interval model, as the array API's
+    means and distributions do.
     """
     found: list[str] = []
+    weights: list[tuple[str, float]] = []
     everyone = [request.questions[key] for key in request.keys]
     for key in dict.fromkeys(keys):
         question = request.questions[key]
-        if question.is_discrete or question.step is not None:
-            continue
-        noise = selectors.question_noise(question)
-        low, high = float(question.range_low), float(question.range_high)
-        if not whole_numbers_testable(noise, low, high):
-            continue
-        halves = statistics.half_unit_counts(
-            request.survey, question, require=everyone, using=statistics.analysis_alias()
-        )
-        if not halves.counts:
-            continue
-        if noise_scale(noise) == 0:  # undistorted: whole numbers are read off the reports
-            if halves.fractional == 0:
-                found.append(key)
-            continue
-        evidence = half_unit_evidence(halves.counts, noise, low, high)
-        if evidence is not None and evidence.detected:
+        detected, evidence = whole_number_verdict(request.survey, question, everyone)
+        if detected:
             found.append(key)
-    return dataclasses.replace(request, whole_numbers=tuple(found))
+            continue
+        weight = None
+        if average and evidence is not None:
+            weight = whole_number_weight(selectors.question_noise(question), evidence)
+        if weight is not None:
+            weights.append((key, weight))
+    return dataclasses.replace(request, whole_numbers=tuple(found), lattice_weights=tuple(weights))
+
+
+def whole_number_verdict(
+    survey: Survey, question: Question, require: Sequence[Question] = ()
+) -> tuple[bool, WholeNumberEvidence | None]:
+    """Whether a continuous question's reports show whole-number truths, and the
+    evidence (``None`` where it cannot be tested, or without noise).
+
+    One ``GROUP BY`` of its reports in half units over the participants who answered
+    ``require`` too (:func:`surveys.statistics.half_unit_counts`), then the engine's
+    test on that histogram
+    (:func:`~reconstruction.algorithms.continuous.half_unit_evidence`). A question that
+    declares ``step``, is discrete or cannot be tested is not read. Undistorted reports
+    are read directly (every report a whole number).
+    """
+    if question.is_discrete or question.step is not None:
+        return False, None
+    noise = selectors.question_noise(question)
+    low, high = float(question.range_low), float(question.range_high)
+    if not whole_numbers_testable(noise, low, high):
+        return False, None
+    halves = statistics.half_unit_counts(
+        survey, question, require=require, using=statistics.analysis_alias()
+    )
+    if not halves.counts:
+        return False, None
+    if noise_scale(noise) == 0:  # undistorted: whole numbers are read off the reports
+        return halves.fractional == 0, None
+    evidence = half_unit_evidence(halves.counts, noise, low, high)
+    return evidence is not None and evidence.detected, evidence
+
+
+def count_models(request: AnalysisRequest) -> CountResult:
+    """The joint count averaged over whole numbers and intervals for the attributes of
+    :attr:`AnalysisRequest.lattice_weights` (the array API's ``count_joint``).
+
+    One cell table per model (the plan with ``step=1`` on the attributes the model puts
+    on whole numbers), each one ``GROUP BY`` (:func:`cells`; the interval model's table
+    is the one :func:`counted_with_cells` already read), fitted and averaged by the
+    array API's own code (:func:`~reconstruction.algorithms.tables.averaged_count_from_tables`,
+    :func:`~reconstruction.algorithms.queries.averaged_count`): O(cells) per model.
+    """
+
+    def read(choice: Mapping[str, bool]) -> tuple[tables.CellPlan, tables.CellTable]:
+        lattice = tuple(key for key, on in choice.items() if on)
+        model = dataclasses.replace(
+            request, whole_numbers=(*request.whole_numbers, *lattice), lattice_weights=()
+        )
+        cell_plan = plan(model, request.participants)
+        return cell_plan, cells(model, cell_plan)
+
+    return tables.averaged_count_from_tables(dict(request.lattice_weights), read)
 
 
 def whole_number_notes(request: AnalysisRequest) -> list[str]:
@@ -721,16 +813,29 @@ def overall_distribution(
     n = statistics.participant_count(survey, [question], using=using)
     if n < 1:
         raise ValueError(f"nobody answered {question.key!r}")
-    cell_plan = overall_plan(question, n)
+    # As the array API's distribution: reports that show whole numbers (no declared
+    # step) put the cells on the lattice of whole numbers, and the result says so.
+    whole, _evidence = whole_number_verdict(survey, question)
+    cell_plan = overall_plan(question, n, whole_numbers=whole)
     counted = statistics.cell_statistics(
         survey, [statistics.Axis(question, overall_inner_edges(cell_plan))], using=using
     )
-    return distribution_from_counts(question, method, counted.counts, cell_plan)
+    result, naive = distribution_from_counts(question, method, counted.counts, cell_plan)
+    if whole:
+        assert isinstance(result, IntervalReconstruction)
+        inner = result.reconstruction
+        notes = (*inner.notes, whole_number_note(question.key))
+        result = dataclasses.replace(result, reconstruction=dataclasses.replace(inner, notes=notes))
+    return result, naive
 
 
-def overall_plan(question: Question, n: int) -> tables.CellPlan:
-    """The engine's plan of a continuous question's reported bins for ``n`` answers."""
-    return tables.plan_cells({question.key: question_spec(question)}, (), n=n, target=question.key)
+def overall_plan(question: Question, n: int, *, whole_numbers: bool = False) -> tables.CellPlan:
+    """The engine's plan of a continuous question's reported bins for ``n`` answers
+    (``whole_numbers``: on the lattice of whole numbers, ``step=1``)."""
+    spec = question_spec(question)
+    if whole_numbers and isinstance(spec, tables.ContinuousSpec) and spec.step is None:
+        spec = dataclasses.replace(spec, step=1.0)
+    return tables.plan_cells({question.key: spec}, (), n=n, target=question.key)
 
 
 def overall_inner_edges(cell_plan: tables.CellPlan) -> np.ndarray[Any, np.dtype[np.float64]]:

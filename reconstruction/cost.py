@@ -51,7 +51,7 @@ from django.conf import settings
 from django.utils.translation import gettext_noop
 
 from privacy.mechanisms.messages import Message
-from reconstruction.analysis import AnalysisInputError, AnalysisRequest
+from reconstruction.analysis import AnalysisInputError, AnalysisRequest, whole_number_tests
 
 N_BOOT = 200
 JOINT_MAX_CELLS = 20_000
@@ -69,17 +69,73 @@ def _thresholds(conditions: Sequence[Mapping[str, Any]], key: str) -> int:
     return count
 
 
-def fit_cells(questions: Mapping[str, Any], keys: Sequence[str], conditions: Sequence[Any]) -> int:
-    """Cells of the joint table over ``keys`` (see the module docstring)."""
+MAX_LATTICE_POINTS = 128
+"""The engine's one cell per lattice point up to this many points
+(``reconstruction.algorithms.continuous.MAX_LATTICE_CELLS``)."""
+
+Model = str
+"""How a continuous axis is modelled: ``"interval"``, ``"lattice"`` (a declared step,
+or whole numbers detected), ``"either"`` (tested for whole numbers: one of the two) or
+``"both"`` (tested, and a joint count averages both when the test is inconclusive)."""
+
+
+def _axis_cells(question: Any, per_axis: int, uncapped: int, thresholds: int, model: Model) -> int:
+    """True cells of one continuous axis under ``model`` (see :data:`Model`)."""
+    intervals = per_axis + thresholds
+    if model == "interval":
+        return intervals
+    step = float(question.step) if question.step is not None else 1.0
+    points = round((float(question.range_high) - float(question.range_low)) / step) + 1
+    # One cell per point up to 128 points when the axis is not squeezed, else at most
+    # the squeezed count; larger lattices are grouped like intervals.
+    limit = MAX_LATTICE_POINTS if uncapped >= MAX_INTERVALS else per_axis
+    lattice = points if points <= limit else intervals
+    if model == "lattice":
+        return lattice
+    return lattice + intervals if model == "both" else max(lattice, intervals)
+
+
+def fit_cells(
+    questions: Mapping[str, Any],
+    keys: Sequence[str],
+    conditions: Sequence[Any],
+    models: Mapping[str, Model] | None = None,
+) -> int:
+    """Cells of the joint table over ``keys`` (see the module docstring).
+
+    ``models`` gives an attribute's model (:data:`Model`; default intervals): a
+    lattice has one cell per point up to 128 points (85 for ages 16..100, not 40
+    intervals). With ``"both"`` on some axes the result is the cells of every
+    combination of the models summed (each model is one fit of its own table), the
+    product of the axes' sums.
+    """
+    models = models or {}
     discrete = [questions[k] for k in keys if questions[k].is_discrete]
     continuous = [k for k in keys if not questions[k].is_discrete]
     cells = math.prod(int(q.n_categories) for q in discrete)
     if continuous:
-        per_axis = int((JOINT_MAX_CELLS / max(cells, 1)) ** (1.0 / len(continuous)))
-        per_axis = max(2, min(MAX_INTERVALS, per_axis))
+        uncapped = int((JOINT_MAX_CELLS / max(cells, 1)) ** (1.0 / len(continuous)))
+        per_axis = max(2, min(MAX_INTERVALS, uncapped))
         for key in continuous:
-            cells *= per_axis + _thresholds(conditions, key)
+            question = questions[key]
+            model = models.get(key, "interval")
+            cells *= _axis_cells(question, per_axis, uncapped, _thresholds(conditions, key), model)
     return int(cells)
+
+
+def whole_number_models(request: AnalysisRequest) -> dict[str, Model]:
+    """The models of the attributes the worker tests for whole numbers
+    (:func:`~reconstruction.analysis.whole_number_tests`): ``"both"`` where a joint
+    count may average them (bounded uniform noise, issue 10), else ``"either"``."""
+    from privacy.mechanisms import AdditiveUniform
+    from surveys import selectors
+
+    keys, average = whole_number_tests(request)
+    models: dict[str, Model] = {}
+    for key in keys:
+        noise = selectors.question_noise(request.questions[key])
+        models[key] = "both" if average and isinstance(noise, AdditiveUniform) else "either"
+    return models
 
 
 READ_UNITS = 0.01
@@ -115,9 +171,17 @@ def reads(request: AnalysisRequest) -> int:
             keys = len(_keys_of(conditions))
             attributes += 2 * keys + every  # judged, fitted, one streamed pass
     else:
-        attributes += len(dict.fromkeys(named))  # the fit's table
+        read = len(dict.fromkeys(named))
+        attributes += read  # the fit's table
         if where and request.kind != "count":
             attributes += len(where_keys)  # the group's size
+        # The whole-number tests (issue 10): one half-unit histogram per tested
+        # attribute, over everyone who answered the request's attributes (a join of
+        # them), and one more table per further averaged model.
+        models = whole_number_models(request)
+        attributes += len(models) * read
+        averaged = sum(model == "both" for model in models.values())
+        attributes += (2**averaged - 1) * read
     return int(max(int(request.participants), 0) * attributes)
 
 
@@ -174,21 +238,34 @@ def fit_cost(request: AnalysisRequest) -> int:
     if request.kind == "distribution" and not where:
         # One question alone: its own channel, no product (cheap whatever the method).
         keys = [k for k in keys if k == request.attribute]
-    cost = fit_cells(request.questions, keys, where) * (1 + replicates)
+    # A declared step is priced on its lattice; attributes tested for whole numbers at
+    # the model they may get (the lattice of whole numbers, 85 cells for ages 16..100,
+    # or intervals), and a joint count's at both models when it may average them.
+    models: dict[str, Model] = {
+        key: "lattice"
+        for key, question in request.questions.items()
+        if not question.is_discrete and question.step is not None
+    }
+    models.update(whole_number_models(request))
+    cost = fit_cells(request.questions, keys, where, models) * (1 + replicates)
     if where and request.kind != "count":
         # The group's size is judged on its own interval (reconstruction/disclosure.py):
         # the joint count of the condition with its bootstrap.
-        cost += _group_cost(request, where)
+        cost += _group_cost(request, where, models)
     for stratum in spec.get("strata") or []:
-        cost += _group_cost(request, [*where, *stratum.get("where", [])])
+        cost += _group_cost(request, [*where, *stratum.get("where", [])], models)
     return int(cost)
 
 
-def _group_cost(request: AnalysisRequest, where: Sequence[Mapping[str, Any]]) -> int:
+def _group_cost(
+    request: AnalysisRequest,
+    where: Sequence[Mapping[str, Any]],
+    models: Mapping[str, Model] | None = None,
+) -> int:
     keys = list(dict.fromkeys(c["attribute"] for c in where))
     if all(request.questions[k].mechanism == "none" for k in keys):
         return 1  # counted exactly (one SQL COUNT)
-    return fit_cells(request.questions, keys, where) * (1 + N_BOOT)
+    return fit_cells(request.questions, keys, where, models) * (1 + N_BOOT)
 
 
 def check_cost(request: AnalysisRequest) -> int:

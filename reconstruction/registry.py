@@ -229,15 +229,15 @@ def _whole_numbers(request: AnalysisRequest) -> AnalysisRequest:
     """Test for whole-number truths where the array API does (issue 10): the continuous
     attributes of a joint count's condition, and of a conditional mean's or a grouped
     distribution's condition and target, that declare no step
-    (:func:`~reconstruction.analysis.detect_whole_numbers`, one ``GROUP BY`` each)."""
-    if request.kind == "count" and (request.method or "joint") == "joint":
-        return analysis.detect_whole_numbers(request, [c.attribute for c in request.where])
-    if request.where and (
-        (request.kind == "mean" and (request.method or "unbiased") == "unbiased")
-        or request.kind == "distribution"
-    ):
-        return analysis.detect_whole_numbers(request, request.keys)
-    return request
+    (:func:`~reconstruction.analysis.detect_whole_numbers`, one ``GROUP BY`` each). A
+    joint count whose evidence is inconclusive averages both models, as ``count_joint``
+    does (:func:`~reconstruction.analysis.count_models`). The overall distribution of a
+    continuous question is tested in
+    :func:`~reconstruction.analysis.overall_distribution`."""
+    keys, average = analysis.whole_number_tests(request)
+    if not keys or (request.kind == "distribution" and not request.where):
+        return request  # an overall distribution tests its question itself
+    return analysis.detect_whole_numbers(request, keys, average=average)
 
 
 def _check_group(request: AnalysisRequest, needed: int) -> disclosure.GroupSize:
@@ -253,7 +253,9 @@ def _check_group(request: AnalysisRequest, needed: int) -> disclosure.GroupSize:
 def _count(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
     min_cell = request.thresholds.min_cell
     method = request.method or "joint"
-    if method == "joint":
+    if method == "joint" and request.lattice_weights:  # whole numbers or not: average
+        result = analysis.count_models(request)
+    elif method == "joint":
         plan = analysis.plan(request, request.participants)
         cells = analysis.cells(request, plan)
         progress(0.3)

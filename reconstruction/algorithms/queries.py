@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Literal, cast
@@ -39,6 +39,7 @@ from privacy.mechanisms.messages import InputError, Message, Note, gettext_noop
 from reconstruction.algorithms.assignment import arvesna, sorted_assignment
 from reconstruction.algorithms.continuous import (
     IntervalReconstruction,
+    WholeNumberEvidence,
     _forward,
     axis_model,
     bin_values,
@@ -63,6 +64,7 @@ __all__ = [
     "DiscreteAttribute",
     "MeanResult",
     "SampleResult",
+    "averaged_count",
     "condition_label",
     "condition_posterior",
     "condition_posteriors",
@@ -79,6 +81,7 @@ __all__ = [
     "sample",
     "satisfies",
     "table_size",
+    "whole_number_weight",
 ]
 
 Op = Literal["in", "gt", "lte", "between"]
@@ -964,14 +967,29 @@ def _lattice_weights(table: Mapping[str, Attribute], names: Sequence[str]) -> di
         if not isinstance(attr, ContinuousAttribute) or attr.step is not None:
             continue
         if not isinstance(attr.noise, AdditiveUniform):
-            continue
+            continue  # not tested at all (see whole_number_weight)
         evidence = whole_number_evidence(attr.values, attr.noise, attr.low, attr.high)
-        if evidence is None or evidence.detected:
-            continue
-        weight = evidence.lattice_weight
-        if weight >= _MIN_MODEL_WEIGHT:
-            weights[name] = min(weight, 1.0)
+        weight = whole_number_weight(attr.noise, evidence)
+        if weight is not None:
+            weights[name] = weight
     return weights
+
+
+def whole_number_weight(noise: NoiseModel, evidence: WholeNumberEvidence | None) -> float | None:
+    """The weight :func:`count_joint` gives whole numbers for an undeclared continuous
+    attribute whose reports gave ``evidence``, ``None`` when one model serves it.
+
+    ``None`` for noise other than bounded uniform noise (see :func:`_lattice_weights`),
+    no evidence (untestable), whole numbers beyond doubt
+    (:attr:`~.continuous.WholeNumberEvidence.detected`: the lattice alone) and a weight
+    below :data:`_MIN_MODEL_WEIGHT` (the intervals alone). The same rule serves the
+    array API (the evidence from the reports) and callers that hold the reports'
+    half-unit histogram only (:func:`~.continuous.half_unit_evidence`).
+    """
+    if not isinstance(noise, AdditiveUniform) or evidence is None or evidence.detected:
+        return None
+    weight = evidence.lattice_weight
+    return min(weight, 1.0) if weight >= _MIN_MODEL_WEIGHT else None
 
 
 def _models(weights: Mapping[str, float]) -> list[tuple[dict[str, bool], float]]:
@@ -1090,15 +1108,48 @@ def count_joint(
         if not fit.converged:
             notes = (*notes, Note(gettext_noop("the joint EM did not meet its stopping rule")))
         return CountResult(estimate, interval, n, "joint", notes)
-    # The reports cannot tell whether some truths are whole numbers: average the models
-    # (whole numbers and intervals per such attribute) by the evidence's weights, and
-    # pool their bootstrap replicates with the same weights, so that the interval carries
-    # the uncertainty about the model as well (Buckland, Burnham and Augustin 1997).
+    return averaged_count(
+        weights,
+        lambda choice: _joint_fit(
+            _axes(table, groups, resolution=resolution, lattice=choice), tol, max_iter
+        ),
+        ci=ci,
+        n_boot=n_boot,
+        tol=tol,
+        max_iter=max_iter,
+        rng=generator,
+    )
+
+
+def averaged_count(
+    weights: Mapping[str, float],
+    fit_model: Callable[[Mapping[str, bool]], _JointFit],
+    *,
+    ci: bool = True,
+    n_boot: int = 200,
+    tol: float | None = None,
+    max_iter: int = 10_000,
+    rng: np.random.Generator | None = None,
+) -> CountResult:
+    """The joint count averaged over whole numbers and intervals (see :func:`count_joint`).
+
+    The reports cannot tell whether some truths are whole numbers: the models (whole
+    numbers and intervals per attribute of ``weights``, :func:`_models`) are averaged by
+    the evidence's weights, and their bootstrap replicates pooled with the same weights,
+    so that the interval carries the uncertainty about the model as well (Buckland,
+    Burnham and Augustin 1997). ``fit_model(choice)`` fits the joint model with each
+    attribute of ``choice`` on whole numbers (``True``) or intervals (``False``), in the
+    order of :func:`_models`; :func:`count_joint` fits the reports' own cells, and
+    :func:`~.tables.averaged_count_from_tables` tables counted elsewhere (one per
+    model), so both share this averaging, its interval and its note.
+    """
+    generator = default_rng(rng)
     estimates, replicates, shares, converged = [], [], [], True
     detected: tuple[str, ...] = ()
+    n = 0
     for choice, share in _models(weights):
-        axes = _axes(table, groups, resolution=resolution, lattice=choice)
-        fit = _joint_fit(axes, tol, max_iter)
+        fit = fit_model(choice)
+        n = fit.n
         mask = _joint_mask(fit.axes)
         estimates.append(share * float(n * fit.theta[mask].sum()))
         converged = converged and fit.converged

@@ -31,7 +31,7 @@ The flow:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, cast
 
@@ -67,6 +67,7 @@ from reconstruction.algorithms.queries import (
     _joint_mask,
     _JointFit,
     _percentiles,
+    averaged_count,
     condition_cuts,
     linear_noise,
     moments_mean,
@@ -80,6 +81,7 @@ __all__ = [
     "ContinuousSpec",
     "DiscreteSpec",
     "TopCandidates",
+    "averaged_count_from_tables",
     "cell_index",
     "cell_table",
     "count_from_table",
@@ -465,6 +467,41 @@ def count_from_table(
         else (Note(gettext_noop("the joint EM did not meet its stopping rule")),)
     )
     return CountResult(estimate, interval, n, "joint", notes)
+
+
+def averaged_count_from_tables(
+    weights: Mapping[str, float],
+    read: Callable[[Mapping[str, bool]], tuple[CellPlan, CellTable]],
+    *,
+    ci: bool = True,
+    n_boot: int = 200,
+    tol: float | None = None,
+    max_iter: int = 10_000,
+    rng: np.random.Generator | None = None,
+) -> CountResult:
+    """:func:`~.queries.count_joint`'s average of whole numbers and intervals, from
+    tables of reported cells.
+
+    ``weights`` holds the weight of whole numbers of each undeclared continuous
+    attribute the reports cannot settle (:func:`~.queries.whole_number_weight` of
+    :func:`~.continuous.half_unit_evidence`); ``read(choice)`` returns the plan with
+    ``step=1`` on the attributes ``choice`` puts on whole numbers (``True``), none on
+    the others, and that plan's table. Each model is fitted as :func:`count_from_table`
+    fits it, and the models are averaged by :func:`~.queries.averaged_count` (the array
+    API's own averaging, interval and note): on the same reports the result equals
+    :func:`~.queries.count_joint`'s.
+    """
+    _check_options(n_boot, max_iter)
+
+    def fit(choice: Mapping[str, bool]) -> _JointFit:
+        plan, table = read(choice)
+        if not plan.groups:
+            raise ValueError("empty condition: give at least one subcondition")
+        _require_rows(table)
+        axes, trimmed = _trimmed(plan, table)
+        return _fit(axes, trimmed.counts, tol, max_iter)
+
+    return averaged_count(weights, fit, ci=ci, n_boot=n_boot, tol=tol, max_iter=max_iter, rng=rng)
 
 
 def posterior_from_table(

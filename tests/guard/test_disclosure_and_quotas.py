@@ -329,6 +329,51 @@ def test_a_figure3_count_is_priced_for_assigning_every_participant_per_replicate
     assert analyse(small, {**count(_survey, *where), "method": "figure3"}).status_code == 202
 
 
+def test_whole_number_tests_and_averaged_models_are_priced(db):
+    # Issue 10: the worker tests an undeclared continuous attribute for whole numbers
+    # (one half-unit GROUP BY over everyone counted), and a joint count whose evidence
+    # is inconclusive fits both models (intervals and the 85-point lattice of ages
+    # 16..100), each from its own table with its 200 replicates. The cost model priced
+    # one interval model (2 x 41 cells) and one table read.
+    from dataclasses import replace
+
+    from reconstruction import analysis, cost
+    from tests.factories import profile_questions
+
+    def priced(questions, body_of):
+        tenant = tenant_factory()
+        survey = survey_factory(consultation_factory(tenant.organisation), questions=questions)
+        request = analysis.resolve(survey, body_of(survey))
+        return cost.fit_cost(request), cost.reads(replace(request, participants=10**6))
+
+    where = [is_in("sex", "F"), {"attribute": "age", "op": "lte", "value": 30}]
+    questions = profile_questions()[:7]  # age: ±10 uniform noise, no step
+    fits, reads = priced(questions, lambda s: count(s, *where))
+    assert fits == 2 * (41 + 85) * (1 + cost.N_BOOT)  # both models' fits
+    assert reads == (2 + 2 + 2) * 10**6  # table, half units (joined), the lattice's table
+    # Declared step: the lattice only, nothing tested.
+    stepped = [{**q, "step": 1} if q["key"] == "age" else q for q in questions]
+    assert priced(stepped, lambda s: count(s, *where)) == (2 * 85 * 201, 2 * 10**6)
+    # Gaussian noise: tested, never averaged (either model, one table).
+    smooth = [
+        {**q, "mechanism": {"name": "additive_gaussian", "sigma": 5}} if q["key"] == "age" else q
+        for q in questions
+    ]
+    assert priced(smooth, lambda s: count(s, *where)) == (2 * 85 * 201, 4 * 10**6)
+    # A conditional mean tests (either model for the condition's age) and judges its group.
+    mean = {"kind": "mean", "attribute": "income", "where": where}
+    fits, reads = priced(questions, lambda s: {"survey": s.pk, **mean})
+    assert fits == (2 * 40 * 85 + 2 * 85) * (1 + cost.N_BOOT), fits  # income: 40 intervals
+    assert reads == (3 + 2 + 3) * 10**6  # table, group, age's half units (joined)
+    # The overall distribution of age tests it (either model, one half-unit read).
+    overall = {"kind": "distribution", "attribute": "age"}
+    assert priced(questions, lambda s: {"survey": s.pk, **overall}) == (85 * 201, 2 * 10**6)
+    # The count at 10^7 stays within the default budget with the tests priced.
+    _tenant, survey = _national(10**7)
+    request = replace(analysis.resolve(survey, count(survey, *where)), participants=10**7)
+    assert cost.analysis_cost(request) <= settings.ANALYSIS_COST_BUDGET
+
+
 def test_analyses_are_rate_limited_per_key_with_retry_after(world, settings):
     tenant, survey = world
     settings.REST_FRAMEWORK = {
