@@ -28,6 +28,7 @@ from reconstruction.algorithms.continuous import (
     half_unit_evidence,
     noise_scale,
     whole_numbers_testable,
+    whole_threshold_note,
 )
 from reconstruction.algorithms.methods import check_method, reconstruct
 from reconstruction.algorithms.queries import (
@@ -656,6 +657,35 @@ def count_models(request: AnalysisRequest) -> CountResult:
 def whole_number_notes(request: AnalysisRequest) -> list[str]:
     """The array API's note for each attribute planned on whole numbers by detection."""
     return [whole_number_note(key) for key in request.whole_numbers]
+
+
+def whole_threshold_notes(request: AnalysisRequest) -> list[str]:
+    """A note per continuous condition attribute under smooth noise (Gaussian, Laplace)
+    that declares no step and has a threshold on a whole number
+    (:func:`~reconstruction.algorithms.continuous.whole_threshold_note`): the reports
+    cannot show whether its truths are whole numbers, and if they are the interval
+    model is biased there (issue 10); declaring ``step`` removes it."""
+    thresholds: dict[str, list[float]] = {}
+    for condition in request.where:
+        question = request.questions[condition.attribute]
+        if question.is_discrete or question.step is not None:
+            continue
+        if condition.attribute in request.whole_numbers:
+            continue
+        thresholds.setdefault(condition.attribute, []).extend(condition.thresholds)
+    notes = []
+    for key, values in thresholds.items():
+        question = request.questions[key]
+        note = whole_threshold_note(
+            key,
+            selectors.question_noise(question),
+            float(question.range_low),
+            float(question.range_high),
+            values,
+        )
+        if note is not None:
+            notes.append(note)
+    return notes
 
 
 def cells(request: AnalysisRequest, cell_plan: tables.CellPlan) -> tables.CellTable:

@@ -281,7 +281,12 @@ def _count(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
         "suppressed": False,
         "method": result.method,
         "notes": [
-            note_json(note) for note in (*analysis.whole_number_notes(request), *result.notes)
+            note_json(note)
+            for note in (
+                *analysis.whole_number_notes(request),
+                *result.notes,
+                *(analysis.whole_threshold_notes(request) if method != "naive" else ()),
+            )
         ],
     }
 
@@ -378,7 +383,12 @@ def _mean(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
         "suppressed": False,
         "method": result.method,
         "notes": [
-            note_json(note) for note in (*analysis.whole_number_notes(request), *result.notes)
+            note_json(note)
+            for note in (
+                *analysis.whole_number_notes(request),
+                *result.notes,
+                *(analysis.whole_threshold_notes(request) if method != "naive" else ()),
+            )
         ],
     }
 
@@ -454,6 +464,9 @@ def _distribution(request: AnalysisRequest, progress: Progress) -> dict[str, Any
             *(note_json(note) for note in analysis.whole_number_notes(request)),
             *payload.get("notes", []),
         ]
+    threshold_notes = analysis.whole_threshold_notes(request)
+    if threshold_notes:
+        payload["notes"] = [*payload.get("notes", []), *map(note_json, threshold_notes)]
     if size is not None:
         # The group's size interval it was judged on (the query audit judges it so too).
         payload["group_size_ci95"] = interval_json(size.ci95)

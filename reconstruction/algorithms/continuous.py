@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from privacy.mechanisms import NoiseModel
+from privacy.mechanisms import AdditiveGaussian, AdditiveLaplace, NoiseModel
 from privacy.mechanisms.messages import Note, gettext_noop
 from reconstruction.algorithms.result import Reconstruction
 
@@ -62,6 +62,7 @@ __all__ = [
     "whole_number_evidence",
     "whole_number_step",
     "whole_numbers_testable",
+    "whole_threshold_note",
 ]
 
 Stopping = Literal["em", "as"]
@@ -553,6 +554,51 @@ def whole_number_step(
     """
     evidence = whole_number_evidence(values, noise, low, high)
     return 1.0 if evidence is not None and evidence.detected else None
+
+
+def whole_threshold_note(
+    name: str,
+    noise: NoiseModel,
+    low: float,
+    high: float,
+    thresholds: Sequence[float],
+) -> Note | None:
+    """A note where smooth noise hides a bias the analyst can remove by declaring ``step``.
+
+    Under Gaussian or Laplace noise the reports cannot show whether the true values are
+    whole numbers (:func:`whole_number_step`: the evidence's gain was the same for whole
+    and real-valued ages at n = 10^6): the fractional part is not identifiable from the
+    data. If they are whole numbers, a condition's threshold on a whole number (the
+    lattice of whole numbers from a whole-number ``low``, inside the range) puts the
+    values equal to it on an edge of the interval model's cells, which spreads each
+    cell's mass evenly, and the result is biased: -5.7% for ``age <= 30`` on whole
+    years, whatever ``n`` (issue 10). On the lattice (a declared ``step``) the threshold
+    would cut between lattice points and change the answer. ``None`` for other noise
+    (bounded noise is tested for whole numbers), a range whose ``low`` is not a whole
+    number, and thresholds between whole numbers (a lattice cuts where the intervals do
+    or splits no point there). The caller gives the attribute's condition thresholds
+    when it declares no step and was not found to hold whole numbers.
+    """
+    if not isinstance(noise, (AdditiveGaussian, AdditiveLaplace)):
+        return None
+    if not (math.isfinite(low) and low == math.floor(low)):
+        return None
+    on_points = sorted(
+        {float(t) for t in thresholds if low < t < high and abs(t - round(t)) < 1e-9}
+    )
+    if not on_points:
+        return None
+    return Note(
+        gettext_noop(
+            "%(name)s declares no step and its noise cannot show whether its true values "
+            "are whole numbers; if they are (years, counts), values equal to %(thresholds)s "
+            "sit on a cell edge of the interval model and this result can be biased by "
+            "several per cent (about -6%% for age <= 30 in whole years): declare step 1 on "
+            "the question"
+        ),
+        name=name,
+        thresholds=", ".join(f"{t:g}" for t in on_points),
+    )
 
 
 @dataclass(frozen=True)

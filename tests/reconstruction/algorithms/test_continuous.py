@@ -392,3 +392,21 @@ def test_whole_number_evidence_weighs_what_the_reports_can_show() -> None:
     # The gain whole numbers should give is what they do give (531-545 at 10^6, earlier).
     evidence = whole_number_evidence(noise.distort(np.floor(ages), rng), noise, 16, 100)
     assert evidence is not None and 0.6 < evidence.gain / evidence.expected < 1.6
+
+
+def test_whole_threshold_note_flags_whole_thresholds_under_smooth_noise_only() -> None:
+    # Issue 10: under Gaussian or Laplace noise whole numbers cannot be detected, so a
+    # condition whose threshold is a whole number keeps the interval model's bias if the
+    # truths are whole numbers; the note asks for the step. Bounded noise is tested
+    # instead, and thresholds between whole numbers are cut alike by both models.
+    from privacy.mechanisms import AdditiveGaussian, AdditiveLaplace, AdditiveUniform
+    from reconstruction.algorithms.continuous import whole_threshold_note
+
+    note = whole_threshold_note("age", AdditiveGaussian(5.0), 16, 100, [30.0, 50.0, 30.0])
+    assert note is not None and "values equal to 30, 50 " in note and "declare step 1" in note
+    assert note.message.params == {"name": "age", "thresholds": "30, 50"}
+    assert whole_threshold_note("age", AdditiveLaplace(4.0), 16, 100, [30.0]) is not None
+    assert whole_threshold_note("age", AdditiveGaussian(5.0), 16, 100, [30.5]) is None
+    assert whole_threshold_note("age", AdditiveGaussian(5.0), 16, 100, [100.0, 16.0]) is None
+    assert whole_threshold_note("age", AdditiveGaussian(5.0), 16.5, 100, [30.0]) is None
+    assert whole_threshold_note("age", AdditiveUniform(10.0), 16, 100, [30.0]) is None
