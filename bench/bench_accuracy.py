@@ -50,6 +50,11 @@ from reconstruction.algorithms.queries import (
 from reconstruction.algorithms.simulation import simulate_candidates
 
 SURVEYS = int(os.environ.get("BENCH_ACCURACY_SURVEYS", "300"))
+# Independent batches of SURVEYS surveys for the joint count at n = 1,000, whose target
+# is met by the pooled coverage (issue 10: one run gave 96.3%, two others 98.0% and
+# 98.3%); batch b is seeded n + SEED_OFFSET * b.
+BATCHES_1K = int(os.environ.get("BENCH_ACCURACY_BATCHES", "3"))
+SEED_OFFSET = 100_003
 LOW, HIGH = 93.0, 97.0
 AGE_NOISE = AdditiveUniform(10.0)
 SEX_CHANNEL = randomised_response(2, 0.75)
@@ -190,26 +195,68 @@ def coverage_em(table: Table) -> None:
                   SURVEYS, "not re-measured: issue 87.5%")  # fmt: skip
 
 
-def _joint_coverage(
-    table: Table, n: int, name: str, baseline: str, *, step: float | None, whole: bool = True
-) -> None:
-    rng = np.random.default_rng(n if whole else n + 1)
-    hits, errors, averaged, lattice = 0, [], 0, 0
+def _joint_hits(
+    n: int, rng: np.random.Generator, *, step: float | None, whole: bool
+) -> tuple[list[bool], list[float], int, int]:
+    """One batch of ``SURVEYS`` simulated surveys of ``sex = F and age <= 30``: whether
+    each interval covered, each relative error, and in how many surveys whole numbers
+    were detected or the two models averaged."""
+    hits, errors, averaged, lattice = [], [], 0, 0
     for _ in range(SURVEYS):
         pool, age, data = _table(n, rng, step=step, whole=whole)
         truth = int(np.sum((pool.sex == 0) & (age <= 30)))
         result = count_joint(data, WHERE, rng=rng)
         low, high = result.ci95
-        hits += int(low <= truth <= high)
+        hits.append(bool(low <= truth <= high))
         errors.append(result.estimate / truth - 1.0)
         averaged += any("cannot tell" in note for note in result.notes)
         lattice += any("show whole numbers" in note for note in result.notes)
-    _coverage_row(table, name, hits, SURVEYS, baseline)
+    return hits, errors, averaged, lattice
+
+
+def _joint_coverage(
+    table: Table,
+    n: int,
+    name: str,
+    baseline: str,
+    *,
+    step: float | None,
+    whole: bool = True,
+    batches: int = 1,
+) -> None:
+    """Coverage of the joint count over ``batches`` independent batches of ``SURVEYS``
+    surveys (batch ``b`` seeded ``n + SEED_OFFSET * b``; the real-valued control
+    ``n + 1 + ...``). With several batches each batch's coverage is printed (informative)
+    and the target applies to the pooled coverage, so one lucky batch cannot pass it."""
+    pooled: list[bool] = []
+    errors: list[float] = []
+    averaged = lattice = 0
+    for batch in range(batches):
+        seed = (n if whole else n + 1) + SEED_OFFSET * batch
+        hits, batch_errors, batch_averaged, batch_lattice = _joint_hits(
+            n, np.random.default_rng(seed), step=step, whole=whole
+        )
+        if batches > 1:
+            share = float(np.mean(hits))
+            table.add(
+                f"{name}, batch {batch + 1} of {batches} (seed {seed}, {SURVEYS} surveys)",
+                share,
+                unit="%",
+                baseline_name=baseline,
+                target="informative; the pooled row decides",
+            )
+            print(f"  {name}, batch {batch + 1}: {share:.1%}", flush=True)
+        pooled += hits
+        errors += batch_errors
+        averaged += batch_averaged
+        lattice += batch_lattice
+    label = name if batches == 1 else f"{name}, pooled over {batches} batches"
+    _coverage_row(table, label, sum(pooled), len(pooled), baseline)
     spread = 100.0 * float(np.std(errors, ddof=1)) / math.sqrt(len(errors))
     table.note(
         f"{name}: mean error {100.0 * float(np.mean(errors)):+.2f}% (standard error "
         f"{spread:.2f}%); whole numbers detected in {lattice}, models averaged in "
-        f"{averaged} of {SURVEYS} surveys"
+        f"{averaged} of {len(pooled)} surveys"
     )
 
 
@@ -251,8 +298,9 @@ def coverage_joint1k(table: Table) -> None:
         table,
         1_000,
         "joint count coverage, whole-number age <= 30, n=1,000, no step",
-        "not re-measured: issue 88.5% at n=200, last session 92.7%",
+        "not re-measured: issue 88.5% at n=200, last session 92.7% (one batch)",
         step=None,
+        batches=BATCHES_1K,
     )
 
 
