@@ -457,7 +457,11 @@ register(
     AnalysisKind(
         name="panel",
         summary="a panel drawn by a fair lottery over quota-satisfying panels (maximin, nash "
-        "or leximin of Flanigan et al. 2021 on the posteriors of the distorted answers)",
+        "or leximin of Flanigan et al. 2021 on the posteriors of the distorted answers); "
+        "bounds no panel of any pool can meet are a 400, quotas that these candidates' "
+        "posteriors cannot meet end the job `refused` (feasibility needs the fit, which "
+        "the request does not run), the reason naming the conflicting quotas and the "
+        "smallest feasible relaxation",
         methods=(),
         default_method=None,
         sampling=True,
