@@ -126,8 +126,20 @@ _PRICING_GAP = 1e-2
 _SMOOTHING = 0.5
 # One-seat moves added as extra columns after each pricing MILP.
 _NEIGHBOURS = 15
-# Seconds an exact pricing MILP may run; its dual bound then still bounds the optimum.
-_MILP_TIME_LIMIT = 10.0
+# Deterministic work limits (HiGHS run single-threaded, as scipy runs it, is deterministic
+# for given options, so a run stopped by these is a function of the data, the request and
+# the seed; a wall-clock limit is not: where it stops depends on the machine's load).
+# Branch-and-bound nodes an exact pricing MILP may explore; its dual bound then still
+# bounds the optimum.
+_PRICING_NODES = 2_000
+# Nodes a feasibility MILP (whether the quotas admit a panel; each test of the refusal's
+# deletion filter; the tightened-bands search) and the relaxation MILP may explore.
+_DECIDE_NODES = 20_000
+# Rounds per request: the covering step's panels and the column generation's pricing
+# problems (MILP or "LP and fix"; every objective, LEXIMIN's programmes share them).
+# Chosen on bench/bench_panel.py's pools of 1,000 / panel 30 so that a panel stays within
+# its 10 s target on this 2-core machine (README, "What panels achieve").
+_MAX_ROUNDS = 50
 # Levels of expected seats outside a band tried, as multiples of ``max_outside``, before a
 # quota keeps its plain band (:func:`_tighten`).
 _OUTSIDE_STEPS = (1.0, 1.5, 2.0, 3.0, 5.0)
@@ -446,13 +458,18 @@ class _Problem:
         time_limit: float | None = None,
         force: int | None = None,
         gap: float | None = None,
+        node_limit: int | None = None,
     ) -> tuple[NDArray[np.int64] | None, float]:
         """The MILP's best panel and its dual bound (an upper bound on every panel).
 
         ``force``: a type that must get a seat; ``gap``: HiGHS' relative MIP gap at which
-        it may stop (the dual bound returned stays valid).
+        it may stop (the dual bound returned stays valid); ``node_limit``: the
+        deterministic work limit (branch-and-bound nodes); ``time_limit``: the wall-clock
+        safety net.
         """
         options: dict[str, float] = {} if time_limit is None else {"time_limit": time_limit}
+        if node_limit is not None:
+            options["node_limit"] = node_limit
         if gap is not None:
             options["mip_rel_gap"] = gap
         low = np.zeros(self.sizes.size)
@@ -532,12 +549,13 @@ class _Problem:
         self, active: NDArray[np.bool_] | None = None, *, deadline: float | None = None
     ) -> bool | None:
         """Whether a panel exists; ``None`` when the MILP neither found one nor proved
-        there is none before ``deadline`` (``time.monotonic()``; at least
+        there is none within :data:`_DECIDE_NODES` branch-and-bound nodes (deterministic)
+        or before ``deadline`` (``time.monotonic()``, the safety net; at least
         :data:`_DECIDE_FLOOR` seconds are always allowed)."""
-        if deadline is None:
-            return self.feasible(active)
-        limit = max(_DECIDE_FLOOR, deadline - time.monotonic())
-        panel, bound = self.solve(np.zeros(self.sizes.size), active, time_limit=limit)
+        limit = None if deadline is None else max(_DECIDE_FLOOR, deadline - time.monotonic())
+        panel, bound = self.solve(
+            np.zeros(self.sizes.size), active, time_limit=limit, node_limit=_DECIDE_NODES
+        )
         if panel is not None:
             return True
         return None if bound == math.inf else False
@@ -710,10 +728,11 @@ def _relaxation(
             np.zeros(t + 2 * q),
             np.concatenate([problem.sizes, np.asarray(minimums, float), np.full(q, problem.size)]),
         ),
-        options={} if time_limit is None else {"time_limit": time_limit},
+        options={"node_limit": _DECIDE_NODES}
+        | ({} if time_limit is None else {"time_limit": time_limit}),
     )
     if result.x is None and result.status == 1:
-        return [0] * (2 * q), False  # time limit, no relaxation found
+        return [0] * (2 * q), False  # node or time limit, no relaxation found
     if result.x is None:
         raise RuntimeError(f"the relaxation MILP failed: {result.message}")
     return [round(float(v)) for v in result.x[t:]], result.status == 0
@@ -1031,21 +1050,32 @@ class _ColumnGeneration:
     seen: set[bytes] = field(default_factory=set)
     iterations: int = 0
     max_iterations: int = 100_000
-    deadline: float | None = None  # time.monotonic() after which optimisation stops
-    stopped: bool = False  # set when the deadline stopped an optimisation early
+    deadline: float | None = None  # time.monotonic(): the wall-clock safety net
+    max_rounds: int | None = None  # rounds allowed (``iterations``; the deterministic limit)
+    stopped: bool = False  # set when a limit (work or clock) stopped an optimisation early
+    clock: bool = False  # set when the wall-clock safety net fired (not reproducible)
     bound: float = math.inf  # the last maximin round's proven bound on its level
     # Types the covering step had not reached when the deadline passed.
     uncovered: NDArray[np.bool_] | None = None
 
-    def time_limit(self, limit: float) -> float:
-        """``limit`` seconds, or what is left before the deadline if less (>= 0.1 s)."""
+    def time_limit(self) -> float | None:
+        """The seconds left before the deadline (>= 0.1 s), ``None`` without one."""
         if self.deadline is None:
-            return limit
-        return max(0.1, min(limit, self.deadline - time.monotonic()))
+            return None
+        return max(0.1, self.deadline - time.monotonic())
+
+    def late(self) -> bool:
+        """Whether the wall-clock safety net has fired (recorded in ``clock``)."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            self.clock = self.stopped = True
+        return self.clock
 
     def out_of_time(self) -> bool:
-        if self.deadline is not None and time.monotonic() > self.deadline:
+        """Whether a limit stops the optimisation: the rounds (covering and pricing
+        problems, deterministic) or, as a safety net, the deadline."""
+        if self.max_rounds is not None and self.iterations >= self.max_rounds:
             self.stopped = True
+        self.late()
         return self.stopped
 
     def add(self, panel: NDArray[np.int64]) -> bool:
@@ -1082,10 +1112,11 @@ class _ColumnGeneration:
             if quick is not None and upper <= floor:  # no panel can beat floor
                 return quick, upper
         panel, bound = self.problem.solve(
-            weights, time_limit=self.time_limit(_MILP_TIME_LIMIT), gap=_PRICING_GAP
+            weights, time_limit=self.time_limit(), gap=_PRICING_GAP, node_limit=_PRICING_NODES
         )
-        if panel is None:  # the deadline stopped the MILP before it found a panel
+        if panel is None:  # the node limit (or the deadline) stopped the MILP before a panel
             self.stopped = True
+            self.late()
             return (quick if quick is not None else self.columns[-1]), math.inf
         return panel, min(bound, upper)
 
@@ -1145,11 +1176,12 @@ class _ColumnGeneration:
         (weighted by the inverse type size); when it covers none, a feasibility MILP
         forces a seat for one uncovered type (any such panel will do, so HiGHS stops at
         its first solution). A type for which that MILP is infeasible fits in no
-        quota-satisfying panel; one for which it finds no panel within the time limit is
+        quota-satisfying panel; one for which it finds no panel within its node limit is
         treated the same way (probability 0, counted in ``unselectable``). So are the
-        types still uncovered when the deadline (``max_seconds``) passes (the mask
-        ``uncovered``): the run ends in time with a valid lottery, and the notes say how
-        many candidates it could not reach. Returns the mask of the types some panel holds.
+        types still uncovered when the rounds (``max_rounds``, deterministic) run out or
+        the safety net's deadline (``max_seconds``) passes (the mask ``uncovered``): the
+        run ends with a valid lottery, and the notes say how many candidates it could not
+        reach. Returns the mask of the types some panel holds.
         """
         impossible = np.zeros_like(covered)
         while not (covered | impossible).all():
@@ -1162,9 +1194,14 @@ class _ColumnGeneration:
             if panel is None or not ((panel > 0) & ~covered).any():
                 target = int(np.argmax(weights))
                 panel, _ = self.problem.solve(
-                    weights, time_limit=self.time_limit(_MILP_TIME_LIMIT), force=target, gap=1.0
+                    weights,
+                    time_limit=self.time_limit(),
+                    force=target,
+                    gap=1.0,
+                    node_limit=_DECIDE_NODES,
                 )
                 if panel is None:
+                    self.late()
                     impossible[target] = True
                     continue
             self.add(panel)
@@ -1465,6 +1502,7 @@ def select_panel(
     max_outside: float | None = None,
     max_seconds: float | None = None,
     merge: bool = True,
+    max_rounds: int | None = _MAX_ROUNDS,
 ) -> PanelResult:
     """Draw a panel from a fair lottery whose panels meet quotas on expected true counts.
 
@@ -1522,15 +1560,23 @@ def select_panel(
         per quota into one type (:func:`_merge_types`; bands are imposed on the
         members' extreme posteriors, so every panel still meets them). ``False``: one
         type per distinct posterior vector.
+    max_rounds : int or None
+        The deterministic work limit: the column generation solves at most this many
+        pricing problems (:data:`_MAX_ROUNDS` by default), and every MILP stops at a
+        fixed number of branch-and-bound nodes, so the lottery, and the panel the seed
+        draws from it, are a function of the data, the request and the seed alone,
+        whatever the machine's load. When the rounds run out, every panel of the lottery
+        still meets the quotas; only the fairness may fall short of the optimum, and
+        ``notes`` state the proven bound on the optimal lowest probability. ``None``: run
+        to the gap.
     max_seconds : float or None
-        Stop improving the distribution once this many seconds have passed since the call
-        began (posteriors included: the worker's time limit counts them too). Every panel
-        of the lottery still meets the quotas; only the fairness may fall short of the
-        optimum, and ``notes`` state the proven bound on the optimal lowest probability.
-        When the deadline passes before every candidate is in some panel (the covering
-        step), the rest get probability 0 and the notes say how many. The lottery, the
-        draw and the intervals come after the deadline (well under a second at pools of
-        10,000). ``None``: run to the gap.
+        The wall-clock safety net, counted from the start of the call (posteriors
+        included: the worker's time limit counts them too): past it, the optimisation,
+        the covering step (the candidates not yet in a panel get probability 0), the
+        tightened-bands search and the refusal's diagnosis stop. Where that happens
+        depends on the machine's load, so when it fires the notes say that this draw
+        may not be reproducible from its seed. The lottery, the draw and the intervals
+        come after it (well under a second at pools of 10,000). ``None``: no clock.
 
     Returns
     -------
@@ -1620,6 +1666,7 @@ def select_panel(
             raise _infeasible(problem, quotas, deadline, max_seconds)
     notes: list[str] = []
     levels = np.full(q, math.inf)
+    cut = False
     if max_outside is not None and q:
         problem, levels, cut = _tighten(problem, float(max_outside), deadline)
         if cut:
@@ -1659,7 +1706,7 @@ def select_panel(
                         )
                     )
 
-    cg = _ColumnGeneration(problem, progress, deadline=deadline)
+    cg = _ColumnGeneration(problem, progress, deadline=deadline, max_rounds=max_rounds)
     # Panels rounded from the LP relaxation first (they cover most types at once), then
     # the covering step for the rest (Flanigan et al., Methods).
     bound, x = _lp_bound(problem, np.ones(sizes.size, dtype=bool))
@@ -1732,7 +1779,32 @@ def select_panel(
     )
     if progress is not None:
         progress(1.0)
-    if cg.stopped:
+    if cg.stopped and not cg.clock:  # the work limit: reproducible
+        if objective == "maximin" and math.isfinite(cg.bound):
+            notes.append(
+                Note(
+                    gettext_noop(
+                        "optimisation stopped after %(rounds)s rounds (the work "
+                        "limit): the lowest selection probability reached is %(optimum)s; no "
+                        "lottery can give everyone more than %(bound)s"
+                    ),
+                    rounds=cg.iterations,
+                    optimum=f"{optimum:.4g}",
+                    bound=f"{cg.bound:.4g}",
+                )
+            )
+        else:
+            notes.append(
+                Note(
+                    gettext_noop(
+                        "optimisation stopped after %(rounds)s rounds (the work "
+                        "limit): the lowest selection probability reached is %(optimum)s"
+                    ),
+                    rounds=cg.iterations,
+                    optimum=f"{optimum:.4g}",
+                )
+            )
+    elif cg.stopped:
         if objective == "maximin" and math.isfinite(cg.bound):
             notes.append(
                 Note(
@@ -1758,7 +1830,20 @@ def select_panel(
                 )
             )
     unselectable = int(sizes[~selectable].sum())
-    if cg.uncovered is not None:
+    if cg.uncovered is not None and not cg.clock:
+        unreached = int(sizes[cg.uncovered].sum())
+        notes.append(
+            Note(
+                gettext_noop(
+                    "%(unreached)s eligible candidate(s) were in no panel found within the "
+                    "work limit of %(rounds)s rounds (selection probability 0)"
+                ),
+                unreached=unreached,
+                rounds=cg.iterations,
+            )
+        )
+        unselectable -= unreached
+    elif cg.uncovered is not None:
         unreached = int(sizes[cg.uncovered].sum())
         notes.append(
             Note(
@@ -1771,6 +1856,17 @@ def select_panel(
             )
         )
         unselectable -= unreached
+    if cg.clock or cut:
+        notes.append(
+            Note(
+                gettext_noop(
+                    "the wall-clock safety net (max_seconds=%(max_seconds)s) stopped this run "
+                    "before its work limit: where it stops depends on the machine's load, so "
+                    "this draw may not be reproducible from its seed"
+                ),
+                max_seconds=f"{max_seconds:g}",
+            )
+        )
     if unselectable:
         notes.append(
             Note(

@@ -578,3 +578,77 @@ def test_a_tiny_budget_stops_the_search_for_tightened_bands() -> None:
     unbounded = select_panel(table, 12, quotas, rng=np.random.default_rng(2), max_outside=0.2)
     assert not any("tightened bands stopped" in note for note in unbounded.notes)
     assert [o.outside_level for o in unbounded.quotas] == pytest.approx([0.3, 0.2])
+
+
+class _Clock:
+    """A stand-in for the ``time`` module that :mod:`panel` reads: ``monotonic()``
+    advances ``step`` seconds per call (0: a machine infinitely fast) and counts calls."""
+
+    def __init__(self, step: float) -> None:
+        self.step, self.now, self.calls = step, 0.0, 0
+
+    def monotonic(self) -> float:
+        self.calls += 1
+        self.now += self.step
+        return self.now
+
+
+def _seeded_run(monkeypatch: pytest.MonkeyPatch, clock: _Clock, **options: object):  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(panel_module, "time", clock)
+    table = _age_sex_table(3.0)
+    quotas = [
+        Quota((Condition("sex", "in", {0}),), 4, 8, "women"),
+        Quota((Condition("age", "between", (16, 40)),), 2, 6, "16-39"),
+    ]
+    return select_panel(
+        table, 12, quotas, rng=np.random.default_rng(7), reserves=3, merge=False, **options
+    )
+
+
+def test_the_seed_reproduces_the_panel_whatever_the_machines_speed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Issue 14: "the seed that reproduces the draw". The optimisation stops at a
+    # deterministic work limit (rounds, MILP nodes), not at the clock, so a slow or busy
+    # machine draws the same panel, probabilities and reserves from the same seed. Without
+    # warm-start panels this problem needs about 30 covering and pricing rounds to
+    # converge; the default limit is lowered to 15 so that the limit, not convergence,
+    # ends both runs. The old code stopped at max_seconds, i.e. at a different round on
+    # the fast clock below, and drew another lottery.
+    monkeypatch.setattr(panel_module, "_WARM_PANELS", 0)
+    monkeypatch.setitem(select_panel.__kwdefaults__, "max_rounds", 15)
+    frozen = _Clock(0.0)
+    first = _seeded_run(monkeypatch, frozen, max_seconds=100.0)
+    # The clock now runs so fast that 100 s pass at the 24th reading. The converged run
+    # reads it about 31 times (once per round and at the start), so a wall-clock budget
+    # stops it near round 23, short of convergence, and draws another lottery; the work
+    # limit ends the run at round 15 (about 16 readings), before the safety net fires.
+    fast = _Clock(100.0 / 24)
+    second = _seeded_run(monkeypatch, fast, max_seconds=100.0)
+    assert fast.now < 100.0
+    assert first.iterations == second.iterations >= 15
+    assert any("rounds (the work limit)" in note for note in first.notes)
+    assert not any("max_seconds" in note for note in first.notes + second.notes)
+    np.testing.assert_array_equal(first.rows, second.rows)
+    np.testing.assert_array_equal(first.reserves, second.reserves)
+    np.testing.assert_array_equal(first.probabilities, second.probabilities)
+    assert first.lottery_draw == second.lottery_draw
+    assert [str(note) for note in first.notes] == [str(note) for note in second.notes]
+
+
+def test_the_wall_clock_safety_net_says_the_draw_may_not_be_reproducible(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # When max_seconds fires before the work limit, the run still ends with a valid
+    # lottery, and the notes say where it stopped depends on the load.
+    monkeypatch.setattr(panel_module, "_WARM_PANELS", 0)
+    stopped = _seeded_run(monkeypatch, _Clock(1.0), max_seconds=20.0)
+    safety = [note for note in stopped.notes if "may not be reproducible" in note]
+    assert len(safety) == 1 and "max_seconds=20" in safety[0]
+    assert not any("rounds (the work limit)" in note for note in stopped.notes)
+    mu = stopped.support @ stopped.type_posteriors
+    assert np.all(mu >= np.array([4, 2]) - 1e-6) and np.all(mu <= np.array([8, 6]) + 1e-6)
+    # A run that the work limit ends (the clock frozen) carries no such note.
+    limited = _seeded_run(monkeypatch, _Clock(0.0), max_seconds=20.0, max_rounds=10)
+    assert not any("may not be reproducible" in note for note in limited.notes)
+    assert any("work limit" in note for note in limited.notes)
