@@ -852,11 +852,20 @@ def overall_distribution(
     )
     result, naive = distribution_from_counts(question, method, counted.counts, cell_plan)
     if whole:
-        assert isinstance(result, IntervalReconstruction)
-        inner = result.reconstruction
-        notes = (*inner.notes, whole_number_note(question.key))
-        result = dataclasses.replace(result, reconstruction=dataclasses.replace(inner, notes=notes))
+        result = with_whole_number_note(result, question)
     return result, naive
+
+
+def with_whole_number_note(
+    result: Reconstruction | IntervalReconstruction, question: Question
+) -> IntervalReconstruction:
+    """A continuous question's overall distribution planned on whole numbers by detection
+    (:func:`whole_number_verdict`), with the array API's note saying so (the survey
+    report, :mod:`reconstruction.reports`, adds it as :func:`overall_distribution` does)."""
+    assert isinstance(result, IntervalReconstruction)
+    inner = result.reconstruction
+    notes = (*inner.notes, whole_number_note(question.key))
+    return dataclasses.replace(result, reconstruction=dataclasses.replace(inner, notes=notes))
 
 
 def overall_plan(question: Question, n: int, *, whole_numbers: bool = False) -> tables.CellPlan:

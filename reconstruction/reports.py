@@ -25,6 +25,8 @@ from reconstruction.analysis import (
     overall_inner_edges,
     overall_plan,
     suppress_cells,
+    whole_number_verdict,
+    with_whole_number_note,
 )
 from reconstruction.presentation import report_sections
 from surveys import selectors, statistics
@@ -35,14 +37,17 @@ def question_section(
     survey: Survey,
     question: Question,
     thresholds: Thresholds,
-    statistics_read: tuple[int, Any, Any] | None = None,
+    statistics_read: tuple[int, Any, Any, bool] | None = None,
 ) -> dict[str, Any]:
     """One question's part of the report: its mechanism, epsilon, counts and estimates.
 
     Everything comes from SQL statistics (one ``COUNT`` and one ``GROUP BY`` of reported
     cells), continuous questions included, so the cost does not grow with the answers.
     :func:`build_report` reads every question's statistics at once and passes them as
-    ``statistics_read``: ``(n, counts, plan)`` (see :func:`report_statistics`).
+    ``statistics_read``: ``(n, counts, plan, whole_numbers)`` (see :func:`report_statistics`);
+    a continuous question whose reports show whole numbers is reconstructed on the lattice
+    of whole numbers with the same note as ``POST /analyses/`` kind ``distribution``
+    (:func:`~reconstruction.analysis.overall_distribution`, issue 10).
     """
     channel = selectors.question_channel(question) if question.is_discrete else None
     if statistics_read is None:
@@ -71,7 +76,9 @@ def question_section(
     else:
         if not question.is_discrete and statistics_read[2] is None:
             raise ValueError(f"nobody answered {question.key!r}")
-        result, naive = distribution_from_counts(question, None, *statistics_read[1:])
+        result, naive = distribution_from_counts(question, None, *statistics_read[1:3])
+        if statistics_read[3]:
+            result = with_whole_number_note(result, question)
     naive_hidden = suppress_cells(naive, thresholds.min_cell)
     section.update(
         published=True,
@@ -90,25 +97,33 @@ def question_section(
 
 def report_statistics(
     survey: Survey, questions: Sequence[Question], thresholds: Thresholds
-) -> dict[int, tuple[int, Any, Any]]:
-    """Every question's statistics in two SQL queries, whatever the number of questions.
+) -> dict[int, tuple[int, Any, Any, bool]]:
+    """Every question's statistics in two SQL queries, plus one per continuous question
+    tested for whole numbers, whatever the number of answers.
 
     One ``GROUP BY`` of the survey's answers by question and code counts who answered
     each question and a discrete question's codes; a second one cuts the continuous
     questions' values into the reported bins of their plans (which depend on how many
-    answered). Returns ``{question pk: (n, counts, plan)}`` (``plan`` is ``None`` for a
-    discrete question; ``counts`` for a continuous question below the threshold is its
-    single total).
+    answered). Before it, each published continuous question without a declared step
+    whose noise and range allow the test gets the worker's whole-number test
+    (:func:`~reconstruction.analysis.whole_number_verdict`: one ``GROUP BY`` of its
+    reports in half units, bounded rows); a detected question is planned on the lattice
+    of whole numbers, as :func:`~reconstruction.analysis.overall_distribution` plans it
+    (issue 10). Returns ``{question pk: (n, counts, plan, whole_numbers)}`` (``plan`` is
+    ``None`` for a discrete question; ``counts`` for a continuous question below the
+    threshold is its single total).
     """
     using = statistics.analysis_alias()
     first = statistics.question_tables(survey, questions, using=using)
-    read: dict[int, tuple[int, Any, Any]] = {}
+    read: dict[int, tuple[int, Any, Any, bool]] = {}
     plans = {}
+    whole: dict[int, bool] = {}
     for question in questions:
         n = round(float(first[question.pk].sum()))
-        read[question.pk] = (n, first[question.pk], None)
+        read[question.pk] = (n, first[question.pk], None, False)
         if not question.is_discrete and n >= max(1, thresholds.min_responses):
-            plans[question.pk] = overall_plan(question, n)
+            whole[question.pk], _evidence = whole_number_verdict(survey, question)
+            plans[question.pk] = overall_plan(question, n, whole_numbers=whole[question.pk])
     if plans:
         cut = statistics.question_tables(
             survey,
@@ -117,7 +132,7 @@ def report_statistics(
             using=using,
         )
         for pk, plan in plans.items():
-            read[pk] = (read[pk][0], cut[pk], plan)
+            read[pk] = (read[pk][0], cut[pk], plan, whole[pk])
     return read
 
 

@@ -346,3 +346,43 @@ def test_a_whole_number_threshold_under_smooth_noise_without_step_asks_for_the_s
     stepped = _smooth_survey(3_000, step=1)
     job = analyse(analyst, django_capture_on_commit_callbacks, {"survey": stepped.pk, **count})
     assert not any(SMOOTH_NOTE in note for note in job["result"]["notes"])
+
+
+def test_report_of_whole_year_ages_without_step_matches_the_api_distribution(
+    whole_years: tuple[Survey, np.ndarray, np.ndarray], django_capture_on_commit_callbacks: Any
+) -> None:
+    # The survey report reconstructs each continuous question from its own two SQL
+    # reads; it used the interval model whatever the reports showed, so its age section
+    # differed from POST /analyses/ kind distribution of the same question (30 interval
+    # cells and no note, against 85 whole years). It now runs the same whole-number test.
+    survey, _sex, _age = whole_years
+    client = client_for("north", "analyst")
+    job = analyse(
+        client,
+        django_capture_on_commit_callbacks,
+        {"survey": survey.pk, "kind": "distribution", "attribute": "age"},
+    )
+    expected = job["result"]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(f"/api/v1/surveys/{survey.pk}/reports/")
+    assert response.status_code == 202, response.json()
+    status = client.get(response.json()["url"]).json()
+    assert status["status"] == "succeeded", status
+    download = client.get(f"/api/v1/reports/{status['id']}/download/", {"format": "json"})
+    assert download.status_code == 200
+    sections = {s["key"]: s for s in download.json()["questions"]}
+    age = sections["age"]
+    assert age["published"] is True and age["responses"] == N
+    reconstructed = age["reconstructed"]
+    assert any(WHOLE_NUMBERS_NOTE in note for note in reconstructed["notes"]), reconstructed
+    assert reconstructed["notes"] == expected["notes"]
+    assert reconstructed["intervals"] == expected["intervals"]
+    assert len(reconstructed["intervals"]) == 85
+    assert reconstructed["suppressed"] == expected["suppressed"]
+    counts, api_counts = _published(reconstructed["counts"]), _published(expected["counts"])
+    shown = ~np.isnan(counts)
+    assert shown.sum() >= 60
+    np.testing.assert_allclose(counts[shown], api_counts[shown], rtol=1e-6)
+    intervals = [p for p in reconstructed["ci95"] if p is not None]
+    assert len(intervals) == shown.sum()
+    np.testing.assert_allclose(intervals, [p for p in expected["ci95"] if p is not None], rtol=1e-6)
