@@ -642,7 +642,7 @@ def test_the_wall_clock_safety_net_says_the_draw_may_not_be_reproducible(
     # When max_seconds fires before the work limit, the run still ends with a valid
     # lottery, and the notes say where it stopped depends on the load.
     monkeypatch.setattr(panel_module, "_WARM_PANELS", 0)
-    stopped = _seeded_run(monkeypatch, _Clock(1.0), max_seconds=20.0)
+    stopped = _seeded_run(monkeypatch, _Clock(5.0), max_seconds=20.0)
     safety = [note for note in stopped.notes if "may not be reproducible" in note]
     assert len(safety) == 1 and "max_seconds=20" in safety[0]
     assert not any("rounds (the work limit)" in note for note in stopped.notes)
