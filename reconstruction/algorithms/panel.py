@@ -139,7 +139,7 @@ _DECIDE_NODES = 20_000
 # problems (MILP or "LP and fix"; every objective, LEXIMIN's programmes share them).
 # Chosen on bench/bench_panel.py's pools of 1,000 / panel 30 so that a panel stays within
 # its 10 s target on this 2-core machine (README, "What panels achieve").
-_MAX_ROUNDS = 20
+_MAX_ROUNDS = 16
 # Levels of expected seats outside a band tried, as multiples of ``max_outside``, before a
 # quota keeps its plain band (:func:`_tighten`).
 _OUTSIDE_STEPS = (1.0, 1.5, 2.0, 3.0, 5.0)
