@@ -844,14 +844,18 @@ def main() -> int:
             ok=ours.support_ok == ours.support_total,
         )
         coverage = ours.covered / max(ours.intervals, 1)
+        # With lottery draws measured, the target is judged on them (every panel of the
+        # lottery, not one per pool: 320 intervals carry a standard error of about 1.2
+        # points, too coarse for a 4-point range); the drawn panels' figure stays beside.
         table.add(
-            f"95% intervals covering the realised true count ({ours.intervals} intervals)",
+            f"95% intervals covering the realised true count, the drawn panels "
+            f"({ours.intervals} intervals)",
             coverage,
             unit="%",
             baseline=plain.covered / max(plain.intervals, 1) if ran else None,
             baseline_name="tightened, max_outside=0.2" if ran else "",
             target="93-97%",
-            ok=0.93 <= coverage <= 0.97,
+            ok=None if ours.draw_covered else 0.93 <= coverage <= 0.97,
         )
         ages = np.array([label.startswith("age") for label in labels])
         if ours.draw_covered:
@@ -875,7 +879,7 @@ def main() -> int:
                     "(binomial, if every interval were independent)",
                     f"{share:.1%} +- {se_pool:.1%} ({se_binomial:.1%})",
                     target="93-97%",
-                    ok=None,
+                    ok=(0.93 <= share <= 0.97) if name == "every category" else None,
                 )
         covered = np.array(ours.pool_covered)
         table.add(
