@@ -1118,6 +1118,9 @@ class _ColumnGeneration:
             self.stopped = True
             self.late()
             return (quick if quick is not None else self.columns[-1]), math.inf
+        # A MILP still running at the deadline stopped at its time limit with a panel that
+        # may not be the one its node limit gives: the safety net has fired.
+        self.late()
         return panel, min(bound, upper)
 
     def neighbours(
@@ -1200,8 +1203,8 @@ class _ColumnGeneration:
                     gap=1.0,
                     node_limit=_DECIDE_NODES,
                 )
+                self.late()  # as in price: a MILP past the deadline may have been cut
                 if panel is None:
-                    self.late()
                     impossible[target] = True
                     continue
             self.add(panel)
@@ -1575,8 +1578,10 @@ def select_panel(
         the covering step (the candidates not yet in a panel get probability 0), the
         tightened-bands search and the refusal's diagnosis stop. Where that happens
         depends on the machine's load, so when it fires the notes say that this draw
-        may not be reproducible from its seed. The lottery, the draw and the intervals
-        come after it (well under a second at pools of 10,000). ``None``: no clock.
+        may not be reproducible from its seed (and, when it stopped the first check on
+        merged types, that the lottery was built over exact types instead). The
+        lottery, the draw and the intervals come after it (well under a second at pools
+        of 10,000). ``None``: no clock.
 
     Returns
     -------
@@ -1649,12 +1654,18 @@ def select_panel(
     if max_outside is not None and not max_outside > 0:
         raise ValueError(f"max_outside must be positive or None, got {max_outside!r}")
     problem = None
+    # Whether the safety net stopped the check of merged types, so that exact types were
+    # used where a run within the clock would have used the merged ones.
+    unmerged = False
     if spread > 0:
         type_of, type_posteriors, least, most = _merge_types(matrix, spread)
         sizes = np.bincount(type_of, minlength=type_posteriors.shape[0]).astype(np.float64)
         merged = _Problem(sizes, type_posteriors, int(size), lower, upper, least=least, most=most)
-        if merged.decide(deadline=deadline):
+        merged_feasible = merged.decide(deadline=deadline)
+        if merged_feasible:
             problem = merged
+        elif merged_feasible is None and deadline is not None:
+            unmerged = time.monotonic() > deadline
     if problem is None:  # exact types (also the infeasibility diagnosis's problem)
         type_of, type_posteriors, _, _ = _merge_types(matrix, 0.0)
         sizes = np.bincount(type_of, minlength=type_posteriors.shape[0]).astype(np.float64)
@@ -1665,6 +1676,17 @@ def select_panel(
         if not decided:
             raise _infeasible(problem, quotas, deadline, max_seconds)
     notes: list[str] = []
+    if unmerged:
+        notes.append(
+            Note(
+                gettext_noop(
+                    "the wall-clock safety net (max_seconds=%(max_seconds)s) stopped the check "
+                    "of the quotas on merged candidate types, so the lottery was built over "
+                    "exact types instead"
+                ),
+                max_seconds=f"{max_seconds:g}",
+            )
+        )
     levels = np.full(q, math.inf)
     cut = False
     if max_outside is not None and q:
@@ -1856,7 +1878,7 @@ def select_panel(
             )
         )
         unselectable -= unreached
-    if cg.clock or cut:
+    if cg.clock or cut or unmerged:
         notes.append(
             Note(
                 gettext_noop(

@@ -652,3 +652,53 @@ def test_the_wall_clock_safety_net_says_the_draw_may_not_be_reproducible(
     limited = _seeded_run(monkeypatch, _Clock(0.0), max_seconds=20.0, max_rounds=10)
     assert not any("may not be reproducible" in note for note in limited.notes)
     assert any("work limit" in note for note in limited.notes)
+
+
+def test_a_safety_net_firing_in_the_merged_types_check_says_exact_types_were_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The first feasibility check runs on merged types; when max_seconds passes while
+    # HiGHS is still deciding it, select_panel falls back to exact types. That run's
+    # lottery is not the one a run within the clock builds (merged types), so the result
+    # must say so and that the draw may not be reproducible; it used to say neither.
+    clock = _Clock(0.0)
+    monkeypatch.setattr(panel_module, "time", clock)
+    original = panel_module._Problem.decide
+    checked = []
+
+    def slow_merged_check(self, active=None, *, deadline=None):  # type: ignore[no-untyped-def]
+        if self.least is None or deadline is None:
+            return original(self, active, deadline=deadline)
+        # The merged MILP outlasts the time left: the clock passes the deadline and
+        # HiGHS (really) stops at its time limit before deciding.
+        clock.now = deadline + 1.0
+        floor = panel_module._DECIDE_FLOOR
+        monkeypatch.setattr(panel_module, "_DECIDE_FLOOR", 1e-9)
+        try:
+            decided = original(self, active, deadline=deadline)
+        finally:
+            monkeypatch.setattr(panel_module, "_DECIDE_FLOOR", floor)
+        checked.append(decided)
+        return decided
+
+    monkeypatch.setattr(panel_module._Problem, "decide", slow_merged_check)
+    table = _age_sex_table(3.0)
+    quotas = [
+        Quota((Condition("sex", "in", {0}),), 4, 8, "women"),
+        Quota((Condition("age", "between", (16, 40)),), 2, 6, "16-39"),
+    ]
+    result = select_panel(table, 12, quotas, rng=np.random.default_rng(7), max_seconds=30.0)
+    assert checked == [None]
+    fallback = [note for note in result.notes if "merged candidate types" in note]
+    assert len(fallback) == 1 and "max_seconds=30" in fallback[0]
+    assert "exact types" in fallback[0]
+    assert sum("may not be reproducible" in note for note in result.notes) == 1
+    # exact types: one per distinct posterior vector, and every panel meets the bands
+    assert len(result.type_posteriors) == len(np.unique(result.type_posteriors, axis=0))
+    mu = result.support @ result.type_posteriors
+    assert np.all(mu >= np.array([4, 2]) - 1e-6) and np.all(mu <= np.array([8, 6]) + 1e-6)
+    # Within the clock the merged check decides, and no such note appears.
+    monkeypatch.setattr(panel_module._Problem, "decide", original)
+    calm = select_panel(table, 12, quotas, rng=np.random.default_rng(7), max_seconds=30.0)
+    assert not any("merged candidate types" in n or "reproducible" in n for n in calm.notes)
+    assert len(calm.type_posteriors) < len(result.type_posteriors)
