@@ -146,6 +146,145 @@ seededTest("continuous noise has the published distribution (KS)", 105, () => {
   }
 });
 
+// --- additive_staircase (Geng & Viswanath, IEEE Trans. Inf. Theory 62(2), 2016) ---
+// The closed forms below are written from the published density, not from the
+// sampler: with gamma = 1 / (1 + e^(eps/2)) and b = e^(-eps) the density is
+// a*b^k on |z| in [k, k + gamma)*delta and a*b^(k+1) on [k + gamma, k + 1)*delta,
+// a = (1 - b) / (2 delta (gamma + (1 - gamma) b)).
+
+function staircaseConstants(epsilon, delta) {
+  const gamma = 1 / (1 + Math.exp(epsilon / 2));
+  const b = Math.exp(-epsilon);
+  return { gamma, b, a: (1 - b) / (2 * delta * (gamma + (1 - gamma) * b)) };
+}
+
+function staircaseDensity(epsilon, delta) {
+  const { gamma, b, a } = staircaseConstants(epsilon, delta);
+  return (z) => {
+    const t = Math.abs(z) / delta;
+    const k = Math.floor(t);
+    return t - k < gamma ? a * b ** k : a * b ** (k + 1);
+  };
+}
+
+// Pr(noise <= x): integrate the density stair by stair.  Whole stairs 0..k-1
+// on one side hold a*delta*(gamma + (1 - gamma) b) * (b^0 + ... + b^(k-1)).
+function staircaseCdf(epsilon, delta) {
+  const { gamma, b, a } = staircaseConstants(epsilon, delta);
+  const side = (x) => {
+    // mass of [0, x] for x >= 0
+    const t = x / delta;
+    const k = Math.floor(t);
+    const r = t - k;
+    const whole = a * delta * (gamma + (1 - gamma) * b) * (1 - b ** k) / (1 - b);
+    const part = r <= gamma ? a * b ** k * r * delta : a * b ** k * (gamma * delta + b * (r - gamma) * delta);
+    return whole + part;
+  };
+  return (x) => (x >= 0 ? 0.5 + side(x) : 0.5 - side(-x));
+}
+
+// The mass within +-gamma*delta, as the contract states it.
+function staircaseInnerMass(epsilon) {
+  const gamma = 1 / (1 + Math.exp(epsilon / 2));
+  const b = Math.exp(-epsilon);
+  return ((1 - b) * gamma) / (gamma + (1 - gamma) * b);
+}
+
+const STAIRCASE_CASES = [
+  { epsilon: 1, sensitivity: 5, value: 38 },
+  { epsilon: 3, sensitivity: 0.5, value: 12.25 },
+];
+
+function staircaseQuestion({ epsilon, sensitivity }) {
+  return { key: "hours", type: "continuous", range: [0, 80], mechanism: { name: "additive_staircase", epsilon, sensitivity } };
+}
+
+function laplaceTwin({ epsilon, sensitivity }) {
+  // The Laplace mechanism at the same eps and sensitivity: scale delta / eps.
+  return { key: "hours", type: "continuous", range: [0, 80], mechanism: { name: "additive_laplace", scale: sensitivity / epsilon } };
+}
+
+test("the staircase closed forms used below agree with the published density", () => {
+  for (const { epsilon, sensitivity } of STAIRCASE_CASES) {
+    const density = staircaseDensity(epsilon, sensitivity);
+    const cdf = staircaseCdf(epsilon, sensitivity);
+    // Midpoint rule from 0 to x (the density is piecewise constant; steps of delta/4000).
+    const h = sensitivity / 4000;
+    let integral = 0;
+    for (let i = 0; i < 4000 * 6; i++) {
+      integral += density((i + 0.5) * h) * h;
+      const x = (i + 1) * h;
+      if ((i + 1) % 700 === 0) {
+        assert.ok(Math.abs(cdf(x) - (0.5 + integral)) < 1e-3, `eps ${epsilon}: F(${x}) = ${cdf(x)}, integral ${0.5 + integral}`);
+        assert.ok(Math.abs(cdf(-x) - (0.5 - integral)) < 1e-3);
+      }
+    }
+    const { gamma } = staircaseConstants(epsilon, sensitivity);
+    const inner = cdf(gamma * sensitivity) - cdf(-gamma * sensitivity);
+    assert.ok(Math.abs(inner - staircaseInnerMass(epsilon)) < 1e-12, `inner mass ${inner} vs ${staircaseInnerMass(epsilon)}`);
+    assert.ok(Math.abs(cdf(200 * sensitivity / epsilon) - 1) < 1e-12 && Math.abs(cdf(-200 * sensitivity / epsilon)) < 1e-12);
+  }
+});
+
+seededTest("staircase noise has the published distribution (KS); the Laplace mechanism at the same eps does not", 110, () => {
+  for (const stair of STAIRCASE_CASES) {
+    const cdf = staircaseCdf(stair.epsilon, stair.sensitivity);
+    const d = ksStatistic(noiseSamples(staircaseQuestion(stair), stair.value), cdf);
+    assert.ok(d < KS_CRITICAL_0_001, `eps ${stair.epsilon}: KS D=${d.toFixed(5)} >= ${KS_CRITICAL_0_001.toFixed(5)}`);
+    // The same test rejects Laplace noise of scale delta/eps: the tolerance is tight enough.
+    const dLaplace = ksStatistic(noiseSamples(laplaceTwin(stair), stair.value), cdf);
+    assert.ok(dLaplace >= KS_CRITICAL_0_001, `eps ${stair.epsilon}: Laplace passes the staircase KS test (D=${dLaplace.toFixed(5)})`);
+  }
+});
+
+seededTest("staircase noise puts (1-b)gamma/(gamma+(1-gamma)b) of its mass within +-gamma*delta", 111, () => {
+  for (const stair of STAIRCASE_CASES) {
+    const p = staircaseInnerMass(stair.epsilon);
+    const limit = staircaseConstants(stair.epsilon, stair.sensitivity).gamma * stair.sensitivity;
+    const bound = 3.3 * Math.sqrt(N * p * (1 - p)); // binomial, alpha ~ 0.001
+    const inner = (question) => noiseSamples(question, stair.value).filter((z) => Math.abs(z) < limit).length;
+    const count = inner(staircaseQuestion(stair));
+    assert.ok(Math.abs(count - N * p) < bound, `eps ${stair.epsilon}: ${count} within +-${limit}, expected ${(N * p).toFixed(0)} +- ${bound.toFixed(0)}`);
+    const laplaceCount = inner(laplaceTwin(stair));
+    assert.ok(Math.abs(laplaceCount - N * p) >= bound, `eps ${stair.epsilon}: Laplace also gives ${laplaceCount}`);
+  }
+});
+
+seededTest("staircase noise is symmetric about 0", 112, () => {
+  for (const stair of STAIRCASE_CASES) {
+    const noise = noiseSamples(staircaseQuestion(stair), stair.value);
+    const positive = noise.filter((z) => z > 0);
+    const negative = noise.filter((z) => z < 0).map((z) => -z);
+    assert.ok(Math.abs(positive.length - N / 2) < 3.3 * Math.sqrt(N / 4), `${positive.length} positive of ${N}`);
+    // Two-sample KS between the positive side and the mirrored negative side (alpha 0.001).
+    const a = Float64Array.from(positive).sort();
+    const b = Float64Array.from(negative).sort();
+    let i = 0;
+    let j = 0;
+    let d = 0;
+    while (i < a.length && j < b.length) {
+      const x = Math.min(a[i], b[j]);
+      while (i < a.length && a[i] <= x) i++;
+      while (j < b.length && b[j] <= x) j++;
+      d = Math.max(d, Math.abs(i / a.length - j / b.length));
+    }
+    const critical = 1.9495 * Math.sqrt((a.length + b.length) / (a.length * b.length));
+    assert.ok(d < critical, `eps ${stair.epsilon}: two-sample KS D=${d.toFixed(5)} >= ${critical.toFixed(5)}`);
+  }
+});
+
+test("additive_staircase refuses a missing or invalid epsilon or sensitivity, naming it", () => {
+  const q = (mechanism) => ({ key: "hours", type: "continuous", range: [0, 80], mechanism: { name: "additive_staircase", ...mechanism } });
+  assert.throws(() => distortAnswer(q({ sensitivity: 1 }), 10), /question "hours": mechanism parameter "epsilon" must be a positive number, got undefined/);
+  assert.throws(() => distortAnswer(q({ epsilon: 1 }), 10), /mechanism parameter "sensitivity" must be a positive number, got undefined/);
+  for (const bad of [0, -1, "1", NaN, Infinity, null, true]) {
+    assert.throws(() => distortAnswer(q({ epsilon: bad, sensitivity: 1 }), 10), /mechanism parameter "epsilon" must be a positive number/, `epsilon ${bad}`);
+    assert.throws(() => distortAnswer(q({ epsilon: 1, sensitivity: bad }), 10), /mechanism parameter "sensitivity" must be a positive number/, `sensitivity ${bad}`);
+  }
+  assert.throws(() => distortAnswer(q({ epsilon: 1, sensitivity: 1 }), 81), /outside the range \[0, 80\]/);
+  assert.ok(Number.isFinite(distortAnswer(q({ epsilon: 1, sensitivity: 1 }), 10)));
+});
+
 seededTest("retention-replacement keeps the value with probability p, else uniform on the range", 106, () => {
   const sent = Array.from({ length: N }, () => distortAnswer(rooms, 3));
   const kept = sent.filter((x) => x === 3).length;
@@ -275,6 +414,32 @@ test("unseeded smoke test: the real crypto.getRandomValues drives the sampler (a
     const first = Array.from({ length: 64 }, () => uniform());
     const second = Array.from({ length: 64 }, () => uniform());
     assert.notDeepEqual(first, second);
+  } finally {
+    useRealCrypto();
+  }
+});
+
+test("unseeded smoke test: staircase noise draws from the real crypto.getRandomValues (alpha 1e-6)", () => {
+  useRealCrypto();
+  const real = globalThis.crypto.getRandomValues;
+  let calls = 0;
+  Object.defineProperty(globalThis.crypto, "getRandomValues", {
+    value: (array) => {
+      calls += 1;
+      return real.call(globalThis.crypto, array);
+    },
+    configurable: true,
+    writable: true,
+  });
+  try {
+    const stair = STAIRCASE_CASES[0];
+    const limit = staircaseConstants(stair.epsilon, stair.sensitivity).gamma * stair.sensitivity;
+    const noise = noiseSamples(staircaseQuestion(stair), stair.value);
+    assert.ok(calls >= N, `only ${calls} calls to crypto.getRandomValues for ${N} draws`);
+    const p = staircaseInnerMass(stair.epsilon);
+    const count = noise.filter((z) => Math.abs(z) < limit).length;
+    // 4.9 standard deviations: two-sided alpha ~ 1e-6.
+    assert.ok(Math.abs(count - N * p) < 4.9 * Math.sqrt(N * p * (1 - p)), `${count} within +-${limit}`);
   } finally {
     useRealCrypto();
   }

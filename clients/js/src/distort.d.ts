@@ -16,6 +16,7 @@ export type ContinuousMechanismName =
   | "additive_uniform"
   | "additive_gaussian"
   | "additive_laplace"
+  | "additive_staircase"
   | "retention_replacement";
 
 export interface Mechanism {
@@ -25,6 +26,10 @@ export interface Mechanism {
   sigma?: number;
   half_width?: number;
   scale?: number;
+  /** additive_staircase: the privacy level eps > 0 (Geng & Viswanath's staircase). */
+  epsilon?: number;
+  /** additive_staircase: the sensitivity Delta > 0 (the width of one stair). */
+  sensitivity?: number;
 }
 
 /** One language's version of a question: text, and one label per category in `categories` order. */

@@ -15,12 +15,12 @@
 // server serves this same file at /static/privacy/distort.js.
 
 // Semantic version of this file; equal to package.json's "version" (tested).
-export const VERSION = "1.1.0";
+export const VERSION = "1.2.0";
 
 const MEMO_PREFIX = "privacy-distort:v1";
 const SAMPLED_DISCRETE = new Set(["randomised_response", "negative_uniform", "negative_gaussian"]);
 const AS_IS_DISCRETE = new Set(["none", "negative_manual"]);
-const CONTINUOUS = new Set(["none", "additive_uniform", "additive_gaussian", "additive_laplace", "retention_replacement"]);
+const CONTINUOUS = new Set(["none", "additive_uniform", "additive_gaussian", "additive_laplace", "additive_staircase", "retention_replacement"]);
 const ROW_SUM_TOLERANCE = 1e-6;
 
 const words = new Uint32Array(2);
@@ -49,6 +49,26 @@ function laplace(scale) {
   // Inverse CDF of the Laplace distribution centred on 0.
   const u = openUniform();
   return u < 0.5 ? scale * Math.log(2 * u) : -scale * Math.log(2 * (1 - u));
+}
+
+// The staircase mechanism of Geng & Viswanath, "The optimal noise-adding
+// mechanism in differential privacy", IEEE Trans. Inf. Theory 62(2), 2016:
+// with gamma = 1 / (1 + e^(eps/2)) and b = e^(-eps), the noise density is
+// a*b^k on |z| in [k, k + gamma)*delta and a*b^(k+1) on [k + gamma, k + 1)*delta.
+// Drawn as S*delta*(G + gamma*U) if B = 0, else S*delta*(G + gamma + (1 - gamma)*U),
+// with S = +-1, G geometric (P(G = k) = (1 - b) b^k), B Bernoulli with
+// P(B = 0) = gamma / (gamma + (1 - gamma) b) and U uniform on [0, 1).
+function staircase(epsilon, delta) {
+  const gamma = 1 / (1 + Math.exp(epsilon / 2));
+  // gamma / (gamma + (1 - gamma) e^-eps) simplified (multiply through by 1/gamma =
+  // 1 + e^(eps/2)): no 0/0 when e^(eps/2) overflows.
+  const pInner = 1 / (1 + Math.exp(-epsilon / 2));
+  const sign = uniform() < 0.5 ? -1 : 1;
+  // floor(ln(U') / ln(b)) with U' uniform on (0, 1] and ln(b) = -eps exactly.
+  const g = Math.floor(Math.log(1 - uniform()) / -epsilon);
+  const inner = uniform() < pInner;
+  const u = uniform();
+  return sign * delta * (inner ? g + gamma * u : g + gamma + (1 - gamma) * u);
 }
 
 function fail(question, message) {
@@ -115,6 +135,10 @@ function distortContinuous(question, value) {
     case "additive_uniform": { const h = positiveParam(question, "half_width"); return value + h * (2 * uniform() - 1); }
     case "additive_gaussian": return value + gaussian(positiveParam(question, "sigma"));
     case "additive_laplace": return value + laplace(positiveParam(question, "scale"));
+    case "additive_staircase": {
+      const epsilon = positiveParam(question, "epsilon");
+      return value + staircase(epsilon, positiveParam(question, "sensitivity"));
+    }
     case "retention_replacement": {
       const p = question.mechanism.retain;
       if (typeof p !== "number" || !(p > 0 && p <= 1)) fail(question, `"retain" must be in (0, 1], got ${JSON.stringify(p)}`);
