@@ -91,10 +91,39 @@ def test_discrete_sampler_follows_the_published_channel_row(sampler_page, case):
     assert p_value > ALPHA, f"{case}: chi-square p={p_value:.2g}, observed {observed}"
 
 
+class Staircase:
+    """Closed-form CDF of the staircase noise (Geng & Viswanath, "The optimal noise-adding
+    mechanism in differential privacy", IEEE Trans. Inf. Theory 62(2), 2016), written from
+    its density: with gamma = 1 / (1 + e^(eps/2)) and b = e^-eps, the density is a*b^k on
+    |z| in [k, k + gamma)*delta and a*b^(k+1) on [k + gamma, k + 1)*delta,
+    a = (1 - b) / (2 delta (gamma + (1 - gamma) b))."""
+
+    def __init__(self, epsilon: float, sensitivity: float) -> None:
+        self.delta = sensitivity
+        self.gamma = 1 / (1 + np.exp(epsilon / 2))
+        self.b = np.exp(-epsilon)
+        self.a = (1 - self.b) / (2 * sensitivity * (self.gamma + (1 - self.gamma) * self.b))
+
+    def cdf(self, x):
+        x = np.asarray(x, dtype=float)
+        t = np.abs(x) / self.delta
+        k = np.floor(t)
+        r = t - k
+        g, b = self.gamma, self.b
+        # Mass of [0, |x|]: whole stairs 0..k-1, then the part of stair k.
+        whole = self.a * self.delta * (g + (1 - g) * b) * (1 - b**k) / (1 - b)
+        part = self.a * b**k * self.delta * np.where(r <= g, r, g + b * (r - g))
+        side = whole + part
+        return np.where(x >= 0, 0.5 + side, 0.5 - side)
+
+
+STAIRCASE = {"name": "additive_staircase", "epsilon": 1.0, "sensitivity": 5.0}
+
 CONTINUOUS_CASES = {
     "additive_uniform": ({"name": "additive_uniform", "half_width": 10}, stats.uniform(-10, 20)),
     "additive_gaussian": ({"name": "additive_gaussian", "sigma": 800}, stats.norm(0, 800)),
     "additive_laplace": ({"name": "additive_laplace", "scale": 4}, stats.laplace(0, 4)),
+    "additive_staircase": (STAIRCASE, Staircase(1.0, 5.0)),
 }
 
 
@@ -107,6 +136,24 @@ def test_continuous_noise_has_the_published_distribution(sampler_page, case):
     assert samples.shape == (N,)
     p_value = stats.kstest(samples, noise.cdf).pvalue
     assert p_value > ALPHA, f"{case}: KS p={p_value:.2g}"
+
+
+def test_staircase_noise_mass_and_symmetry_and_the_ks_test_rejects_laplace(sampler_page):
+    """additive_staircase in the page: the mass within +-gamma*delta is
+    (1-b)gamma / (gamma + (1-gamma)b), the two sides mirror each other, and the KS test
+    above rejects the Laplace mechanism of the same eps (scale delta/eps)."""
+    staircase = Staircase(STAIRCASE["epsilon"], STAIRCASE["sensitivity"])
+    question = {"key": "x", "type": "continuous", "range": [0, 20000], "mechanism": STAIRCASE}
+    noise = np.asarray(sampler_page.evaluate(NOISE_IN_PAGE, [question, 5000, N, 310]))
+    g, b = staircase.gamma, staircase.b
+    inner = int((np.abs(noise) < g * staircase.delta).sum())
+    p = (1 - b) * g / (g + (1 - g) * b)
+    assert stats.binomtest(inner, N, p).pvalue > ALPHA, f"{inner} of {N} within +-gamma*delta"
+    assert stats.binomtest(int((noise > 0).sum()), N, 0.5).pvalue > ALPHA
+    assert stats.ks_2samp(noise[noise > 0], -noise[noise < 0]).pvalue > ALPHA
+    laplace = {**question, "mechanism": {"name": "additive_laplace", "scale": 5.0}}
+    other = np.asarray(sampler_page.evaluate(NOISE_IN_PAGE, [laplace, 5000, N, 311]))
+    assert stats.kstest(other, staircase.cdf).pvalue < ALPHA
 
 
 def test_answers_are_memoised_in_local_storage(sampler_page):

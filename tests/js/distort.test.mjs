@@ -282,6 +282,8 @@ test("additive_staircase refuses a missing or invalid epsilon or sensitivity, na
     assert.throws(() => distortAnswer(q({ epsilon: 1, sensitivity: bad }), 10), /mechanism parameter "sensitivity" must be a positive number/, `sensitivity ${bad}`);
   }
   assert.throws(() => distortAnswer(q({ epsilon: 1, sensitivity: 1 }), 81), /outside the range \[0, 80\]/);
+  // A positive but subnormal eps makes the geometric stair count overflow: refused, not sent as Infinity.
+  assert.throws(() => distortAnswer(q({ epsilon: 1e-310, sensitivity: 1 }), 10), /question "hours": mechanism parameters "epsilon" 1e-310 and "sensitivity" give noise too large to send/);
   assert.ok(Number.isFinite(distortAnswer(q({ epsilon: 1, sensitivity: 1 }), 10)));
 });
 

@@ -137,7 +137,9 @@ function distortContinuous(question, value) {
     case "additive_laplace": return value + laplace(positiveParam(question, "scale"));
     case "additive_staircase": {
       const epsilon = positiveParam(question, "epsilon");
-      return value + staircase(epsilon, positiveParam(question, "sensitivity"));
+      const sent = value + staircase(epsilon, positiveParam(question, "sensitivity"));
+      if (!Number.isFinite(sent)) fail(question, `mechanism parameters "epsilon" ${epsilon} and "sensitivity" give noise too large to send`);
+      return sent;
     }
     case "retention_replacement": {
       const p = question.mechanism.retain;

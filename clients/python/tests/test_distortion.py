@@ -205,3 +205,162 @@ def test_the_package_imports_neither_numpy_nor_scipy():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+# --- additive_staircase (Geng & Viswanath, IEEE Trans. Inf. Theory 62(2), 2016) -----------
+# The closed forms are written from the published density, not from the sampler: with
+# gamma = 1 / (1 + e^(eps/2)) and b = e^-eps the density is a b^k on |z| in
+# [k, k + gamma) delta and a b^(k+1) on [k + gamma, k + 1) delta,
+# a = (1 - b) / (2 delta (gamma + (1 - gamma) b)).
+
+N_STAIRCASE = 100_000
+KS_STAIRCASE = 1.9495 / math.sqrt(N_STAIRCASE)
+STAIRCASE_CASES = [(1.0, 5.0, 38.0), (3.0, 0.5, 12.25)]
+HOURS = {"key": "hours", "type": "continuous", "range": [0, 80]}
+
+
+def staircase_constants(epsilon, delta):
+    gamma = 1 / (1 + math.exp(epsilon / 2))
+    b = math.exp(-epsilon)
+    return gamma, b, (1 - b) / (2 * delta * (gamma + (1 - gamma) * b))
+
+
+def staircase_density(z, epsilon, delta):
+    gamma, b, a = staircase_constants(epsilon, delta)
+    t = abs(z) / delta
+    k = math.floor(t)
+    return a * b**k if t - k < gamma else a * b ** (k + 1)
+
+
+def staircase_cdf(x, epsilon, delta):
+    gamma, b, a = staircase_constants(epsilon, delta)
+    t = abs(x) / delta
+    k = math.floor(t)
+    r = t - k
+    # Mass of [0, |x|]: the whole stairs 0..k-1 on one side, then the part of stair k.
+    whole = a * delta * (gamma + (1 - gamma) * b) * (1 - b**k) / (1 - b)
+    part = a * b**k * delta * (r if r <= gamma else gamma + b * (r - gamma))
+    return 0.5 + whole + part if x >= 0 else 0.5 - whole - part
+
+
+def staircase_inner_mass(epsilon):
+    """Pr(|noise| < gamma delta) as the contract states it."""
+    gamma = 1 / (1 + math.exp(epsilon / 2))
+    b = math.exp(-epsilon)
+    return (1 - b) * gamma / (gamma + (1 - gamma) * b)
+
+
+def staircase_noise(epsilon, delta, value, seed, name="additive_staircase"):
+    mechanism = (
+        {"name": name, "epsilon": epsilon, "sensitivity": delta}
+        if name == "additive_staircase"
+        else {"name": name, "scale": delta / epsilon}  # the Laplace mechanism at the same eps
+    )
+    question = {**HOURS, "mechanism": mechanism}
+    rng = random.Random(seed)
+    return [distort_answer(question, value, rng=rng) - value for _ in range(N_STAIRCASE)]
+
+
+@pytest.mark.parametrize(("epsilon", "delta", "value"), STAIRCASE_CASES)
+def test_the_staircase_closed_forms_agree_with_the_published_density(epsilon, delta, value):
+    steps = 4000  # midpoint rule on a piecewise-constant density, steps of delta / 4000
+    h = delta / steps
+    integral = 0.0
+    for i in range(6 * steps):
+        integral += staircase_density((i + 0.5) * h, epsilon, delta) * h
+        if (i + 1) % 700 == 0:
+            x = (i + 1) * h
+            assert staircase_cdf(x, epsilon, delta) == pytest.approx(0.5 + integral, abs=1e-3)
+            assert staircase_cdf(-x, epsilon, delta) == pytest.approx(0.5 - integral, abs=1e-3)
+    gamma = staircase_constants(epsilon, delta)[0]
+    inner = staircase_cdf(gamma * delta, epsilon, delta) - staircase_cdf(
+        -gamma * delta, epsilon, delta
+    )
+    assert inner == pytest.approx(staircase_inner_mass(epsilon), abs=1e-12)
+    assert staircase_cdf(200 * delta / epsilon, epsilon, delta) == pytest.approx(1, abs=1e-12)
+
+
+@pytest.mark.parametrize(("epsilon", "delta", "value"), STAIRCASE_CASES)
+def test_staircase_noise_has_the_published_distribution_and_laplace_is_rejected(
+    epsilon, delta, value
+):
+    def cdf(x):
+        return staircase_cdf(x, epsilon, delta)
+
+    d = ks_statistic(staircase_noise(epsilon, delta, value, seed=4), cdf)
+    assert d < KS_STAIRCASE, f"KS D={d:.5f}"
+    # The same tolerance rejects Laplace noise of scale delta / eps.
+    d_laplace = ks_statistic(staircase_noise(epsilon, delta, value, 4, "additive_laplace"), cdf)
+    assert d_laplace >= KS_STAIRCASE, f"Laplace passes: D={d_laplace:.5f}"
+
+
+@pytest.mark.parametrize(("epsilon", "delta", "value"), STAIRCASE_CASES)
+def test_staircase_noise_has_its_closed_form_mass_within_gamma_delta(epsilon, delta, value):
+    p = staircase_inner_mass(epsilon)
+    limit = staircase_constants(epsilon, delta)[0] * delta
+    bound = 3.3 * math.sqrt(N_STAIRCASE * p * (1 - p))  # binomial, alpha ~ 0.001
+    inner = sum(abs(z) < limit for z in staircase_noise(epsilon, delta, value, seed=5))
+    assert abs(inner - N_STAIRCASE * p) < bound, (inner, N_STAIRCASE * p)
+    laplace = staircase_noise(epsilon, delta, value, 5, "additive_laplace")
+    assert abs(sum(abs(z) < limit for z in laplace) - N_STAIRCASE * p) >= bound
+
+
+@pytest.mark.parametrize(("epsilon", "delta", "value"), STAIRCASE_CASES)
+def test_staircase_noise_is_symmetric(epsilon, delta, value):
+    noise = staircase_noise(epsilon, delta, value, seed=6)
+    positive = sorted(z for z in noise if z > 0)
+    negative = sorted(-z for z in noise if z < 0)
+    assert abs(len(positive) - N_STAIRCASE / 2) < 3.3 * math.sqrt(N_STAIRCASE / 4)
+    # Two-sample KS between the positive side and the mirrored negative side (alpha 0.001).
+    i = j = 0
+    d = 0.0
+    while i < len(positive) and j < len(negative):
+        x = min(positive[i], negative[j])
+        while i < len(positive) and positive[i] <= x:
+            i += 1
+        while j < len(negative) and negative[j] <= x:
+            j += 1
+        d = max(d, abs(i / len(positive) - j / len(negative)))
+    n, m = len(positive), len(negative)
+    assert d < 1.9495 * math.sqrt((n + m) / (n * m))
+
+
+def test_staircase_draws_from_the_operating_systems_generator(monkeypatch):
+    class Counting(random.SystemRandom):
+        calls = 0
+
+        def random(self):
+            Counting.calls += 1
+            return super().random()
+
+    monkeypatch.setattr(client.distortion, "_SYSTEM_RANDOM", Counting())
+    mechanism = {"name": "additive_staircase", "epsilon": 1, "sensitivity": 5}
+    question = {**HOURS, "mechanism": mechanism}
+    sent = {distort_answer(question, 40) for _ in range(50)}
+    assert Counting.calls >= 4 * 50
+    assert len(sent) == 50
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "message"),
+    [
+        ({"sensitivity": 1}, r"mechanism parameter 'epsilon' must be a positive number, got None"),
+        ({"epsilon": 1}, r"mechanism parameter 'sensitivity' must be a positive number, got None"),
+        ({"epsilon": 0, "sensitivity": 1}, r"'epsilon' must be a positive number, got 0"),
+        ({"epsilon": -1, "sensitivity": 1}, r"'epsilon' must be a positive number"),
+        ({"epsilon": "1", "sensitivity": 1}, r"'epsilon' must be a positive number, got '1'"),
+        ({"epsilon": True, "sensitivity": 1}, r"'epsilon' must be a positive number, got True"),
+        ({"epsilon": math.nan, "sensitivity": 1}, r"'epsilon' must be a positive number"),
+        ({"epsilon": math.inf, "sensitivity": 1}, r"'epsilon' must be finite"),
+        ({"epsilon": 1, "sensitivity": 0}, r"'sensitivity' must be a positive number, got 0"),
+        ({"epsilon": 1, "sensitivity": -2.5}, r"'sensitivity' must be a positive number"),
+        ({"epsilon": 1, "sensitivity": None}, r"'sensitivity' must be a positive number"),
+        ({"epsilon": 1, "sensitivity": math.inf}, r"'sensitivity' must be finite"),
+        # A subnormal eps makes the stair count overflow: refused, not a crash.
+        ({"epsilon": 1e-310, "sensitivity": 1}, r"give noise too large to send"),
+    ],
+)
+def test_additive_staircase_refuses_bad_parameters_naming_them(mechanism, message):
+    question = {**HOURS, "mechanism": {"name": "additive_staircase", **mechanism}}
+    with pytest.raises(ValueError, match=f"question 'hours': .*{message}"):
+        distort_answer(question, 40, rng=random.Random(0))

@@ -4,8 +4,10 @@ The twin of the browser library ``@consultations/distort`` (``clients/js/src/dis
 a discrete answer is replaced by a draw from row *i* of the question's published channel
 ``C[i, j] = Pr(reported j | true i)`` (randomised response, the uniform and Gaussian negative
 surveys: seed document 000_1b7f9a8e281301b4.txt, sections 2-3, and 001_28af1923c784b480.txt,
-section 3), a number gets the published additive noise or is retained with probability
-``retain`` and otherwise replaced by a uniform draw from the range.
+section 3), a number gets the published additive noise (uniform, Gaussian, Laplace, or the
+staircase noise of Geng & Viswanath, "The optimal noise-adding mechanism in differential
+privacy", IEEE Trans. Inf. Theory 62(2), 2016) or is retained with probability ``retain`` and
+otherwise replaced by a uniform draw from the range.
 
 Randomness comes from :class:`random.SystemRandom` (the operating system's generator that
 :mod:`secrets` uses): a seedable generator's state can be recovered from a few outputs, which
@@ -25,7 +27,14 @@ Answer = str | float
 SAMPLED_DISCRETE = frozenset({"randomised_response", "negative_uniform", "negative_gaussian"})
 AS_IS_DISCRETE = frozenset({"none", "negative_manual"})
 CONTINUOUS = frozenset(
-    {"none", "additive_uniform", "additive_gaussian", "additive_laplace", "retention_replacement"}
+    {
+        "none",
+        "additive_uniform",
+        "additive_gaussian",
+        "additive_laplace",
+        "additive_staircase",
+        "retention_replacement",
+    }
 )
 DISCRETE_TYPES = frozenset({"binary", "nominal", "ordinal"})
 ROW_SUM_TOLERANCE = 1e-6
@@ -120,6 +129,29 @@ def _laplace(scale: float, rng: random.Random) -> float:
     return scale * math.log(2 * u) if u < 0.5 else -scale * math.log(2 * (1 - u))
 
 
+def _staircase(epsilon: float, delta: float, rng: random.Random) -> float:
+    """One draw of the staircase noise (Geng & Viswanath 2016, as the server publishes it).
+
+    With ``gamma = 1 / (1 + e^(eps/2))`` and ``b = e^-eps`` the density is ``a b^k`` on
+    ``|z|`` in ``[k, k + gamma) delta`` and ``a b^(k+1)`` on ``[k + gamma, k + 1) delta``.
+    Drawn as ``S delta (G + gamma U)`` when ``B = 0``, else
+    ``S delta (G + gamma + (1 - gamma) U)``: sign ``S = +-1``, geometric
+    ``Pr(G = k) = (1 - b) b^k``, ``Pr(B = 0) = gamma / (gamma + (1 - gamma) b)``, ``U``
+    uniform on [0, 1).
+    """
+    gamma = 1.0 / (1.0 + math.exp(epsilon / 2)) if epsilon / 2 < 709 else 0.0
+    # gamma / (gamma + (1 - gamma) e^-eps), multiplied through by 1 + e^(eps/2): no 0/0 and
+    # no overflow for a large eps.
+    p_inner = 1.0 / (1.0 + math.exp(-epsilon / 2))
+    sign = -1.0 if rng.random() < 0.5 else 1.0
+    # floor(ln(U') / ln(b)) with U' uniform on (0, 1] and ln(b) = -eps exactly.
+    stairs = math.log(1.0 - rng.random()) / -epsilon
+    g = math.floor(stairs) if math.isfinite(stairs) else stairs  # inf: refused by the caller
+    inner = rng.random() < p_inner
+    u = rng.random()
+    return sign * delta * (g + gamma * u if inner else g + gamma + (1 - gamma) * u)
+
+
 def _distort_continuous(question: Mapping[str, Any], value: Any, rng: random.Random) -> float:
     name = question["mechanism"]["name"]
     if name not in CONTINUOUS:
@@ -139,6 +171,16 @@ def _distort_continuous(question: Mapping[str, Any], value: Any, rng: random.Ran
         return value + rng.gauss(0.0, _positive(question, "sigma"))
     if name == "additive_laplace":
         return value + _laplace(_positive(question, "scale"), rng)
+    if name == "additive_staircase":
+        epsilon = _positive(question, "epsilon")
+        sent = value + _staircase(epsilon, _positive(question, "sensitivity"), rng)
+        if not math.isfinite(sent):
+            raise _fail(
+                question,
+                f"mechanism parameters 'epsilon' {epsilon!r} and 'sensitivity' give noise "
+                "too large to send",
+            )
+        return sent
     retain = question["mechanism"].get("retain")
     if isinstance(retain, bool) or not isinstance(retain, (int, float)) or not 0 < retain <= 1:
         raise _fail(question, f"'retain' must be in (0, 1], got {retain!r}")
