@@ -907,6 +907,10 @@ DE_PURE: dict[str, str | list[str]] = {
     "the conflicting quotas may not be the fewest, the relaxation may not be the smallest": "die widersprüchlichen Quoten sind vielleicht nicht die wenigsten, die Lockerung vielleicht nicht die kleinste",
     "no panel meeting the quotas on expected true counts was found within max_seconds=%(seconds)s, nor was it proven that none exists; widen the quotas or allow more time": "innerhalb von max_seconds=%(seconds)s wurde weder ein Panel gefunden, das die Quoten bei den erwarteten wahren Anzahlen erfüllt, noch bewiesen, dass keines existiert; erweitern Sie die Quoten oder erlauben Sie mehr Zeit",
     "no panel of %(size)s meets the quotas on expected true counts; these quotas conflict: %(names)s. Smallest feasible relaxation: %(changes)s": "kein Panel von %(size)s erfüllt die Quoten bei den erwarteten wahren Anzahlen; diese Quoten widersprechen sich: %(names)s. Kleinste erfüllbare Lockerung: %(changes)s",
+    "%(diagnosis)s (the diagnosis reached its work limit of %(nodes)s branch-and-bound nodes per MILP: %(what)s)": "%(diagnosis)s (die Diagnose erreichte ihre Arbeitsgrenze von %(nodes)s Branch-and-Bound-Knoten je MILP: %(what)s)",
+    "the conflicting quotas may not be the fewest": "die widersprüchlichen Quoten sind vielleicht nicht die wenigsten",
+    "the relaxation may not be the smallest": "die Lockerung ist vielleicht nicht die kleinste",
+    "no panel meeting the quotas on expected true counts was found within the work limit of %(nodes)s branch-and-bound nodes per MILP, nor was it proven that none exists; widen the quotas": "innerhalb der Arbeitsgrenze von %(nodes)s Branch-and-Bound-Knoten je MILP wurde weder ein Panel gefunden, das die Quoten bei den erwarteten wahren Anzahlen erfüllt, noch bewiesen, dass keines existiert; erweitern Sie die Quoten",
 }
 
 PL_PURE: dict[str, str | list[str]] = {
@@ -977,6 +981,10 @@ PL_PURE: dict[str, str | list[str]] = {
     "the conflicting quotas may not be the fewest, the relaxation may not be the smallest": "sprzeczne kwoty mogą nie być najmniej liczne, a złagodzenie może nie być najmniejsze",
     "no panel meeting the quotas on expected true counts was found within max_seconds=%(seconds)s, nor was it proven that none exists; widen the quotas or allow more time": "w ciągu max_seconds=%(seconds)s nie znaleziono panelu spełniającego kwoty dla oczekiwanych prawdziwych liczebności ani nie wykazano, że taki nie istnieje; poszerz kwoty lub daj więcej czasu",
     "no panel of %(size)s meets the quotas on expected true counts; these quotas conflict: %(names)s. Smallest feasible relaxation: %(changes)s": "żaden panel %(size)s osób nie spełnia kwot dla oczekiwanych prawdziwych liczebności; te kwoty są sprzeczne: %(names)s. Najmniejsze wykonalne złagodzenie: %(changes)s",
+    "%(diagnosis)s (the diagnosis reached its work limit of %(nodes)s branch-and-bound nodes per MILP: %(what)s)": "%(diagnosis)s (diagnoza osiągnęła limit pracy %(nodes)s węzłów metody podziału i ograniczeń na MILP: %(what)s)",
+    "the conflicting quotas may not be the fewest": "sprzeczne kwoty mogą nie być najmniej liczne",
+    "the relaxation may not be the smallest": "złagodzenie może nie być najmniejsze",
+    "no panel meeting the quotas on expected true counts was found within the work limit of %(nodes)s branch-and-bound nodes per MILP, nor was it proven that none exists; widen the quotas": "w ramach limitu pracy %(nodes)s węzłów metody podziału i ograniczeń na MILP nie znaleziono panelu spełniającego kwoty dla oczekiwanych prawdziwych liczebności ani nie wykazano, że taki nie istnieje; poszerz kwoty",
 }
 
 

@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -82,7 +83,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, brentq, linprog, milp
+from scipy.optimize import Bounds, LinearConstraint, OptimizeResult, brentq, linprog, milp
 from scipy.special import ndtr
 
 from privacy.mechanisms.messages import Message, Note, gettext_noop
@@ -133,8 +134,11 @@ _NEIGHBOURS = 15
 # bounds the optimum.
 _PRICING_NODES = 2_000
 # Nodes a feasibility MILP (whether the quotas admit a panel; each test of the refusal's
-# deletion filter; the tightened-bands search) and the relaxation MILP may explore.
+# conflict search; the tightened-bands search) and the relaxation MILP may explore.
 _DECIDE_NODES = 20_000
+# A cached panel meets a band when its expected count is within this of the band: the
+# MILPs' own feasibility tolerance (HiGHS' mip_feasibility_tolerance is 1e-6).
+_MEETS_TOL = 1e-6
 # Rounds per request: the covering step's panels and the column generation's pricing
 # problems (MILP or "LP and fix"; every objective, LEXIMIN's programmes share them).
 # Chosen on bench/bench_panel.py's pools of 1,000 / panel 30 so that a panel stays within
@@ -484,8 +488,8 @@ class _Problem:
         )
         if result.status == 2:  # infeasible
             return None, -math.inf
-        if result.x is None and result.status == 1:
-            return None, math.inf  # no panel (with that seat) found in the time allowed
+        if result.x is None and _limit_reached(result):
+            return None, math.inf  # no panel (with that seat) found within the limits
         if result.x is None:
             raise RuntimeError(f"the panel MILP failed: {result.message}")
         dual = getattr(result, "mip_dual_bound", None)
@@ -545,20 +549,50 @@ class _Problem:
     def feasible(self, active: NDArray[np.bool_] | None = None) -> bool:
         return self.best_panel(np.zeros(self.sizes.size), active) is not None
 
-    def decide(
+    def find(
         self, active: NDArray[np.bool_] | None = None, *, deadline: float | None = None
-    ) -> bool | None:
-        """Whether a panel exists; ``None`` when the MILP neither found one nor proved
-        there is none within :data:`_DECIDE_NODES` branch-and-bound nodes (deterministic)
-        or before ``deadline`` (``time.monotonic()``, the safety net; at least
-        :data:`_DECIDE_FLOOR` seconds are always allowed)."""
+    ) -> tuple[bool | None, NDArray[np.int64] | None]:
+        """Whether a panel exists, and one when it does; ``None`` when the MILP neither
+        found one nor proved there is none within :data:`_DECIDE_NODES` branch-and-bound
+        nodes (deterministic) or before ``deadline`` (``time.monotonic()``, the safety
+        net; at least :data:`_DECIDE_FLOOR` seconds are always allowed)."""
         limit = None if deadline is None else max(_DECIDE_FLOOR, deadline - time.monotonic())
         panel, bound = self.solve(
             np.zeros(self.sizes.size), active, time_limit=limit, node_limit=_DECIDE_NODES
         )
         if panel is not None:
-            return True
-        return None if bound == math.inf else False
+            return True, panel
+        return (None if bound == math.inf else False), None
+
+    def decide(
+        self, active: NDArray[np.bool_] | None = None, *, deadline: float | None = None
+    ) -> bool | None:
+        """Whether a panel exists (:meth:`find` without the panel)."""
+        return self.find(active, deadline=deadline)[0]
+
+    def meets(self, panel: NDArray[np.int64], active: NDArray[np.bool_] | None = None) -> bool:
+        """Whether ``panel`` meets the (active) quotas, to HiGHS' feasibility tolerance."""
+        if int(panel.sum()) != self.size or np.any(panel > self.sizes):
+            return False
+        a, lo, hi = self.rows(active)
+        counts = a @ panel
+        return bool(np.all(counts >= lo - _MEETS_TOL) and np.all(counts <= hi + _MEETS_TOL))
+
+
+_HIGHS_STATUS = re.compile(r"HiGHS Status (\d+)")
+# HiGHS model statuses of a run stopped by a limit: time (13), iterations (14), and the
+# node limit (``mip_max_nodes``), which HiGHS reports as its solution limit (16); scipy
+# maps the first two to status 1 and the last to status 4, "not recognized".
+_LIMIT_STATUSES = frozenset({13, 14, 16})
+
+
+def _limit_reached(result: OptimizeResult) -> bool:
+    """Whether a :func:`scipy.optimize.milp` run stopped at a node, time or iteration
+    limit (rather than failing)."""
+    if result.status == 1:
+        return True
+    found = _HIGHS_STATUS.search(str(result.message))
+    return result.status == 4 and found is not None and int(found.group(1)) in _LIMIT_STATUSES
 
 
 def _shortfall(z: NDArray[np.float64] | float) -> NDArray[np.float64]:
@@ -697,18 +731,34 @@ def _tighten(
         steps = np.minimum(steps + 1, len(ladder) - 1)
 
 
-def _relaxation(
-    problem: _Problem,
-    minimums: Sequence[int],
-    maximums: Sequence[int],
-    time_limit: float | None = None,
-) -> tuple[list[int], bool]:
+@dataclass(frozen=True)
+class _Relaxed:
+    """The relaxation MILP's answer (:func:`_relaxation`).
+
+    ``slack``: ``down_j`` then ``up_j`` per quota (all 0 when none was found);
+    ``panel``: the seats of a panel meeting the relaxed bands (``None``: none found);
+    ``optimal``: the slack is proven the smallest; ``infeasible``: ``True`` when the plain
+    bands are proven to admit no panel (the MILP's dual bound, or its optimum, is at least
+    one seat), ``False`` when a panel meets them (no slack), ``None`` when undecided.
+    """
+
+    slack: list[int]
+    panel: NDArray[np.int64] | None
+    optimal: bool
+    infeasible: bool | None
+
+
+def _relaxation(problem: _Problem, deadline: float | None = None) -> _Relaxed:
     """Integer relaxations ``(down_j, up_j)`` of the bands with the fewest seats in total.
 
     Variables: seats per type, then ``down`` and ``up`` per quota; minimise their sum
-    subject to ``min_j - down_j <= sum_t p[t, j] x[t] <= max_j + up_j``. With
-    ``time_limit``, the best relaxation found by then (feasible; the second value says
-    whether it is proven the smallest); none found: every slack 0 and ``False``.
+    subject to ``min_j - down_j <= sum_t p[t, j] x[t] <= max_j + up_j`` (an elastic
+    programme, Chinneck, "Feasibility and Infeasibility in Optimization", 2008, ch. 6).
+    It stops at :data:`_DECIDE_NODES` nodes (the work limit) or, with ``deadline``
+    (``time.monotonic()``), at the safety net (at least :data:`_DECIDE_FLOOR` seconds);
+    then its best relaxation found is feasible but perhaps not the smallest. Every slack
+    costs a whole seat, so a dual bound of at least half a seat proves the plain bands
+    infeasible even when the MILP stops early; an optimum of 0 is a panel meeting them.
     """
     t, q = problem.sizes.size, problem.lower.size
     cost = np.concatenate([np.zeros(t), np.ones(2 * q)])
@@ -718,60 +768,146 @@ def _relaxation(
     rows[1 : q + 1, t : t + q] = np.eye(q)  # + down_j >= min_j
     rows[q + 1 :, :t] = problem.posteriors.T
     rows[q + 1 :, t + q :] = -np.eye(q)  # - up_j <= max_j
-    lower = np.concatenate([[problem.size], minimums, np.full(q, -np.inf)])
-    upper = np.concatenate([[problem.size], np.full(q, np.inf), maximums])
+    lower = np.concatenate([[problem.size], problem.lower, np.full(q, -np.inf)])
+    upper = np.concatenate([[problem.size], np.full(q, np.inf), problem.upper])
+    options: dict[str, float] = {"node_limit": _DECIDE_NODES}
+    if deadline is not None:
+        options["time_limit"] = max(_DECIDE_FLOOR, deadline - time.monotonic())
     result = milp(
         cost,
         constraints=[LinearConstraint(rows, lower, upper)],
         integrality=np.ones(t + 2 * q),
         bounds=Bounds(
             np.zeros(t + 2 * q),
-            np.concatenate([problem.sizes, np.asarray(minimums, float), np.full(q, problem.size)]),
+            np.concatenate([problem.sizes, problem.lower, np.full(q, problem.size)]),
         ),
-        options={"node_limit": _DECIDE_NODES}
-        | ({} if time_limit is None else {"time_limit": time_limit}),
+        options=options,
     )
-    if result.x is None and result.status == 1:
-        return [0] * (2 * q), False  # node or time limit, no relaxation found
+    dual = getattr(result, "mip_dual_bound", None)
+    proven = dual is not None and math.isfinite(dual) and dual >= 0.5
+    if result.x is None and _limit_reached(result):  # no relaxation found within the limits
+        return _Relaxed([0] * (2 * q), None, False, True if proven else None)
     if result.x is None:
         raise RuntimeError(f"the relaxation MILP failed: {result.message}")
-    return [round(float(v)) for v in result.x[t:]], result.status == 0
+    slack = [round(float(v)) for v in result.x[t:]]
+    panel = np.asarray(np.rint(result.x[:t]), dtype=np.int64)
+    optimal = result.status == 0
+    infeasible: bool | None = True if (proven or (sum(slack) > 0 and optimal)) else None
+    if sum(slack) == 0:
+        infeasible = False
+    return _Relaxed(slack, panel, optimal, infeasible)
+
+
+def _conflict(
+    problem: _Problem,
+    order: Sequence[int],
+    panels: list[NDArray[np.int64]],
+    deadline: float | None = None,
+) -> tuple[tuple[int, ...], bool, bool]:
+    """A minimal set of quotas that admits no panel, by the additive method.
+
+    The whole set of quotas must be known to admit no panel. The additive method
+    (Tamiz, Mardle and Jones 1996; Chinneck 2008, section 2.2) grows ``T`` (the conflict
+    found so far): it adds the quotas in ``order`` to ``T`` one at a time until no
+    panel meets them; the last one added belongs to the conflict, joins ``T``, and the
+    search restarts with the quotas before it; it ends when ``T`` itself admits no panel.
+    Every quota ``c`` of the result was added while ``T`` with the quotas before ``c``
+    admitted a panel, so dropping any one quota leaves a feasible set: the result is
+    minimal. Checks that find a panel are cheap; proofs that none exists are the costly
+    MILPs, and the method needs about one per member of the conflict, on small sets when
+    ``order`` starts with the likely culprits (the deletion filter it replaces proved
+    infeasibility once per quota not in the conflict, each on nearly every quota).
+
+    Each check first asks ``panels`` (panels found so far: one meeting a set meets its
+    subsets) and the sets proven infeasible (their supersets are too), then a MILP of
+    at most :data:`_DECIDE_NODES` nodes. A check it leaves undecided counts as "no
+    panel" (the quota joins ``T``), so ``T`` may then be larger than needed; if ``T``
+    is not proven infeasible in the end, the smallest set proven so is returned.
+
+    Returns the conflict (sorted indices), whether it is proven minimal, and whether
+    ``deadline`` (``time.monotonic()``, the safety net) stopped the search.
+    """
+    q = problem.lower.size
+    proven: list[frozenset[int]] = [frozenset(range(q))]
+    undecided = False
+
+    def check(members: Sequence[int]) -> bool | None:
+        nonlocal undecided
+        chosen = frozenset(members)
+        if any(known <= chosen for known in proven):
+            return False
+        active = np.zeros(q, dtype=bool)
+        active[list(chosen)] = True
+        if any(problem.meets(panel, active) for panel in panels):
+            return True
+        decided, panel = problem.find(active, deadline=deadline)
+        if panel is not None:
+            panels.append(panel)
+        elif decided is False:
+            proven.append(chosen)
+        else:
+            undecided = True
+        return decided
+
+    def late() -> bool:
+        return deadline is not None and time.monotonic() > deadline
+
+    found: list[int] = []
+    rest = list(order)
+    while True:
+        if late():
+            break
+        if check(found) is False:
+            return tuple(sorted(found)), not undecided, False
+        trial = list(found)
+        for i, quota in enumerate(rest):
+            if late():
+                break
+            trial.append(quota)
+            if check(trial) is not True:
+                found.append(quota)
+                rest = rest[:i]
+                break
+        else:
+            break  # every quota added and a panel still found: an undecided check misled
+    smallest = min(proven, key=lambda known: (len(known), sorted(known)))
+    return tuple(sorted(smallest)), False, late()
 
 
 def _infeasible(
     problem: _Problem,
     quotas: Sequence[Quota],
+    relaxed: _Relaxed,
     deadline: float | None = None,
     max_seconds: float | None = None,
 ) -> InfeasibleQuotas:
     """The refusal: a minimal conflicting set of quotas and the smallest relaxation.
 
-    ``deadline`` (``time.monotonic()``, from ``max_seconds``): the deletion filter stops
-    once it has passed (the quotas not yet tried stay in the set, which still conflicts)
-    and keeps a quota whose test is not decided in time; the relaxation MILP gets what is
-    left (at least :data:`_DECIDE_FLOOR` seconds) and reports its best relaxation found,
-    feasible but perhaps not the smallest. The message then says the diagnosis stopped.
+    ``relaxed``: :func:`_relaxation` of ``problem``, whose bands are known to admit no
+    panel. Every conflict contains a quota that the smallest relaxation moves (relaxing
+    those admits a panel), so the conflict search (:func:`_conflict`) tries them first,
+    then the other quotas on their attributes (bands of one attribute conflict through
+    their sum), then the rest; the relaxation's panel is its first cached panel.
+
+    Both stop at deterministic work limits (MILP nodes), so the refusal is a function of
+    the data and the request; the message says when a limit left the conflict possibly
+    not the fewest or the relaxation possibly not the smallest. ``deadline``
+    (``time.monotonic()``, from ``max_seconds``) is the safety net: past it the search
+    stops with the smallest set proven to conflict, and the message says so.
     """
     q = len(quotas)
-    active = np.ones(q, dtype=bool)
-    complete = True
-    # Deletion filter: drop every quota whose removal leaves the rest infeasible.
-    for j in range(q):
-        if deadline is not None and time.monotonic() > deadline:
-            complete = False
-            break
-        active[j] = False
-        decided = problem.decide(active, deadline=deadline)
-        if decided is None:
-            complete = False
-        if decided is not False:
-            active[j] = True
-    conflicting = tuple(int(j) for j in np.flatnonzero(active))
-    time_limit = None if deadline is None else max(_DECIDE_FLOOR, deadline - time.monotonic())
-    slack, optimal = _relaxation(
-        problem, [qt.min for qt in quotas], [qt.max for qt in quotas], time_limit
+    moved = [j for j in range(q) if relaxed.slack[j] or relaxed.slack[q + j]]
+    attributes = [frozenset(c.attribute for c in quota.where) for quota in quotas]
+    near = frozenset().union(*(attributes[j] for j in moved))
+    order = (
+        moved
+        + [j for j in range(q) if j not in moved and attributes[j] & near]
+        + [j for j in range(q) if j not in moved and not attributes[j] & near]
     )
-    complete = complete and optimal
+    panels = [] if relaxed.panel is None else [relaxed.panel]
+    conflicting, minimal, clock = _conflict(problem, order, panels, deadline)
+    clock = clock or (not relaxed.optimal and deadline is not None and time.monotonic() > deadline)
+    slack = relaxed.slack
     relaxation = tuple((quotas[j].min - slack[j], quotas[j].max + slack[q + j]) for j in range(q))
     names: Message | str = ", ".join(_quota_name(quotas, j) for j in conflicting) or Message(
         gettext_noop("the panel size")
@@ -794,34 +930,63 @@ def _infeasible(
             else Message(gettext_noop("none found within the panel size")),
         },
     )
-    if not complete:
-        message = Message(
-            gettext_noop("%(diagnosis)s (diagnosis stopped at max_seconds=%(seconds)s: %(what)s)"),
-            {
-                "diagnosis": message,
-                "seconds": f"{max_seconds:g}" if max_seconds is not None else "?",
-                "what": Message(
-                    gettext_noop(
-                        "the conflicting quotas may not be the fewest, the relaxation may "
-                        "not be the smallest"
-                    )
-                ),
-            },
+    if not (minimal and relaxed.optimal):
+        what = Message(
+            gettext_noop(
+                "the conflicting quotas may not be the fewest, the relaxation may "
+                "not be the smallest"
+            )
         )
-    return InfeasibleQuotas(message, conflicting, relaxation, complete=complete)
+        if minimal:
+            what = Message(gettext_noop("the relaxation may not be the smallest"))
+        elif relaxed.optimal:
+            what = Message(gettext_noop("the conflicting quotas may not be the fewest"))
+        if clock:
+            message = Message(
+                gettext_noop(
+                    "%(diagnosis)s (diagnosis stopped at max_seconds=%(seconds)s: %(what)s)"
+                ),
+                {
+                    "diagnosis": message,
+                    "seconds": f"{max_seconds:g}" if max_seconds is not None else "?",
+                    "what": what,
+                },
+            )
+        else:
+            message = Message(
+                gettext_noop(
+                    "%(diagnosis)s (the diagnosis reached its work limit of %(nodes)s "
+                    "branch-and-bound nodes per MILP: %(what)s)"
+                ),
+                {"diagnosis": message, "nodes": f"{_DECIDE_NODES}", "what": what},
+            )
+    return InfeasibleQuotas(message, conflicting, relaxation, complete=minimal and relaxed.optimal)
 
 
-def _undecided(quotas: Sequence[Quota], max_seconds: float) -> InfeasibleQuotas:
-    """The refusal when max_seconds passed before any panel meeting the quotas was found
-    and before they were proven infeasible."""
-    message = Message(
-        gettext_noop(
-            "no panel meeting the quotas on expected true counts was found within "
-            "max_seconds=%(seconds)s, nor was it proven that none exists; widen the "
-            "quotas or allow more time"
-        ),
-        {"seconds": f"{max_seconds:g}"},
-    )
+def _undecided(
+    quotas: Sequence[Quota], max_seconds: float | None, deadline: float | None
+) -> InfeasibleQuotas:
+    """The refusal when no panel meeting the quotas was found and they were not proven
+    infeasible either: within the work limit (reproducible), or before ``deadline``
+    (``time.monotonic()``, from ``max_seconds``) passed."""
+    if deadline is not None and time.monotonic() > deadline:
+        message = Message(
+            gettext_noop(
+                "no panel meeting the quotas on expected true counts was found within "
+                "max_seconds=%(seconds)s, nor was it proven that none exists; widen the "
+                "quotas or allow more time"
+            ),
+            {"seconds": f"{max_seconds:g}" if max_seconds is not None else "?"},
+        )
+    else:
+        message = Message(
+            gettext_noop(
+                "no panel meeting the quotas on expected true counts was found within the "
+                "work limit of %(nodes)s branch-and-bound nodes per MILP, nor was it proven "
+                "that none exists; widen the quotas"
+            ),
+            {"nodes": f"{_DECIDE_NODES}"},
+        )
     relaxation = tuple((qt.min, qt.max) for qt in quotas)
     return InfeasibleQuotas(message, (), relaxation, complete=False)
 
@@ -1670,11 +1835,16 @@ def select_panel(
         type_of, type_posteriors, _, _ = _merge_types(matrix, 0.0)
         sizes = np.bincount(type_of, minlength=type_posteriors.shape[0]).astype(np.float64)
         problem = _Problem(sizes, type_posteriors, int(size), lower, upper)
-        decided = problem.decide(deadline=deadline)
+        # The relaxation MILP decides feasibility (no slack: a panel) and, when the bands
+        # admit none, is the refusal's first step; undecided, the plain feasibility MILP.
+        relaxed = _relaxation(problem, deadline)
+        decided = None if relaxed.infeasible is None else not relaxed.infeasible
         if decided is None:
-            raise _undecided(quotas, float(max_seconds or 0.0))
+            decided = problem.decide(deadline=deadline)
+        if decided is None:
+            raise _undecided(quotas, max_seconds, deadline)
         if not decided:
-            raise _infeasible(problem, quotas, deadline, max_seconds)
+            raise _infeasible(problem, quotas, relaxed, deadline, max_seconds)
     notes: list[str] = []
     if unmerged:
         notes.append(

@@ -535,7 +535,7 @@ def test_select_panel_fits_each_reconstruction_once(monkeypatch) -> None:  # typ
 
 def test_a_tiny_budget_cuts_the_refusal_short_and_says_so() -> None:
     # The refusal of test_infeasible_quotas_..., with no time at all: the diagnosis stops
-    # (the deletion filter tries nothing), and the refusal says so; what it returns still
+    # (the conflict search tries nothing), and the refusal says so; what it returns still
     # holds: the quotas it names conflict, and its relaxation admits a panel.
     quotas = [
         Quota((Condition("sex", "in", {0}),), 3, 4, "women"),
