@@ -22,6 +22,7 @@ from django.utils.translation import ngettext
 
 from config.i18n import supported_language
 from config.messages import translate_notes
+from privacy.mechanisms import AdditiveStaircase
 
 # Inches; the report page is 60rem (960 px at 96 dpi) wide.
 CHART_WIDTH = 8.0
@@ -48,6 +49,11 @@ def section_text(section: dict[str, Any], language: str | None = None) -> str:
     if isinstance(translated, dict) and translated.get("text"):
         return str(translated["text"])
     return str(section.get("text") or "")
+
+
+def _staircase_std(mechanism: dict[str, Any]) -> float:
+    """Standard deviation of the staircase noise a report section's mechanism declares."""
+    return AdditiveStaircase(float(mechanism["epsilon"]), float(mechanism["sensitivity"])).std
 
 
 def privacy_sentence(section: dict[str, Any]) -> str:
@@ -100,6 +106,11 @@ def privacy_sentence(section: dict[str, Any]) -> str:
             "Each resident's device added random noise (typically ±%(size)s) to the number "
             "before sending it."
         ) % {"size": f"{float(mechanism['scale']) * math.sqrt(2):.3g}"}
+    elif name == "additive_staircase":
+        what = _(
+            "Each resident's device added random noise (typically ±%(size)s) to the number "
+            "before sending it."
+        ) % {"size": f"{_staircase_std(mechanism):.3g}"}
     elif name == "retention_replacement":
         what = _(
             "Each resident's device kept the true number with probability %(retain)s%% and "

@@ -29,7 +29,7 @@ from reconstruction.analysis import (
     with_whole_number_note,
 )
 from reconstruction.presentation import report_sections
-from surveys import selectors, statistics
+from surveys import schemes, selectors, statistics
 from surveys.models import Question, Survey
 
 
@@ -62,6 +62,12 @@ def question_section(
         "mechanism": {"name": question.mechanism, **(question.mechanism_params or {})},
         "epsilon": epsilon(channel)
         if channel is not None and question.mechanism != "none"
+        else schemes.continuous_epsilon(
+            question.mechanism,
+            question.mechanism_params or {},
+            (question.range_low, question.range_high),
+        )
+        if channel is None
         else None,
         "responses": n,
     }

@@ -37,6 +37,7 @@ CONTINUOUS_MECHANISMS = (
     "additive_uniform",
     "additive_gaussian",
     "additive_laplace",
+    "additive_staircase",
     "retention_replacement",
 )
 MAX_CATEGORIES = 100

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from privacy.mechanisms import epsilon as channel_epsilon
+from privacy.mechanisms import noise_model
 from surveys import schemes
 
 Z95 = 1.959964
@@ -55,6 +56,9 @@ def continuous_margin(low: float, high: float, name: str, params: dict[str, Any]
         variance = spread + float(params["sigma"]) ** 2
     elif name == "additive_laplace":
         variance = spread + 2.0 * float(params["scale"]) ** 2
+    elif name == "additive_staircase":
+        std = noise_model(name, **{key: float(params[key]) for key in params}).std
+        variance = spread + std**2
     elif name == "retention_replacement":
         # Reported mean = p * true mean + (1 - p) * mid-range; its spread is that of the
         # range, divided by p when the true mean is recovered.
@@ -69,7 +73,8 @@ def preview(spec: schemes.QuestionSpec, respondents: int) -> MechanismPreview:
     if spec.type == "continuous":
         assert spec.range is not None
         margin = continuous_margin(spec.range[0], spec.range[1], spec.mechanism, spec.params, n)
-        return MechanismPreview(spec.key, None, [], None, margin, n)
+        eps = schemes.continuous_epsilon(spec.mechanism, spec.params, spec.range)
+        return MechanismPreview(spec.key, None, [], eps, margin, n)
     name = "negative_uniform" if spec.mechanism == "negative_manual" else spec.mechanism
     channel = schemes.discrete_channel(spec.n_categories, name, spec.params)
     eps = channel_epsilon(channel) if spec.mechanism != "none" else None

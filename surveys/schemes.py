@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from config.messages import translate
 from privacy.mechanisms import (
+    AdditiveStaircase,
     channel_conditioning,
     custom_channel,
     epsilon,
@@ -44,6 +45,7 @@ CONTINUOUS_MECHANISMS: dict[str, tuple[str, ...]] = {
     "additive_uniform": ("half_width",),
     "additive_gaussian": ("sigma",),
     "additive_laplace": ("scale",),
+    "additive_staircase": ("epsilon", "sensitivity"),
     "retention_replacement": ("retain",),
 }
 MAX_CATEGORIES = 100  # the database's limit; settings.SURVEY_MAX_CATEGORIES may lower it
@@ -420,7 +422,7 @@ def mechanism_error(
                 "param": param,
                 "value": repr(value),
             }
-        if value_range is not None and param in ("sigma", "half_width", "scale"):
+        if value_range is not None and param in ("sigma", "half_width", "scale", "sensitivity"):
             limit = NOISE_RANGE_FACTOR * (value_range[1] - value_range[0])
             if value > limit:
                 return _(
@@ -442,7 +444,25 @@ def mechanism_error(
                     return f"{name}: {translate(checked.problem)}."
         else:
             assert value_range is not None
-            continuous_noise(value_range, name, params)
+            noise = continuous_noise(value_range, name, params)
+            if name == "additive_staircase":
+                # As for Laplace noise of scale <= NOISE_RANGE_FACTOR * width: a tiny
+                # epsilon makes the staircase as wide as Laplace noise of scale Δ / ε.
+                limit = math.sqrt(2.0) * NOISE_RANGE_FACTOR * (value_range[1] - value_range[0])
+                std = float(getattr(noise, "std", 0.0))
+                if std > limit:
+                    return _(
+                        "epsilon %(epsilon)s and sensitivity %(sensitivity)s give noise of "
+                        "standard deviation %(std)s, more than %(limit)s (that of Laplace noise of "
+                        "scale %(factor)s times the range's width): raise epsilon or lower "
+                        "sensitivity."
+                    ) % {
+                        "epsilon": f"{float(params['epsilon']):g}",
+                        "sensitivity": f"{float(params['sensitivity']):g}",
+                        "std": f"{std:.3g}",
+                        "limit": f"{limit:.3g}",
+                        "factor": f"{NOISE_RANGE_FACTOR:g}",
+                    }
     except ValueError as exc:
         return f"{name}: {translate(exc)}"
     return None
@@ -493,6 +513,19 @@ def continuous_noise(value_range: tuple[float, float], name: str, params: Mappin
     return noise_model(name, **params)
 
 
+def continuous_epsilon(
+    name: str, params: Mapping[str, Any], value_range: tuple[float, float]
+) -> float | None:
+    """ε of local differential privacy of a continuous mechanism on its range, where it is
+    finite and published: ``additive_staircase`` with ``sensitivity`` at least the range's
+    width (``AdditiveStaircase.local_epsilon``); ``None`` otherwise."""
+    if name != "additive_staircase":
+        return None
+    noise = continuous_noise(value_range, name, params)
+    assert isinstance(noise, AdditiveStaircase)
+    return noise.local_epsilon(value_range[0], value_range[1])
+
+
 # --------------------------------------------------------------------------- scheme
 
 
@@ -522,6 +555,14 @@ def question_scheme(question: Any, channel: NDArray[np.float64] | None = None) -
         if getattr(question, "step", None) is not None:
             entry["step"] = question.step
     entry["mechanism"] = mechanism_json(question.mechanism, question.mechanism_params)
+    if question.type not in DISCRETE_TYPES:
+        eps = continuous_epsilon(
+            question.mechanism,
+            question.mechanism_params,
+            (question.range_low, question.range_high),
+        )
+        if eps is not None:
+            entry["epsilon"] = eps
     if question.type in DISCRETE_TYPES:
         if question.mechanism == "negative_manual":
             entry["instruction"] = NEGATIVE_MANUAL_INSTRUCTION

@@ -26,7 +26,11 @@ MECHANISM_SCHEMA = {
         "`name` and its parameters. Discrete: none; randomised_response (retain in (0, 1] "
         "or a k x k row-stochastic matrix); negative_uniform; negative_gaussian (sigma > 0, "
         "ordinal only); negative_manual. Continuous: none; additive_uniform (half_width); "
-        "additive_gaussian (sigma); additive_laplace (scale); retention_replacement (retain)."
+        "additive_gaussian (sigma); additive_laplace (scale); additive_staircase (epsilon > 0, "
+        "sensitivity > 0: the staircase noise of Geng & Viswanath 2016, the optimal additive "
+        "noise for epsilon-differential privacy; epsilon-LDP when sensitivity >= the range's "
+        "width, with far less noise than Laplace of scale sensitivity/epsilon; an extension "
+        "of api.md); retention_replacement (retain)."
     ),
     "properties": {
         "name": {
@@ -38,6 +42,8 @@ MECHANISM_SCHEMA = {
         "sigma": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
         "half_width": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
         "scale": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
+        "epsilon": {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 500},
+        "sensitivity": {"type": "number", "minimum": 0, "exclusiveMinimum": True},
     },
     "required": ["name"],
     "additionalProperties": False,
@@ -225,7 +231,13 @@ class SchemeQuestionSerializer(serializers.Serializer):
         help_text="C[i][j] = Pr(report category j | true category i), in categories order.",
     )
     epsilon = serializers.FloatField(
-        required=False, allow_null=True, help_text="Local differential privacy; null if unbounded."
+        required=False,
+        allow_null=True,
+        help_text=(
+            "Local differential privacy; null if unbounded. Discrete questions always carry "
+            "it; a continuous one only under additive_staircase whose sensitivity covers the "
+            "range (an extension of api.md)."
+        ),
     )
     instruction = serializers.CharField(required=False, help_text="negative_manual questions.")
 

@@ -9,7 +9,8 @@ participants:
 
 - PostgreSQL: ``width_bucket(value, inner_edges)`` (the number of inner edges at or
   below the value; plain SQL, so Citus can distribute it unchanged);
-- SQLite: the same number as a sum of comparisons ``(value >= e1) + (value >= e2) ...``.
+- SQLite: the same number as a sum of comparisons ``(value >= e1) + (value >= e2) ...``
+  (nested as a balanced tree, so thousands of bins stay within SQLite's expression depth).
 
 A participant counts when they have a live (not withdrawn) response to the survey and
 an answer to every question named; questions of the consultation's profile survey are
@@ -132,7 +133,18 @@ def _bucket(column: str, edges: NDArray[np.float64], vendor: str) -> tuple[str, 
         return "0", []
     if vendor == "postgresql":
         return f"width_bucket({column}, %s::double precision[])", [[float(e) for e in edges]]
-    return "(" + " + ".join(f"({column} >= %s)" for _ in edges) + ")", [float(e) for e in edges]
+    return _balanced_sum([f"({column} >= %s)"] * edges.size), [float(e) for e in edges]
+
+
+def _balanced_sum(terms: Sequence[str]) -> str:
+    """``(t1 + t2 + ...)`` nested as a balanced tree: SQLite refuses expressions deeper
+    than 1,000 (SQLITE_MAX_EXPR_DEPTH), which a flat sum of over 1,000 comparisons is (the
+    reported bins of whole-year ages under wide noise, e.g. the staircase's or Laplace's
+    at eps 2: about 2,000 bins of one year)."""
+    if len(terms) == 1:
+        return terms[0]
+    middle = len(terms) // 2
+    return f"({_balanced_sum(terms[:middle])} + {_balanced_sum(terms[middle:])})"
 
 
 def analysis_alias() -> str:

@@ -30,6 +30,7 @@ from privacy.mechanisms.metrics import epsilon, privacy_level, privacy_levels
 from privacy.mechanisms.noise import (
     AdditiveGaussian,
     AdditiveLaplace,
+    AdditiveStaircase,
     AdditiveUniform,
     NoiseModel,
     NoNoise,
@@ -42,6 +43,7 @@ __all__ = [
     "WIDE_CONDITION",
     "AdditiveGaussian",
     "AdditiveLaplace",
+    "AdditiveStaircase",
     "AdditiveUniform",
     "ChannelConditioning",
     "NoNoise",

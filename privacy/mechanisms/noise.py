@@ -34,6 +34,10 @@ __all__ = [
 ]
 
 _BOUNDS_IN_SD = 10.0
+# Above this, the staircase's gamma and b underflow (the noise is then practically 0 anyway).
+MAX_STAIRCASE_EPSILON = 500.0
+# -log of the share of staircase noise beyond its reported bounds (1e-12).
+_STAIRCASE_TAIL_LOG = 12.0 * math.log(10.0)
 
 
 @runtime_checkable
@@ -331,6 +335,169 @@ class AdditiveLaplace(_SymmetricAdditive):
 
 
 @dataclass(frozen=True)
+class AdditiveStaircase(_SymmetricAdditive):
+    """Additive staircase noise: the optimal noise-adding mechanism for ε-differential
+    privacy (Geng and Viswanath, "The optimal noise-adding mechanism in differential
+    privacy", IEEE Trans. Inf. Theory 62(2), 2016).
+
+    With ``b = e^-ε``, ``gamma = 1 / (1 + e^(ε/2))`` (their l1-optimal gamma) and ``Δ`` the
+    sensitivity, the density is symmetric and, for ``|z|`` in ``[kΔ, (k+gamma)Δ)``, equal to
+    ``a b^k``, and in ``[(k+gamma)Δ, (k+1)Δ)`` to ``a b^(k+1)`` (``k = 0, 1, ...``), with
+    ``a = (1 - b) / (2Δ(gamma + (1 - gamma) b))``. Shifting the density by at most ``Δ`` changes it
+    by a factor of at most ``e^ε``, so a true value in a range of width ``<= Δ`` reported
+    as ``x + Z`` is ε-locally differentially private, as with Laplace noise of scale
+    ``Δ / ε``, but with far less noise at ε >= 1 (standard deviation 18.9 against 24.7 for
+    ε = 4 and Δ = 70; the noise sits mostly within ``gammaΔ`` of 0).
+
+    The magnitude is ``|Z| = Δ (G + V)`` with ``G`` geometric (``P(G = k) = (1 - b) b^k``)
+    and ``V`` independent of ``G`` (uniform on ``[0, gamma)`` with probability
+    ``gamma / (gamma + (1 - gamma) b)``, else uniform on ``[gamma, 1)``), which gives the
+    sampler and the closed forms below (geometric series summed exactly; no grids).
+    """
+
+    epsilon: float
+    sensitivity: float
+
+    def __post_init__(self) -> None:
+        eps = _positive("epsilon", self.epsilon)
+        if math.exp(-eps) >= 1.0:  # so small that e^-eps rounds to 1: no distribution
+            raise InputError(
+                gettext_noop("%(name)s must be > 0 and finite, got %(value)s"),
+                name="epsilon",
+                value=repr(self.epsilon),
+            )
+        if eps > MAX_STAIRCASE_EPSILON:  # gamma and b would underflow to 0
+            raise InputError(
+                gettext_noop("epsilon must be at most %(limit)s, got %(value)s"),
+                limit=f"{MAX_STAIRCASE_EPSILON:g}",
+                value=repr(self.epsilon),
+            )
+        object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "sensitivity", _positive("sensitivity", self.sensitivity))
+
+    @property
+    def b(self) -> float:
+        """``e^-ε``: the ratio of the density one step ``Δ`` further out."""
+        return math.exp(-self.epsilon)
+
+    @property
+    def gamma(self) -> float:
+        """``gamma = 1 / (1 + e^(ε/2))``, the share of each step at the higher level."""
+        half = math.exp(-0.5 * self.epsilon)  # 1 / (1 + e^(ε/2)) without overflow
+        return half / (1.0 + half)
+
+    @property
+    def _inner(self) -> float:
+        """``P(V < gamma) = gamma / (gamma + (1 - gamma) b)``: the sampler's chance of the
+        higher level."""
+        g, b = self.gamma, self.b
+        return g / (g + (1.0 - g) * b)
+
+    @property
+    def _height(self) -> float:
+        """``a``, the density at 0."""
+        g, b = self.gamma, self.b
+        return (1.0 - b) / (2.0 * self.sensitivity * (g + (1.0 - g) * b))
+
+    @property
+    def std(self) -> float:
+        """``Δ sqrt(E[(G + V)^2])`` in closed form."""
+        b, g, p = self.b, self.gamma, self._inner
+        mean_g = b / (1.0 - b)
+        square_g = b * (1.0 + b) / (1.0 - b) ** 2
+        mean_v = p * g / 2.0 + (1.0 - p) * (1.0 + g) / 2.0
+        square_v = p * g * g / 3.0 + (1.0 - p) * (g * g + g * (1.0 - g) + (1.0 - g) ** 2 / 3.0)
+        return self.sensitivity * math.sqrt(square_g + 2.0 * mean_g * mean_v + square_v)
+
+    def _step(self, u: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``k = floor(u / Δ)`` and ``r = u / Δ - k`` in ``[0, 1)`` for ``u >= 0``."""
+        scaled = u / self.sensitivity
+        k = np.floor(scaled)
+        with np.errstate(invalid="ignore"):  # u = inf: k = inf, r = 0, b^k = 0
+            fraction = np.where(np.isfinite(scaled), scaled - k, 0.0)
+        return k, np.clip(fraction, 0.0, 1.0)
+
+    def distort(self, values: ArrayLike, rng: np.random.Generator) -> NDArray[np.float64]:
+        """Return ``values + S Δ (G + V)``, vectorised (the sampler of the contract:
+        ``S = ±1``, ``G`` geometric, ``B`` picks the level, ``U`` uniform on ``[0, 1)``)."""
+        array = _values(values)
+        shape = array.shape
+        sign = np.where(rng.random(shape) < 0.5, -1.0, 1.0)
+        geometric = rng.geometric(1.0 - self.b, size=shape) - 1.0
+        inner = rng.random(shape) < self._inner
+        uniform = rng.random(shape)
+        g = self.gamma
+        fraction = np.where(inner, g * uniform, g + (1.0 - g) * uniform)
+        return np.asarray(array + sign * self.sensitivity * (geometric + fraction))
+
+    def noise_pdf(self, x: ArrayLike) -> NDArray[np.float64]:
+        """Density: ``a b^k`` on ``|x|`` in ``[kΔ, (k+gamma)Δ)``, ``a b^(k+1)`` on the rest of
+        step ``k``."""
+        k, r = self._step(np.abs(np.asarray(x, dtype=np.float64)))
+        level = np.where(r < self.gamma, k, k + 1.0)
+        return np.asarray(self._height * np.power(self.b, level), dtype=np.float64)
+
+    def _survival(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``P(Z > u)`` for ``u >= 0``: the steps beyond ``k`` (``b^(k+1) / 2``) plus the
+        rest of step ``k``."""
+        k, r = self._step(u)
+        g, b, ad = self.gamma, self.b, self._height * self.sensitivity
+        bk = np.power(b, k)
+        rest = np.where(r < g, ad * bk * ((g - r) + (1.0 - g) * b), ad * bk * b * (1.0 - r))
+        return np.asarray(bk * b / 2.0 + rest, dtype=np.float64)
+
+    def noise_cdf(self, x: ArrayLike) -> NDArray[np.float64]:
+        """CDF ``F_Y``: ``P(Z > |x|)`` for ``x < 0``, ``1 - P(Z > x)`` otherwise."""
+        array = np.asarray(x, dtype=np.float64)
+        survival = self._survival(np.abs(array))
+        return np.asarray(np.where(array < 0, survival, 1.0 - survival), dtype=np.float64)
+
+    def _tail(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``T(u) = ∫_u^inf P(Z > s) ds`` for ``u >= 0``.
+
+        Over a whole step ``j`` the survival integrates to ``Δ b^j (b / 2 + aΔ c)`` with
+        ``c = gamma²/2 + gamma(1 - gamma) b + (1 - gamma)² b / 2``; the steps after ``k`` sum to
+        ``Δ (b / 2 + aΔ c) b^(k+1) / (1 - b)``, and the rest of step ``k`` from ``r`` is
+        ``Δ (b^(k+1) (1 - r) / 2 + aΔ R(r))`` with ``R(r) = b^k ((gamma - r)²/2 + (1 - gamma) b
+        (gamma - r) + (1 - gamma)² b / 2)`` below ``gamma`` and ``b^(k+1) (1 - r)² / 2`` above.
+        """
+        k, r = self._step(np.asarray(u, dtype=np.float64))
+        g, b, d = self.gamma, self.b, self.sensitivity
+        ad = self._height * d
+        c = g * g / 2.0 + g * (1.0 - g) * b + (1.0 - g) ** 2 * b / 2.0
+        bk = np.power(b, k)
+        later = (b / 2.0 + ad * c) * bk * b / (1.0 - b)
+        gap = g - r
+        rest = np.where(
+            r < g,
+            bk * (gap * gap / 2.0 + (1.0 - g) * b * gap + (1.0 - g) ** 2 * b / 2.0),
+            bk * b * (1.0 - r) ** 2 / 2.0,
+        )
+        return np.asarray(d * (later + bk * b * (1.0 - r) / 2.0 + ad * rest), dtype=np.float64)
+
+    def reported_bounds(self, low: float, high: float) -> tuple[float, float]:
+        """``[low - s, high + s]`` with ``s`` the larger of 10 standard deviations and
+        ``kΔ``, ``k`` the fewest whole steps with ``P(|Z| >= kΔ) = b^k <= 1e-12``.
+
+        The geometric tail is heavier than Laplace's in units of the standard deviation
+        (beyond 10 sd at ε = 4 lie 2e-5 of the reports), and the server refuses reports
+        outside these bounds (``surveys.schemes.answer_form``), so they reach as far as
+        one report in 10^12 goes.
+        """
+        low, high = _bounds(low, high)
+        steps = math.ceil(_STAIRCASE_TAIL_LOG / self.epsilon)
+        spread = max(_BOUNDS_IN_SD * self.std, steps * self.sensitivity)
+        return low - spread, high + spread
+
+    def local_epsilon(self, low: float, high: float) -> float | None:
+        """ε of local differential privacy for true values in ``[low, high]``: ``epsilon``
+        when the range is no wider than ``sensitivity``, else ``None`` (only answers
+        within ``sensitivity`` of each other are then ε-indistinguishable)."""
+        low, high = _bounds(low, high)
+        return self.epsilon if high - low <= self.sensitivity else None
+
+
+@dataclass(frozen=True)
 class RetentionReplacement:
     """Retention replacement perturbation ([23] in 001_28af1923c784b480.txt, Section IV-A).
 
@@ -447,21 +614,31 @@ _MODELS: dict[str, tuple[type, tuple[str, ...]]] = {
     "additive_uniform": (AdditiveUniform, ("half_width",)),
     "additive_gaussian": (AdditiveGaussian, ("sigma",)),
     "additive_laplace": (AdditiveLaplace, ("scale",)),
+    "additive_staircase": (AdditiveStaircase, ("epsilon", "sensitivity")),
     "retention_replacement": (RetentionReplacement, ("retain", "low", "high")),
 }
 
 
 def noise_model(
     name: str, **params: float
-) -> AdditiveUniform | AdditiveGaussian | AdditiveLaplace | RetentionReplacement | NoNoise:
+) -> (
+    AdditiveUniform
+    | AdditiveGaussian
+    | AdditiveLaplace
+    | AdditiveStaircase
+    | RetentionReplacement
+    | NoNoise
+):
     """Build a noise model from its API name and parameters.
 
     Parameters
     ----------
     name : str
         ``none``, ``additive_uniform`` (``half_width``), ``additive_gaussian``
-        (``sigma``), ``additive_laplace`` (``scale``) or ``retention_replacement``
-        (``retain``, ``low``, ``high``), as in /work/shared/design/api.md.
+        (``sigma``), ``additive_laplace`` (``scale``), ``additive_staircase``
+        (``epsilon``, ``sensitivity``; an extension of /work/shared/design/api.md, see
+        :class:`AdditiveStaircase`) or ``retention_replacement`` (``retain``, ``low``,
+        ``high``), as in /work/shared/design/api.md.
     **params
         The mechanism's parameters, exactly those listed.
 
@@ -490,6 +667,13 @@ def noise_model(
             name=name,
             unexpected=str(unexpected),
         )
-    model: AdditiveUniform | AdditiveGaussian | AdditiveLaplace | RetentionReplacement | NoNoise
+    model: (
+        AdditiveUniform
+        | AdditiveGaussian
+        | AdditiveLaplace
+        | AdditiveStaircase
+        | RetentionReplacement
+        | NoNoise
+    )
     model = cls(**{key: params[key] for key in expected})
     return model

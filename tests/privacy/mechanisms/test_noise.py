@@ -13,13 +13,19 @@ from scipy import integrate
 from privacy.mechanisms import (
     AdditiveGaussian,
     AdditiveLaplace,
+    AdditiveStaircase,
     AdditiveUniform,
     NoNoise,
     RetentionReplacement,
     noise_model,
 )
 
-ADDITIVE = [AdditiveUniform(0.7), AdditiveGaussian(0.6), AdditiveLaplace(0.4)]
+ADDITIVE = [
+    AdditiveUniform(0.7),
+    AdditiveGaussian(0.6),
+    AdditiveLaplace(0.4),
+    AdditiveStaircase(1.5, 1.2),
+]
 TRUE_EDGES = np.array([0.0, 0.5, 1.5, 3.0])
 REPORTED_EDGES = np.array([-1.0, 0.0, 1.0, 2.0, 2.5, 4.0])
 
@@ -106,6 +112,9 @@ def test_noise_model_maps_api_names() -> None:
     assert noise_model("additive_uniform", half_width=10) == AdditiveUniform(10)
     assert noise_model("additive_gaussian", sigma=2) == AdditiveGaussian(2)
     assert noise_model("additive_laplace", scale=1) == AdditiveLaplace(1)
+    assert noise_model("additive_staircase", epsilon=2, sensitivity=70) == (
+        AdditiveStaircase(2, 70)
+    )
     assert noise_model("retention_replacement", retain=0.5, low=0, high=1) == (
         RetentionReplacement(0.5, 0, 1)
     )
@@ -117,6 +126,13 @@ def test_noise_model_maps_api_names() -> None:
         ("additive_uniform", {"half_width": 0}, "half_width"),
         ("additive_gaussian", {"sigma": float("inf")}, "sigma"),
         ("additive_laplace", {"scale": -1}, "scale"),
+        ("additive_staircase", {"epsilon": 0, "sensitivity": 1}, "epsilon"),
+        ("additive_staircase", {"epsilon": 1e-17, "sensitivity": 1}, "epsilon"),
+        ("additive_staircase", {"epsilon": 501, "sensitivity": 1}, "epsilon"),
+        ("additive_staircase", {"epsilon": 1, "sensitivity": -2}, "sensitivity"),
+        ("additive_staircase", {"epsilon": 1, "sensitivity": "x"}, "sensitivity"),
+        ("additive_staircase", {"epsilon": 1}, "sensitivity"),
+        ("additive_staircase", {"epsilon": 1, "sensitivity": 1, "scale": 1}, "scale"),
         ("retention_replacement", {"retain": 0, "low": 0, "high": 1}, "retain"),
         ("retention_replacement", {"retain": 0.5, "low": 1, "high": 1}, "low and high"),
         ("additive_gaussian", {}, "sigma"),
@@ -138,7 +154,12 @@ def test_interval_channel_rows_are_distributions(sigma: float, edges: list[float
     sorted_edges = np.sort(np.array(edges))
     if np.any(np.diff(sorted_edges) < 1e-6):
         return
-    for model in (AdditiveGaussian(sigma), AdditiveLaplace(sigma), AdditiveUniform(sigma)):
+    for model in (
+        AdditiveGaussian(sigma),
+        AdditiveLaplace(sigma),
+        AdditiveUniform(sigma),
+        AdditiveStaircase(2.0, sigma),
+    ):
         channel = model.interval_channel(sorted_edges, sorted_edges)
         assert np.all(channel >= 0)
         assert_allclose(channel.sum(axis=1), 1.0, atol=1e-12)
