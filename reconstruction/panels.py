@@ -196,6 +196,30 @@ def _check_bands(
             )
 
 
+def _check_duplicates(
+    quotas: Sequence[tuple[list[queries.Condition], int, int]], raw: Sequence[Mapping[str, Any]]
+) -> None:
+    """Two quotas on the same category (the same conditions, in any order) are a 400: a
+    category has one band. Repeated, they would either restate it or, with bands that
+    differ, leave the solver to refuse the job for a conflict the request already shows."""
+    seen: dict[frozenset[queries.Condition], int] = {}
+    for j, (where, _low, _high) in enumerate(quotas):
+        key = frozenset(where)
+        first = seen.setdefault(key, j)
+        if first != j:
+            raise AnalysisInputError(
+                {
+                    "quotas": Message(
+                        gettext_noop(
+                            "%(quota)s repeats the category of %(first)s; give each category "
+                            "one quota, with one band from min to max"
+                        ),
+                        {"quota": quota_label(j, raw[j]), "first": quota_label(first, raw[first])},
+                    )
+                }
+            )
+
+
 def parse_quotas(request: AnalysisRequest) -> list[tuple[list[queries.Condition], int, int]]:
     """The request's quotas as engine conditions with their bounds (400s on bad ones)."""
     parsed = []
@@ -248,6 +272,7 @@ def validate_panel(request: AnalysisRequest) -> None:
         )
     quotas = parse_quotas(request)
     raw = spec.get("quotas") or []
+    _check_duplicates(quotas, raw)
     for j, (_where, low, _high) in enumerate(quotas):
         if low > size:
             raise AnalysisInputError(

@@ -525,6 +525,41 @@ def test_conflicting_bounds_name_every_quota_on_the_attribute(world: World) -> N
     assert "greater than or equal to 0" in str(bad["errors"]["quotas"]["1"]["max"]), bad
 
 
+def test_a_category_with_two_quotas_is_a_400_naming_both(world: World) -> None:
+    # A category has one band. Two quotas on it (the same conditions, in any order) used
+    # to be accepted: with bands that do not overlap the job ran and ended refused for a
+    # conflict the request already showed, and repeated bands were taken silently.
+    women_under_30 = [
+        {"attribute": "sex", "op": "in", "value": ["F"]},
+        {"attribute": "age", "op": "between", "value": [16, 30]},
+    ]
+    for first, second in (((9, 11), (3, 5)), ((9, 11), (9, 11))):
+        body = refused_400(
+            world.analyst,
+            panel_body(
+                world,
+                quotas=[
+                    {"where": women_under_30, "min": first[0], "max": first[1]},
+                    _quota("district", "in", ["N"], 6, 8),
+                    {"where": women_under_30[::-1], "min": second[0], "max": second[1]},
+                ],
+            ),
+        )
+        text = str(body["errors"]["quotas"])
+        assert "quotas[2]" in text and "repeats the category of quotas[0]" in text, body
+        assert "quotas[1]" not in text, body
+    # Different categories of one attribute are fine.
+    ok = world.analyst.post(
+        URL,
+        panel_body(
+            world,
+            quotas=[_quota("sex", "in", ["F"], 9, 11), _quota("sex", "in", ["M"], 9, 11)],
+        ),
+        format="json",
+    )
+    assert ok.status_code == 202, ok.json()
+
+
 def test_quota_fields_belong_to_panels_only(world: World) -> None:
     body = refused_400(
         world.analyst,
