@@ -143,3 +143,47 @@ def test_organiser_opens_a_survey_and_starts_a_report(browser, live_server, surv
         page.click('a:text("HTML")')
     assert download.value.suggested_filename == f"survey-{survey.pk}-report-{report.pk}.html"
     page.close()
+
+
+def test_resident_submits_staircase_noise_explained_by_its_mean_size(
+    browser, live_server, settings
+):
+    """An ``additive_staircase`` question on the example page: the page explains the noise
+    by its mean size (4.8 for eps 1 and sensitivity 5: Delta (b/(1-b) + the stair's mean
+    part)), and what the server stores is the distorted number the page showed."""
+    organisation = organisation_create(slug="stair-town", name="Stair Town")
+    consultation = consultation_create(organisation=organisation, title="Work")
+    hours = {
+        "key": "hours",
+        "text": "Hours worked last week",
+        "type": "continuous",
+        "range": [0, 80],
+        "mechanism": {"name": "additive_staircase", "epsilon": 1.0, "sensitivity": 5.0},
+    }
+    survey = survey_open(
+        survey=survey_create(
+            organisation=organisation,
+            consultation=consultation,
+            kind="opinion",
+            title="Working hours",
+            questions=[hours],
+        )
+    )
+    settings.PORTAL_EXAMPLE_ENABLED = True
+    settings.PORTAL_EXAMPLE_KEY = api_key_create(organisation=organisation, role="portal").key
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{live_server.url}/portal-example/{survey.pk}/")
+    page.wait_for_selector("#survey-form:not([hidden])")
+    assert "±4.8" in page.inner_text('fieldset[data-question="hours"] .how')
+    page.fill('input[name="hours"]', "38")
+    page.click("#review-button")
+    page.wait_for_selector("#review:not([hidden])")
+    shown = float(page.inner_text('td[data-sent="hours"]'))
+    page.click("#send-button")
+    page.wait_for_selector("#done:not([hidden]), #error:not([hidden])")
+    assert page.is_visible("#done"), page.inner_text("#error")
+    stored = Answer.objects.get(response__survey=survey, question__key="hours").value
+    assert stored == pytest.approx(shown)
+    assert stored != 38.0  # the staircase noise has a density: exactly 0 has probability 0
+    context.close()
