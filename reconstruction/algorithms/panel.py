@@ -1785,8 +1785,11 @@ def select_panel(
     # Pool and posteriors: one reconstruction (and bootstrap) per joint model, shared by
     # the conditions on it (the bands of one attribute), as condition_posteriors says.
     wheres = ([list(where)] if where else []) + [list(q.where) for q in quotas]
+    # The quotas' posteriors also condition on the reports that decide eligibility
+    # (``given``): candidates are chosen by those reports, and a category that goes with
+    # them would otherwise take the whole table's prior.
     shared = condition_posteriors(
-        table, wheres, n_boot=n_boot, tol=tol, max_iter=max_iter, rng=generator
+        table, wheres, n_boot=n_boot, tol=tol, max_iter=max_iter, rng=generator, given=where
     )
     if where:
         eligibility: ConditionPosterior | None = shared[0]
