@@ -1163,14 +1163,39 @@ def _order(
 
 
 def _systematic(
-    x: NDArray[np.float64], size: int, order: NDArray[np.intp], offset: float
+    x: NDArray[np.float64],
+    size: int,
+    order: NDArray[np.intp],
+    offset: float,
+    caps: NDArray[np.float64] | None = None,
 ) -> NDArray[np.int64]:
-    """Systematic rounding of ``x`` along ``order`` at ``offset`` in ``[0, 1)``."""
-    ends = np.cumsum(x[order]) * (size / max(float(x.sum()), 1e-300))
+    """Systematic rounding of ``x`` along ``order`` at ``offset`` in ``[0, 1)``.
+
+    ``x`` is scaled to sum to ``size`` first, so a type can get a seat more than its
+    ``caps`` (its candidates) allow when ``x`` sums below ``size`` (the warm start's
+    herded targets do): with ``caps`` the excess seats go to the types with room whose
+    scaled target is furthest above their seats (a panel never holds more members of a
+    type than it has; before, the bench drew such a panel from a lottery and failed).
+    """
+    scaled = x * (size / max(float(x.sum()), 1e-300))
+    ends = np.cumsum(scaled[order])
     marks = np.floor(ends + offset)
     seats = np.diff(np.concatenate([[math.floor(offset)], marks]))
     panel = np.zeros(x.size, dtype=np.int64)
     panel[order] = seats.astype(np.int64)
+    if caps is not None:
+        limit = np.asarray(np.floor(caps + 1e-9), dtype=np.int64)
+        excess = int(np.maximum(panel - limit, 0).sum())
+        if excess:
+            panel = np.minimum(panel, limit)
+            room = limit - panel
+            shortfall = np.where(room > 0, scaled - panel, -np.inf)
+            for t in np.argsort(-shortfall, kind="stable"):  # over types, a few steps
+                if excess == 0 or room[t] <= 0:
+                    break
+                give = int(min(room[t], excess))
+                panel[t] += give
+                excess -= give
     return panel
 
 
@@ -1237,7 +1262,7 @@ def _warm_start(
                 break
             order = _order(x.size, rng, problem.posteriors)
         target = np.clip(x + owed, 0.0, problem.sizes)
-        rounded = _systematic(target, problem.size, order, float(rng.random()))
+        rounded = _systematic(target, problem.size, order, float(rng.random()), problem.sizes)
         panel = _repair(problem, rounded, rows, rng)
         if panel is None:
             continue

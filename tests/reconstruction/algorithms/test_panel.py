@@ -776,3 +776,24 @@ def test_tightened_bands_and_expected_outside_include_the_posteriors_uncertainty
         assert outcome.expected_outside > _expected_outside(
             outcome.expected, binomial, quota.min, quota.max, size
         )
+
+
+def test_systematic_rounding_never_gives_a_type_more_seats_than_candidates() -> None:
+    # The warm start rounds herded targets that may sum below the panel size; scaled up,
+    # a type of one candidate got two seats (bench_panel drew that panel and failed:
+    # "Cannot take a larger sample than population").
+    from reconstruction.algorithms.panel import _systematic
+
+    x = np.array([1.0, 1.0, 0.5])
+    order = np.arange(3)
+    uncapped = _systematic(x, 3, order, 0.9)
+    assert uncapped.tolist() == [2, 1, 0]  # the defect, without caps
+    capped = _systematic(x, 3, order, 0.9, np.array([1.0, 1.0, 5.0]))
+    assert capped.tolist() == [1, 1, 1]
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        sizes = rng.integers(1, 4, size=12).astype(float)
+        target = rng.random(12) * sizes
+        size = int(rng.integers(1, int(sizes.sum()) + 1))
+        panel = _systematic(target, size, rng.permutation(12), float(rng.random()), sizes)
+        assert panel.sum() == size and np.all(panel <= sizes) and np.all(panel >= 0)
