@@ -389,6 +389,7 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
             objective=objective,  # type: ignore[arg-type]
             rng=np.random.default_rng(seed),
             progress=solving,
+            max_outside=None if spec.get("max_outside") is None else float(spec["max_outside"]),
             max_seconds=solver_seconds(),
         )
     except InfeasibleQuotas as exc:
@@ -438,6 +439,9 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
                 # Expected seats of the realised true count outside the band (normal
                 # approximation; null when not computed).
                 "expected_outside": finite_or_none(outcome.expected_outside),
+                # With max_outside: the bound every panel of the lottery keeps for this
+                # quota (null: the plain band only).
+                "outside_level": finite_or_none(outcome.outside_level),
             }
             for j, outcome in enumerate(result.quotas)
         ],
@@ -490,7 +494,7 @@ register(
         methods=(),
         default_method=None,
         sampling=True,
-        request_fields=("quotas", "reserves", "objective"),
+        request_fields=("quotas", "reserves", "objective", "max_outside"),
         group_threshold="min_cell",
         validate=validate_panel,
         compute=compute_panel,

@@ -135,7 +135,7 @@ class QuotaSerializer(serializers.Serializer[Any]):
 
 
 PANEL_OBJECTIVES = ("maximin", "nash", "leximin")
-PANEL_FIELDS = ("quotas", "reserves", "objective")
+PANEL_FIELDS = ("quotas", "reserves", "objective", "max_outside")
 
 
 class AnalysisRequestSerializer(serializers.Serializer[Any]):
@@ -160,6 +160,17 @@ class AnalysisRequestSerializer(serializers.Serializer[Any]):
     objective = serializers.ChoiceField(
         choices=PANEL_OBJECTIVES, required=False,
         help_text="panel: maximin (default), nash or leximin (Flanigan et al. 2021)",
+    )  # fmt: skip
+    max_outside = serializers.FloatField(
+        min_value=0.001, max_value=100, required=False,
+        help_text=(
+            "panel, opt-in (an extension of api.md): every panel of the lottery keeps each "
+            "quota's expected seats outside its band at most this (the realised true "
+            "count's variance: Bernoulli plus the posteriors' bootstrap variance); a quota "
+            "no panel can hold to it gets the next level of a ladder (x1.5, 2, 3, 5) or its "
+            "plain band, named in notes and in the quota's outside_level. Costs fairness: "
+            "the bands are narrower"
+        ),
     )  # fmt: skip
 
     def get_fields(self) -> dict[str, Any]:

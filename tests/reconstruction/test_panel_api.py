@@ -457,6 +457,9 @@ def _quota(attribute: str, op: str, value: Any, low: Any, high: Any) -> dict[str
         ({"quotas": [_quota("sex", "in", ["F"], 2.5, 4)]}, "quotas", "valid integer"),
         ({"quotas": [_quota("sex", "in", ["F"], 5, 4)]}, "quotas", "larger than max"),
         ({"reserves": -1}, "reserves", "greater than or equal"),
+        ({"max_outside": 0}, "max_outside", "greater than or equal"),
+        ({"max_outside": -1}, "max_outside", "greater than or equal"),
+        ({"max_outside": "some"}, "max_outside", "valid number"),
         ({"objective": "utilitarian"}, "objective", "utilitarian"),
         ({"size": 200}, "size", "participants who answered"),
         (
@@ -569,9 +572,11 @@ def test_quota_fields_belong_to_panels_only(world: World) -> None:
             "where": [{"attribute": "sex", "op": "in", "value": ["F"]}],
             "quotas": [_quota("sex", "in", ["F"], 1, 2)],
             "objective": "nash",
+            "max_outside": 0.2,
         },
     )
     assert "quotas" in body["errors"] and "objective" in body["errors"]
+    assert "max_outside" in body["errors"]
 
 
 def test_panel_over_the_cost_budget_is_refused_up_front(world: World, settings: Any) -> None:
@@ -742,3 +747,35 @@ def test_a_running_panel_stops_when_cancelled(
     assert job["status"] == "failed" and job["error"] == "Cancelled by analyst."
     assert job["result"] is None
     assert len(calls) == 1, "the solver went on after the cancellation"
+
+
+def test_a_panel_with_max_outside_states_the_level_each_quota_keeps(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The opt-in tightened bands through the API: every quota states the level of
+    expected seats outside its band that every panel of the lottery keeps (the realised
+    count's variance: Bernoulli plus the posteriors' replicate variance); without
+    max_outside it is null. The drawn panel's expected seats outside are computed with
+    the same total variance as its interval."""
+    data = world.distorted
+    body = {
+        "survey": data.profile.pk,
+        "kind": "panel",
+        "size": 20,
+        "seed": 7,
+        "quotas": [
+            _quota("sex", "in", ["F"], 8, 12),
+            _quota("age", "between", [16, 30], 3, 6),
+        ],
+    }
+    plain = run(world.analyst, django_capture_on_commit_callbacks, body)["result"]
+    tight = run(world.analyst, django_capture_on_commit_callbacks, {**body, "max_outside": 0.2})
+    assert tight["status"] == "succeeded", tight
+    ladder = {0.2, 0.3, 0.4, 0.6, 1.0}
+    for quota in tight["result"]["quotas"]:
+        level = quota["outside_level"]
+        assert level is None or round(level, 6) in ladder, quota
+        assert quota["min"] - 1e-6 <= quota["expected"] <= quota["max"] + 1e-6, quota
+    assert any(q["outside_level"] is not None for q in tight["result"]["quotas"])
+    assert all(q["outside_level"] is None for q in plain["quotas"])
+    assert "expected to fall outside its band by at most 0.2" in str(tight["result"]["guarantee"])
