@@ -8,7 +8,9 @@ is the baseline, measured in the same run.
 Pools: volunteer pools skew older, more educated and towards some districts; attributes
 are correlated the same way. ``age``: whole years 16-85, continuous with the declared
 step 1 (so the age bands' posteriors come from the lattice model, unbiased within
-bands), additive Laplace noise of scale range/eps (eps-LDP); ``sex`` (2), ``district``
+bands), additive staircase noise (``additive_staircase``, Geng and Viswanath 2016) with
+sensitivity = range (eps-LDP), and beside it as the baseline Laplace noise of scale
+range/eps (eps-LDP too; ``--age-noise``); ``sex`` (2), ``district``
 (5, one rare), ``education`` (3), ``minority`` (2, about 8%): k-ary randomised response
 with ``retain = e^eps / (e^eps + k - 1)`` (eps-LDP). Quotas: +-2 seats around the
 proportional share of the true pool for every category of sex, age band (16-30, 30-45,
@@ -17,8 +19,11 @@ proportional share of the true pool for every category of sex, age band (16-30, 
 Two configurations of the age question (``--age``; both by default, same pools, same
 distorted answers to the other questions):
 
-- ``years``: whole-year ages with Laplace noise as above; the age quotas are ``between``
-  conditions on the reconstructed ages.
+- ``years``: whole-year ages with staircase noise (``years-staircase``) or Laplace noise
+  (``years-laplace``, the baseline) as above; the age quotas are ``between`` conditions
+  on the reconstructed ages. The Laplace ages and the other answers come from the pools'
+  stream as before the staircase existed (same figures); the staircase ages have their
+  own stream.
 - ``band``: the age band asked as an ordinal question of 4 categories, distorted like the
   other discrete questions by seed 001's retain/change randomisation (k-ary randomised
   response, ``retain = e^eps / (e^eps + 3)``, eps-LDP); the age quotas are ``in``
@@ -53,7 +58,7 @@ from scipy.special import erfc
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import Table, finish_all
-from privacy.mechanisms import AdditiveLaplace, NoNoise, randomised_response
+from privacy.mechanisms import AdditiveLaplace, AdditiveStaircase, NoNoise, randomised_response
 from reconstruction.algorithms.panel import (
     InfeasibleQuotas,
     PanelResult,
@@ -76,6 +81,9 @@ AGE_BANDS = ((16.0, 30.0), (30.0, 45.0), (45.0, 65.0), (65.0, 86.0))
 # The ordinal age-band question of the ``band`` configuration.
 AGE_BAND = "ageband"
 AGE_MODES = ("years", "band")
+# The noise on whole-year ages (``--age-noise``): the staircase mechanism (the product's
+# recommendation for ages) and Laplace noise of the same eps, the baseline.
+AGE_NOISES = ("staircase", "laplace")
 CATEGORIES = {
     "sex": ("F", "M"),
     "district": ("d0", "d1", "d2", "d3", "d4"),
@@ -142,6 +150,31 @@ def distort(
         noise.distort(pool.age, rng), noise, AGE_LOW, AGE_HIGH, step=AGE_STEP
     )
     return table
+
+
+def age_noise(name: str, eps: float) -> AdditiveLaplace | AdditiveStaircase:
+    """eps-LDP noise on the ages' range (width ``AGE_HIGH - AGE_LOW`` = 70): the staircase
+    with sensitivity 70 (Geng and Viswanath 2016), or Laplace of scale 70 / eps."""
+    width = AGE_HIGH - AGE_LOW
+    if name == "staircase":
+        return AdditiveStaircase(eps, width)
+    return AdditiveLaplace(width / eps)
+
+
+def with_staircase_ages(
+    pool: Pool,
+    table: dict[str, DiscreteAttribute | ContinuousAttribute],
+    eps: float,
+    rng: np.random.Generator,
+) -> dict[str, DiscreteAttribute | ContinuousAttribute]:
+    """``table``'s other answers with the ages distorted by the staircase instead of
+    Laplace noise (same eps, its own random stream ``rng``)."""
+    noise = age_noise("staircase", eps)
+    result = dict(table)
+    result["age"] = ContinuousAttribute(
+        noise.distort(pool.age, rng), noise, AGE_LOW, AGE_HIGH, step=AGE_STEP
+    )
+    return result
 
 
 def band_codes(age: NDArray[np.float64]) -> NDArray[np.intp]:
@@ -543,7 +576,7 @@ def measure(
 # --------------------------------------------------------------------------- pool-level ages
 
 
-def pool_age_check(pools: int, n_boot: int = 100) -> list[Table]:
+def pool_age_check(pools: int, n_boot: int = 100, noise_name: str = "staircase") -> list[Table]:
     """The ``years`` configuration's pool-level age-band counts, without panels.
 
     On ``pools`` fresh pools of 1,000 per eps (their own random stream), the four bands'
@@ -560,7 +593,7 @@ def pool_age_check(pools: int, n_boot: int = 100) -> list[Table]:
         errors, relative, spreads, covered = [], [], [], []
         for index in range(pools):
             pool = make_pool(1000, rng)
-            noise = AdditiveLaplace((AGE_HIGH - AGE_LOW) / eps)
+            noise = age_noise(noise_name, eps)
             table: dict[str, DiscreteAttribute | ContinuousAttribute] = {
                 "age": ContinuousAttribute(
                     noise.distort(pool.age, rng), noise, AGE_LOW, AGE_HIGH, step=AGE_STEP
@@ -578,7 +611,8 @@ def pool_age_check(pools: int, n_boot: int = 100) -> list[Table]:
                 covered.append(post.ci95[0] <= truth <= post.ci95[1])
         rel = np.array(relative)
         table = Table(
-            f"age=years, pool-level age-band counts, eps={eps:g}: {pools} pools of 1,000, "
+            f"age=years ({noise_name} noise), pool-level age-band counts, eps={eps:g}: "
+            f"{pools} pools of 1,000, "
             f"4 bands, {n_boot} bootstrap replicates (no panels)"
         )
         table.add(
@@ -605,11 +639,14 @@ def pool_age_check(pools: int, n_boot: int = 100) -> list[Table]:
 # --------------------------------------------------------------------------- pool 10,000
 
 
-def scale_child(seed: int, max_seconds: float | None) -> None:
-    """One pool of 10,000 / panel 100 at eps=4, in its own process: prints seconds, RSS."""
+def scale_child(seed: int, max_seconds: float | None, noise: str = "staircase") -> None:
+    """One pool of 10,000 / panel 100 at eps=4, in its own process: prints seconds, RSS.
+    ``noise``: the ages' noise (the staircase's from its own stream, as at pool 1,000)."""
     rng = np.random.default_rng(seed)
     pool = make_pool(10_000, rng)
     table = distort(pool, 4.0, rng)
+    if noise == "staircase":
+        table = with_staircase_ages(pool, table, 4.0, np.random.default_rng([20261126, seed]))
     start = time.perf_counter()
     select_panel(
         table, 100, quotas(pool, 100, 3), rng=np.random.default_rng(seed), max_seconds=max_seconds
@@ -670,6 +707,14 @@ def main() -> int:
         help="the age question: whole-year ages with Laplace noise (years), the age band as "
         "an ordinal question with randomised response (band), or both on the same pools",
     )
+    parser.add_argument(
+        "--age-noise",
+        choices=("both", *AGE_NOISES),
+        default="both",
+        help="the noise on whole-year ages in the years configuration: the staircase "
+        "mechanism (additive_staircase, sensitivity 70), Laplace of scale 70/eps (the "
+        "baseline), or both on the same pools and other answers",
+    )
     parser.add_argument("--no-scale", action="store_true", help="skip pool 10,000 / panel 100")
     parser.add_argument(
         "--scale-only", action="store_true", help="only pool 10,000 / panel 100 (run in pieces)"
@@ -704,7 +749,11 @@ def main() -> int:
     parser.add_argument("--library-child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.scale_child is not None:
-        scale_child(args.scale_child, args.scale_max_seconds or None)
+        scale_child(
+            args.scale_child,
+            args.scale_max_seconds or None,
+            "laplace" if args.age_noise == "laplace" else "staircase",
+        )
         return 0
     if args.library_child is not None:
         library_child(args.library_child, 10_000, 100)
@@ -726,7 +775,11 @@ def main() -> int:
     methods: dict[str, float | None] = {"plain": None}
     if args.tightened:
         methods["tightened"] = 0.2
-    modes = AGE_MODES if args.age == "both" else (args.age,)
+    noises = AGE_NOISES if args.age_noise == "both" else (args.age_noise,)
+    modes = [
+        *(f"years-{noise}" for noise in noises if args.age in ("both", "years")),
+        *(["band"] if args.age in ("both", "band") else []),
+    ]
     results = {(mode, eps, m): Figures() for mode in modes for eps in (2.0, 4.0) for m in methods}
     library_seconds: list[float] = []
     ours_true_seconds: list[float] = []
@@ -767,8 +820,14 @@ def main() -> int:
             # configuration existed (same figures); the band question has its own stream.
             years_table = distort(pool, eps, rng)
             for mode in modes:
-                if mode == "years":
+                if mode == "years-laplace":
                     table, asked_quotas = years_table, quota_list
+                elif mode == "years-staircase":
+                    # The Laplace table's other answers, the ages from their own stream
+                    # (so the Laplace baseline's figures are those of earlier runs).
+                    stair_rng = np.random.default_rng([20261126, index, int(eps)])
+                    table = with_staircase_ages(pool, years_table, eps, stair_rng)
+                    asked_quotas = quota_list
                 else:
                     band_rng = np.random.default_rng([20261125, index, int(eps)])
                     table = with_band_question(pool, years_table, eps, band_rng)
@@ -819,11 +878,10 @@ def main() -> int:
         ours = results[(mode, eps, "plain")]
         plain = results.get((mode, eps, "tightened"), Figures())
         ran = bool(plain.seconds)  # the tightened bands were run (--tightened)
-        question = (
-            "ages in whole years, Laplace noise range/eps"
-            if mode == "years"
-            else "age band asked as an ordinal question, randomised response"
-        )
+        question = {
+            "years-staircase": "ages in whole years, staircase noise, sensitivity = range",
+            "years-laplace": "ages in whole years, Laplace noise range/eps (the baseline)",
+        }.get(mode, "age band asked as an ordinal question, randomised response")
         table = Table(
             f"age={mode} ({question}), eps={eps:g} per attribute: {n_pools} pools of {n} / "
             f"panel {size}, bands +-2 "
@@ -1060,11 +1118,14 @@ def main() -> int:
         tables.append(table)
 
     if args.pool_check:
-        tables.extend(pool_age_check(args.pool_check))
+        for noise_name in noises:
+            tables.extend(pool_age_check(args.pool_check, noise_name=noise_name))
 
     if not args.quick and not args.no_scale:
         table = Table(
-            "pool 10,000 / panel 100, eps=4, bands +-3 (each run in its own process), "
+            "pool 10,000 / panel 100, eps=4, ages with "
+            f"{'laplace' if args.age_noise == 'laplace' else 'staircase'} noise, bands +-3 "
+            "(each run in its own process), "
             f"max_seconds={args.scale_max_seconds or 'none'}"
         )
         runs = [
@@ -1074,6 +1135,8 @@ def main() -> int:
                     str(1000 + i),
                     "--scale-max-seconds",
                     str(args.scale_max_seconds),
+                    "--age-noise",
+                    "laplace" if args.age_noise == "laplace" else "staircase",
                 ],
                 1800.0,
             )
