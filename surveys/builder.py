@@ -34,7 +34,7 @@ def _as_api(question: Question) -> dict[str, Any]:
 def epsilon_words(eps: float | None, mechanism: str, discrete: bool) -> str:
     if mechanism == "none":
         return _("No distortion: the answer is sent as given (no privacy protection).")
-    if not discrete:
+    if not discrete and eps is None:  # additive_staircase covering its range has an eps
         return _("Noise is added to every number; a single reported number says little.")
     if eps is None:
         return _(

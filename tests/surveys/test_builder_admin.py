@@ -174,6 +174,28 @@ def test_margins_shrink_with_respondents_and_grow_with_noise():
     assert noisy > quiet
 
 
+def test_the_staircase_preview_states_its_epsilon_and_a_tighter_margin_than_laplace():
+    # additive_staircase with sensitivity covering the range is eps-LDP: the preview says
+    # so in words, and its margin is below Laplace's at the same guarantee (scale 70/eps).
+    from surveys import schemes
+    from surveys.builder import epsilon_words
+    from surveys.preview import preview
+
+    params = {"epsilon": 4.0, "sensitivity": 70.0}
+    spec = schemes.QuestionSpec(
+        key="age", text="Age", type="continuous", required=True, categories=(),
+        range=(16.0, 86.0), mechanism="additive_staircase", params=params,
+    )  # fmt: skip
+    shown = preview(spec, 1000)
+    assert shown.epsilon == 4.0
+    assert "4.00" in epsilon_words(shown.epsilon, "additive_staircase", False)
+    staircase = continuous_margin(16, 86, "additive_staircase", params, 1000)
+    laplace = continuous_margin(16, 86, "additive_laplace", {"scale": 70 / 4}, 1000)
+    assert staircase < 0.9 * laplace  # 1.72 against 1.98 (the range's own spread in both)
+    narrow = {"epsilon": 4.0, "sensitivity": 30.0}  # does not cover the range: no eps
+    assert schemes.continuous_epsilon("additive_staircase", narrow, (16.0, 86.0)) is None
+
+
 # --------------------------------------------------------------------------- live preview
 
 PREVIEW = "/admin/surveys/survey/preview/"
