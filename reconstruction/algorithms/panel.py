@@ -992,7 +992,9 @@ def _infeasible(
         if clock:
             message = Message(
                 gettext_noop(
-                    "%(diagnosis)s (diagnosis stopped at max_seconds=%(seconds)s: %(what)s)"
+                    "%(diagnosis)s (diagnosis stopped at max_seconds=%(seconds)s: %(what)s; "
+                    "where the clock stops it depends on the machine's load, so this refusal "
+                    "may not be reproducible)"
                 ),
                 {
                     "diagnosis": message,

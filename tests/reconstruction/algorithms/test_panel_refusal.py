@@ -266,4 +266,6 @@ def test_the_refusal_is_the_same_under_a_frozen_and_a_fast_clock(
     # conflicts (the smallest set proven to: here all five quotas).
     late = _refuse(monkeypatch, _Clock(1000.0))
     assert not late.complete and "diagnosis stopped at max_seconds=100" in str(late)
+    assert "this refusal may not be reproducible" in str(late)
+    assert "may not be reproducible" not in str(first)
     assert set(late.conflicting) >= set(first.conflicting)
