@@ -24,6 +24,7 @@ from scipy import special
 from privacy.mechanisms.messages import InputError, gettext_noop
 
 __all__ = [
+    "REPORTED_TAIL",
     "AdditiveGaussian",
     "AdditiveLaplace",
     "AdditiveUniform",
@@ -36,8 +37,13 @@ __all__ = [
 _BOUNDS_IN_SD = 10.0
 # Above this, the staircase's gamma and b underflow (the noise is then practically 0 anyway).
 MAX_STAIRCASE_EPSILON = 500.0
-# -log of the share of staircase noise beyond its reported bounds (1e-12).
-_STAIRCASE_TAIL_LOG = 12.0 * math.log(10.0)
+# The share of honest reports the reported bounds may leave outside: the server refuses
+# reports beyond them (surveys.schemes.answer_form), so at most 1 in 10^12 per report.
+# Each unbounded model's bounds reach the wider of 10 standard deviations and the
+# distance its two-sided tail P(|Z| > s) takes to fall to this share (closed form per model).
+REPORTED_TAIL = 1e-12
+# -log of REPORTED_TAIL.
+_TAIL_LOG = 12.0 * math.log(10.0)
 
 
 @runtime_checkable
@@ -289,7 +295,12 @@ class AdditiveGaussian(_SymmetricAdditive):
         return np.asarray(self.sigma * phi - u * special.ndtr(-z), dtype=np.float64)
 
     def reported_bounds(self, low: float, high: float) -> tuple[float, float]:
-        """``[low - 10 sigma, high + 10 sigma]`` (unbounded noise: 10 standard deviations)."""
+        """``[low - 10 sigma, high + 10 sigma]`` (unbounded noise: 10 standard deviations).
+
+        The Gaussian tail beyond 10 sigma is ``2 Phi(-10) = 1.5e-23``, already below
+        :data:`REPORTED_TAIL` (which alone would need ``7.13 sigma``), so 10 sigma is the
+        wider of the two and the bounds stay where they were.
+        """
         low, high = _bounds(low, high)
         spread = _BOUNDS_IN_SD * self.sigma
         return low - spread, high + spread
@@ -328,9 +339,14 @@ class AdditiveLaplace(_SymmetricAdditive):
         return np.asarray(0.5 * self.scale * np.exp(-u / self.scale), dtype=np.float64)
 
     def reported_bounds(self, low: float, high: float) -> tuple[float, float]:
-        """``[low - 10 sd, high + 10 sd]`` with ``sd = sqrt(2) * scale``."""
+        """``[low - s, high + s]`` with ``s = scale * ln(10^12)`` (27.6 scales, 19.5 sd):
+        the two-sided tail ``P(|Z| > s) = exp(-s / scale)`` equals :data:`REPORTED_TAIL`.
+
+        10 standard deviations (``10 sqrt(2) scale``) left ``exp(-10 sqrt(2)) = 7e-7`` of
+        honest reports outside, which the server refused (several at 10^7 residents).
+        """
         low, high = _bounds(low, high)
-        spread = _BOUNDS_IN_SD * self.std
+        spread = max(_BOUNDS_IN_SD * self.std, _TAIL_LOG * self.scale)
         return low - spread, high + spread
 
 
@@ -477,7 +493,8 @@ class AdditiveStaircase(_SymmetricAdditive):
 
     def reported_bounds(self, low: float, high: float) -> tuple[float, float]:
         """``[low - s, high + s]`` with ``s`` the larger of 10 standard deviations and
-        ``kΔ``, ``k`` the fewest whole steps with ``P(|Z| >= kΔ) = b^k <= 1e-12``.
+        ``kΔ``, ``k`` the fewest whole steps with ``P(|Z| >= kΔ) = b^k <= 1e-12``
+        (:data:`REPORTED_TAIL`).
 
         The geometric tail is heavier than Laplace's in units of the standard deviation
         (beyond 10 sd at ε = 4 lie 2e-5 of the reports), and the server refuses reports
@@ -485,7 +502,7 @@ class AdditiveStaircase(_SymmetricAdditive):
         one report in 10^12 goes.
         """
         low, high = _bounds(low, high)
-        steps = math.ceil(_STAIRCASE_TAIL_LOG / self.epsilon)
+        steps = math.ceil(_TAIL_LOG / self.epsilon)
         spread = max(_BOUNDS_IN_SD * self.std, steps * self.sensitivity)
         return low - spread, high + spread
 

@@ -19,6 +19,7 @@ from privacy.mechanisms import (
     RetentionReplacement,
     noise_model,
 )
+from privacy.mechanisms.noise import REPORTED_TAIL
 
 ADDITIVE = [
     AdditiveUniform(0.7),
@@ -92,7 +93,8 @@ def test_reported_bounds() -> None:
     assert AdditiveUniform(10).reported_bounds(16, 100) == (6, 110)
     assert AdditiveGaussian(800).reported_bounds(0, 20000) == (-8000, 28000)
     low, high = AdditiveLaplace(2).reported_bounds(0, 1)
-    assert math.isclose(low, -20 * math.sqrt(2)) and math.isclose(high, 1 + 20 * math.sqrt(2))
+    spread = 2 * 12 * math.log(10)  # scale * ln(10^12), wider than 10 sd = 20 sqrt(2)
+    assert math.isclose(low, -spread) and math.isclose(high, 1 + spread)
     assert RetentionReplacement(0.5, 0, 10).reported_bounds(0, 10) == (0, 10)
     assert NoNoise().reported_bounds(1, 2) == (1, 2)
 
@@ -163,3 +165,43 @@ def test_interval_channel_rows_are_distributions(sigma: float, edges: list[float
         channel = model.interval_channel(sorted_edges, sorted_edges)
         assert np.all(channel >= 0)
         assert_allclose(channel.sum(axis=1), 1.0, atol=1e-12)
+
+
+def _outside(model: AdditiveGaussian | AdditiveLaplace | AdditiveUniform, low: float) -> float:
+    """Share of reports of a true value at ``low`` falling below the lower bound, times two
+    (symmetric noise: the two-sided tail; the CDF near 0 keeps its precision, 1 - CDF
+    near 1 would not)."""
+    bound, _ = model.reported_bounds(low, low + 70.0)
+    return 2.0 * float(model.noise_cdf(bound - low))
+
+
+@pytest.mark.parametrize("scale", [0.5, 17.5, 35.0, 2000.0])
+def test_laplace_bounds_leave_one_honest_report_in_a_million_million_outside(
+    scale: float,
+) -> None:
+    # The server refuses reports outside reported_bounds. At 10 standard deviations a
+    # Laplace report fell outside with probability exp(-10 sqrt 2) = 7e-7: several honest
+    # residents refused at 10^7. The bounds now reach where the two-sided tail is 1e-12.
+    model = AdditiveLaplace(scale)
+    assert math.isclose(_outside(model, 16.0), REPORTED_TAIL, rel_tol=1e-9)
+    old_spread = 10 * model.std
+    assert 2.0 * float(model.noise_cdf(-old_spread)) == pytest.approx(7.2e-7, rel=0.01)
+    low, high = model.reported_bounds(16.0, 86.0)
+    assert high - 86.0 > 1.9 * old_spread and 16.0 - low == pytest.approx(high - 86.0)
+
+
+@pytest.mark.parametrize("sigma", [0.5, 17.5, 800.0])
+def test_gaussian_bounds_stay_at_ten_sd_below_the_tail_share(sigma: float) -> None:
+    # 10 sd leave 2 Phi(-10) = 1.5e-23 outside: already within the 1e-12 rule.
+    model = AdditiveGaussian(sigma)
+    outside = _outside(model, 0.0)
+    assert outside <= REPORTED_TAIL
+    assert outside == pytest.approx(1.5239e-23, rel=1e-3)
+    assert model.reported_bounds(0.0, 1.0) == pytest.approx((-10 * sigma, 1 + 10 * sigma))
+
+
+def test_uniform_bounds_leave_no_report_outside() -> None:
+    model = AdditiveUniform(10)
+    assert _outside(model, 16.0) == 0.0
+    bound, _ = model.reported_bounds(16.0, 86.0)
+    assert float(model.noise_cdf(bound - 16.0 + 1e-9)) > 0.0  # the bound is the support's end

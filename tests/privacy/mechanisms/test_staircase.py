@@ -13,6 +13,7 @@ from numpy.testing import assert_allclose
 from scipy import integrate, stats
 
 from privacy.mechanisms import AdditiveLaplace, AdditiveStaircase
+from privacy.mechanisms.noise import REPORTED_TAIL
 
 CASES = [(2.0, 70.0), (4.0, 70.0), (0.5, 3.0), (8.0, 1.0)]
 
@@ -164,11 +165,13 @@ def test_reported_bounds_hold_all_but_one_report_in_a_million_million(
     eps: float, delta: float
 ) -> None:
     # The server refuses reports outside reported_bounds: 10 standard deviations, enough
-    # for Laplace or Gaussian noise, leave 2e-5 of the staircase's reports outside at
-    # eps = 4, so the bounds follow its geometric tail instead.
+    # for Gaussian noise, leave 2e-5 of the staircase's reports outside at eps = 4, so the
+    # bounds follow its geometric tail instead (as Laplace's do).
     model = AdditiveStaircase(eps, delta)
     low, high = model.reported_bounds(16.0, 86.0)
     outside = float(model.noise_cdf(low - 16.0) + 1.0 - model.noise_cdf(high - 86.0))
-    assert outside <= 1e-12
+    assert outside <= REPORTED_TAIL
+    # Whole steps: the tail at the bound is within one step's factor b = e^-eps of 1e-12.
+    assert 2.0 * float(model.noise_cdf(low - 16.0)) >= REPORTED_TAIL * math.exp(-eps) * (1 - 1e-9)
     assert float(model.noise_cdf(-10 * model.std)) * 2 > 1e-9  # the heavy tail
     assert high - 86.0 >= 10 * model.std
