@@ -572,6 +572,13 @@ DE_ERRORS: dict[str, str | list[str]] = {
     "Webhook URLs may not carry a user name or password.": "Webhook-URLs dürfen keinen Benutzernamen und kein Passwort enthalten.",
     "The host %(host)s does not resolve.": "Der Host %(host)s lässt sich nicht auflösen.",
     "The host %(host)s resolves to %(address)s, a private or loopback address; webhooks may only call public addresses (WEBHOOKS_ALLOW_PRIVATE allows it).": "Der Host %(host)s wird zu %(address)s aufgelöst, einer privaten oder Loopback-Adresse; Webhooks dürfen nur öffentliche Adressen aufrufen (WEBHOOKS_ALLOW_PRIVATE erlaubt es).",
+    "Unknown field; this object has %(fields)s.": "Unbekanntes Feld; dieses Objekt hat %(fields)s.",
+    "Unknown field; an analysis request has %(fields)s.": "Unbekanntes Feld; eine Analyseanfrage hat %(fields)s.",
+    "Unknown field; a condition has %(fields)s.": "Unbekanntes Feld; eine Bedingung hat %(fields)s.",
+    "Unknown field; a stratum has %(fields)s.": "Unbekanntes Feld; eine Schicht hat %(fields)s.",
+    "Unknown field; a quota has %(fields)s.": "Unbekanntes Feld; eine Quote hat %(fields)s.",
+    "Unknown field; an aggregate reconstruction has %(fields)s.": "Unbekanntes Feld; eine aggregierte Rekonstruktion hat %(fields)s.",
+    "A valid integer is required (a JSON number, not a string).": "Eine gültige Ganzzahl ist erforderlich (eine JSON-Zahl, keine Zeichenkette).",
 }
 
 # API error messages (domain layer), Polish.
@@ -782,6 +789,13 @@ PL_ERRORS: dict[str, str | list[str]] = {
     "Webhook URLs may not carry a user name or password.": "Adresy URL webhooków nie mogą zawierać nazwy użytkownika ani hasła.",
     "The host %(host)s does not resolve.": "Nazwy hosta %(host)s nie da się rozwiązać.",
     "The host %(host)s resolves to %(address)s, a private or loopback address; webhooks may only call public addresses (WEBHOOKS_ALLOW_PRIVATE allows it).": "Host %(host)s wskazuje na %(address)s, adres prywatny lub pętli zwrotnej; webhooki mogą wywoływać tylko adresy publiczne (WEBHOOKS_ALLOW_PRIVATE na to pozwala).",
+    "Unknown field; this object has %(fields)s.": "Nieznane pole; ten obiekt ma pola %(fields)s.",
+    "Unknown field; an analysis request has %(fields)s.": "Nieznane pole; zlecenie analizy ma pola %(fields)s.",
+    "Unknown field; a condition has %(fields)s.": "Nieznane pole; warunek ma pola %(fields)s.",
+    "Unknown field; a stratum has %(fields)s.": "Nieznane pole; warstwa ma pola %(fields)s.",
+    "Unknown field; a quota has %(fields)s.": "Nieznane pole; kwota ma pola %(fields)s.",
+    "Unknown field; an aggregate reconstruction has %(fields)s.": "Nieznane pole; rekonstrukcja zagregowana ma pola %(fields)s.",
+    "A valid integer is required (a JSON number, not a string).": "Wymagana jest poprawna liczba całkowita (liczba JSON, nie napis).",
 }
 
 # Panel, aggregate and origin API messages (the panel form and report are in DE and PL above).

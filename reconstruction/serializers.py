@@ -1,16 +1,67 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.utils.functional import Promise
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from rest_framework import serializers
 
 from config.messages import localise_result, translate
 from reconstruction import registry
 from reconstruction.algorithms.methods import DISCRETE_METHODS, check_method
 from reconstruction.models import Job
+
+
+class StrictFieldsMixin:
+    """Refuse fields a request object does not have, at its own nesting level.
+
+    DRF drops unknown keys silently, so a misspelt ``mni`` in a quota, a ``label`` or a
+    ``strata`` meant for another object would run a different analysis than the one
+    asked for. Each unknown key gets its own error, next to the fields' other errors,
+    saying what the object has (as ``surveys.schemes`` does for questions).
+    """
+
+    unknown_field_message: Promise = gettext_lazy("Unknown field; this object has %(fields)s.")
+
+    def to_internal_value(self, data: Any) -> Any:
+        unknown: dict[str, list[str]] = {}
+        if isinstance(data, Mapping):
+            fields = self.fields  # type: ignore[attr-defined]
+            known = sorted(name for name, field in fields.items() if not field.read_only)
+            message = str(self.unknown_field_message) % {"fields": ", ".join(known)}
+            unknown = {str(name): [message] for name in data if name not in known}
+        try:
+            value = super().to_internal_value(data)  # type: ignore[misc]
+        except serializers.ValidationError as exc:
+            if unknown and isinstance(exc.detail, dict):
+                raise serializers.ValidationError({**exc.detail, **unknown}) from None
+            raise
+        if unknown:
+            raise serializers.ValidationError(unknown)
+        return value
+
+
+class JSONIntegerField(serializers.IntegerField):
+    """An integer given as a JSON number: ``"20"`` is refused, not read as 20.
+
+    The API parses JSON only (``config.parsers.GuardedJSONParser``) and api.md gives sizes,
+    seeds, bounds and survey ids as JSON numbers; a string there is a client bug that DRF's
+    form-friendly ``IntegerField`` would hide. Whole floats (``20.0``) stay accepted, as
+    JSON does not tell them apart from integers in every client.
+    """
+
+    default_error_messages = {
+        "string": gettext_lazy("A valid integer is required (a JSON number, not a string)."),
+    }
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, str):
+            self.fail("string")
+        return int(super().to_internal_value(data))
 
 
 class JobSerializer(serializers.Serializer[Job]):
@@ -34,7 +85,10 @@ class JobSerializer(serializers.Serializer[Job]):
         return data
 
 
-class AggregateReconstructionSerializer(JobSerializer):
+class AggregateReconstructionSerializer(StrictFieldsMixin, JobSerializer):
+    unknown_field_message = gettext_lazy(
+        "Unknown field; an aggregate reconstruction has %(fields)s."
+    )
     counts = serializers.ListField(
         child=serializers.FloatField(min_value=0),
         min_length=2,
@@ -105,7 +159,8 @@ class JobCreatedSerializer(serializers.Serializer[Job]):
     url = serializers.CharField()
 
 
-class ConditionSerializer(serializers.Serializer[Any]):
+class ConditionSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
+    unknown_field_message = gettext_lazy("Unknown field; a condition has %(fields)s.")
     attribute = serializers.CharField(max_length=64)
     op = serializers.ChoiceField(choices=["in", "gt", "lte", "between"])
     value = serializers.JSONField(
@@ -113,15 +168,17 @@ class ConditionSerializer(serializers.Serializer[Any]):
     )
 
 
-class StratumSerializer(serializers.Serializer[Any]):
+class StratumSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
+    unknown_field_message = gettext_lazy("Unknown field; a stratum has %(fields)s.")
     where = ConditionSerializer(many=True, allow_empty=False)
-    size = serializers.IntegerField(min_value=1)
+    size = JSONIntegerField(min_value=1)
 
 
-class QuotaSerializer(serializers.Serializer[Any]):
+class QuotaSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
+    unknown_field_message = gettext_lazy("Unknown field; a quota has %(fields)s.")
     where = ConditionSerializer(many=True, allow_empty=False, max_length=10)
-    min = serializers.IntegerField(min_value=0, max_value=100_000)
-    max = serializers.IntegerField(min_value=0, max_value=100_000)
+    min = JSONIntegerField(min_value=0, max_value=100_000)
+    max = JSONIntegerField(min_value=0, max_value=100_000)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["min"] > attrs["max"]:
@@ -138,22 +195,27 @@ PANEL_OBJECTIVES = ("maximin", "nash", "leximin")
 PANEL_FIELDS = ("quotas", "reserves", "objective", "max_outside")
 
 
-class AnalysisRequestSerializer(serializers.Serializer[Any]):
-    """api.md, Analyses: what an analyst may ask for (the kinds of ``reconstruction.registry``)."""
+class AnalysisRequestSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
+    """api.md, Analyses: what an analyst may ask for (the kinds of ``reconstruction.registry``).
 
-    survey = serializers.IntegerField()
+    Unknown fields are refused at every level (request, condition, stratum, quota), and
+    integers must be JSON numbers (:class:`JSONIntegerField`).
+    """
+
+    unknown_field_message = gettext_lazy("Unknown field; an analysis request has %(fields)s.")
+    survey = JSONIntegerField()
     kind = serializers.ChoiceField(choices=list(registry.KINDS))
     attribute = serializers.CharField(max_length=64, required=False)
     where = ConditionSerializer(many=True, required=False, max_length=20)
     method = serializers.ChoiceField(choices=registry.all_methods(), required=False)
-    size = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
-    seed = serializers.IntegerField(min_value=0, max_value=2**63 - 1, required=False)
+    size = JSONIntegerField(min_value=1, max_value=100_000, required=False)
+    seed = JSONIntegerField(min_value=0, max_value=2**63 - 1, required=False)
     strata = StratumSerializer(many=True, required=False, max_length=50)
     quotas = QuotaSerializer(
         many=True, required=False, max_length=50,
         help_text="panel: bands for the expected true count of members meeting each condition",
     )  # fmt: skip
-    reserves = serializers.IntegerField(
+    reserves = JSONIntegerField(
         min_value=0, max_value=1000, required=False,
         help_text="panel: replacements drawn in order after the panel",
     )  # fmt: skip
