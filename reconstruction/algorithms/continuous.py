@@ -863,6 +863,33 @@ def _smooth(
     return out
 
 
+def _occupied_bins(
+    mats: list[NDArray[np.float64]], table: NDArray[np.float64]
+) -> tuple[list[NDArray[np.float64]], NDArray[np.float64]]:
+    """Drop the reported bins of each axis that no table of the batch counts anything in.
+
+    A reported bin ``r`` enters the update of :func:`fixed_point` only through
+    ``c_r / q_r`` with ``q_r = sum_t theta_t C[t, r]`` (its own column), and the
+    log-likelihood only where ``c_r > 0``; so a bin with ``c_r = 0`` in every table adds
+    nothing, and the fixed point, iteration count and stopping are those of the full
+    channel (up to the order of floating-point sums). Heavy-tailed noise reaches far
+    past the reports (Laplace bounds at 27.6 scales: about half of 4,008 half-year bins
+    for ages under ε = 2 are empty at n = 10^5), and those columns cost as much as the
+    occupied ones. Bootstrap resamples of the reports never leave the occupied bins.
+    A batch with no counts at all keeps every bin.
+    """
+    kept_mats: list[NDArray[np.float64]] = []
+    for a, mat in enumerate(mats):
+        others = tuple(i for i in range(table.ndim) if i != a + 1)
+        occupied = np.flatnonzero(table.sum(axis=others) > 0)
+        if occupied.size in (0, mat.shape[1]):
+            kept_mats.append(mat)
+            continue
+        kept_mats.append(np.ascontiguousarray(mat[:, occupied]))
+        table = np.ascontiguousarray(np.take(table, occupied, axis=a + 1))
+    return kept_mats, table
+
+
 def fixed_point(
     counts: ArrayLike,
     channels: Sequence[ArrayLike],
@@ -959,6 +986,7 @@ def fixed_point(
                 raise ValueError(f"smoothing matrix {a} must be a finite ({size}, {size}) matrix")
             smoothers[a] = matrix
 
+    mats, table = _occupied_bins(mats, table)
     batch = table.shape[0]
     true_shape = tuple(m.shape[0] for m in mats)
     reported_shape = table.shape[1:]

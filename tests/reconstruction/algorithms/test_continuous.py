@@ -462,3 +462,69 @@ def test_staircase_band_counts_cover_the_truth_on_the_lattice() -> None:
                 assert result.ci95[0] <= truth <= result.ci95[1], (low, result, truth)
             widths[type(noise).__name__].append(result.ci95[1] - result.ci95[0])
     assert np.mean(widths["AdditiveStaircase"]) < 0.8 * np.mean(widths["AdditiveLaplace"])
+
+
+def _full_channel_map(
+    theta: np.ndarray, counts: np.ndarray, channel: np.ndarray, smoother: np.ndarray
+) -> np.ndarray:
+    """One EMS update written out on the whole channel, every reported bin included."""
+    predicted = theta @ channel
+    ratio = np.divide(counts, predicted, out=np.zeros_like(counts), where=counts > 0)
+    updated = smoother @ (theta * (channel @ ratio) / counts.sum())
+    return updated / updated.sum()
+
+
+def _laplace_ages(n: int) -> tuple[AdditiveLaplace, np.ndarray, np.ndarray, np.ndarray]:
+    noise = AdditiveLaplace(35.0)  # eps 2 on ages 16..86: bounds 27.6 scales out
+    truth = np.clip(np.round(AGES[:n]), 16, 86)
+    reported = noise.distort(truth, np.random.default_rng(21))
+    edges = interval_edges(16, 86, n_intervals=35)
+    return noise, reported, edges, reported_edges(edges, noise, 16, 86)
+
+
+def test_fit_on_occupied_bins_is_the_full_channel_fixed_point() -> None:
+    # fixed_point drops the reported bins nobody reported in (most of the Laplace tail
+    # bins); the fit must still be the fixed point of the update on the whole channel.
+    noise, reported, edges, bins = _laplace_ages(5_000)
+    channel = noise.interval_channel(edges, bins)
+    counts = np.bincount(bin_values(reported, bins), minlength=bins.size - 1).astype(float)
+    occupied = counts > 0
+    assert occupied.sum() < 0.5 * counts.size  # the tails are mostly empty
+    smoother = smoothing_matrix(edges, 0.05)
+    theta, _, converged = fixed_point(counts, [channel], smoothing=[smoother], tol=1e-13)
+    assert converged
+    residual = _full_channel_map(theta, counts, channel, smoother) - theta
+    assert np.max(np.abs(residual)) < 1e-10
+    # and it is the fit on the occupied columns alone
+    alone, _, _ = fixed_point(
+        counts[occupied], [channel[:, occupied]], smoothing=[smoother], tol=1e-13
+    )
+    np.testing.assert_allclose(theta, alone, rtol=0, atol=1e-12)
+
+
+def test_a_report_in_a_far_bin_is_still_counted() -> None:
+    noise, reported, edges, bins = _laplace_ages(5_000)
+    channel = noise.interval_channel(edges, bins)
+    smoother = smoothing_matrix(edges, 0.05)
+    _, top = noise.reported_bounds(16, 86)
+    counts = np.bincount(bin_values(reported, bins), minlength=bins.size - 1).astype(float)
+    far = counts.copy()
+    far[bin_values([top - 0.1], bins)[0]] += 1  # the outermost bin, nobody else there
+    assert counts[-1] == 0 and far[-1] == 1
+    both, _, _ = fixed_point(np.stack([counts, far]), [channel], smoothing=[smoother], tol=1e-13)
+    without, _, _ = fixed_point(counts, [channel], smoothing=[smoother], tol=1e-13)
+    alone, _, _ = fixed_point(far, [channel], smoothing=[smoother], tol=1e-13)
+    # each table of a batch is fitted on its own (a bin empty in one is kept for the other)
+    np.testing.assert_allclose(both[0], without, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(both[1], alone, rtol=0, atol=1e-12)
+    residual = _full_channel_map(alone, far, channel, smoother) - alone
+    assert np.max(np.abs(residual)) < 1e-10
+    # the far report pulls mass to the top interval (1 report of 5,001)
+    assert alone[-1] - without[-1] > 1e-4
+    result = reconstruct_continuous(
+        np.append(reported, top - 0.1), noise, 16, 86, edges=edges, ci=False
+    )
+    assert result.counts.sum() == pytest.approx(5_001)
+    np.testing.assert_allclose(
+        result.proportions[-1], fixed_point(far, [channel], smoothing=[smoother])[0][-1], rtol=1e-12
+    )
