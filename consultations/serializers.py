@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy
 from rest_framework import serializers
 
+from config.strict import JSONIntegerField, StrictFieldsMixin
 from consultations.models import Consultation, PortalOrigin
 
 
@@ -29,19 +31,20 @@ class ConsultationSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ConsultationInputSerializer(serializers.Serializer):
+class ConsultationInputSerializer(StrictFieldsMixin, serializers.Serializer):
+    unknown_field_message = gettext_lazy("Unknown field; a consultation has %(fields)s.")
     title = serializers.CharField(max_length=200)
     description = serializers.CharField(
         allow_blank=True, required=False, default="", max_length=20_000
     )
-    min_responses = serializers.IntegerField(
+    min_responses = JSONIntegerField(
         min_value=Consultation.MIN_RESPONSES_FLOOR,
         max_value=1_000_000,
         required=False,
         default=Consultation.MIN_RESPONSES_FLOOR,
         help_text="Question-level disclosure threshold (at least 10).",
     )
-    min_cell = serializers.IntegerField(
+    min_cell = JSONIntegerField(
         min_value=Consultation.MIN_CELL_FLOOR,
         max_value=1_000_000,
         required=False,
@@ -63,7 +66,8 @@ class PortalOriginSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class PortalOriginInputSerializer(serializers.Serializer):
+class PortalOriginInputSerializer(StrictFieldsMixin, serializers.Serializer):
+    unknown_field_message = gettext_lazy("Unknown field; a portal origin has %(fields)s.")
     # Checked by the service, which names a badly formed origin in its 400.
     origin = serializers.CharField(
         max_length=255,

@@ -579,6 +579,13 @@ DE_ERRORS: dict[str, str | list[str]] = {
     "Unknown field; a quota has %(fields)s.": "Unbekanntes Feld; eine Quote hat %(fields)s.",
     "Unknown field; an aggregate reconstruction has %(fields)s.": "Unbekanntes Feld; eine aggregierte Rekonstruktion hat %(fields)s.",
     "A valid integer is required (a JSON number, not a string).": "Eine gültige Ganzzahl ist erforderlich (eine JSON-Zahl, keine Zeichenkette).",
+    "Unknown field; a consultation has %(fields)s.": "Unbekanntes Feld; eine Konsultation hat %(fields)s.",
+    "Unknown field; a portal origin has %(fields)s.": "Unbekanntes Feld; ein Portal-Ursprung hat %(fields)s.",
+    "Unknown field; a survey has %(fields)s.": "Unbekanntes Feld; eine Umfrage hat %(fields)s.",
+    "Unknown field; a bulk submission has %(fields)s.": "Unbekanntes Feld; eine Sammeleinreichung hat %(fields)s.",
+    "Unknown field; a withdrawal has %(fields)s.": "Unbekanntes Feld; ein Widerruf hat %(fields)s.",
+    "Unknown field; a calibration upload has %(fields)s.": "Unbekanntes Feld; ein Kalibrierungs-Upload hat %(fields)s.",
+    "Unknown field; a webhook has %(fields)s.": "Unbekanntes Feld; ein Webhook hat %(fields)s.",
 }
 
 # API error messages (domain layer), Polish.
@@ -796,6 +803,13 @@ PL_ERRORS: dict[str, str | list[str]] = {
     "Unknown field; a quota has %(fields)s.": "Nieznane pole; kwota ma pola %(fields)s.",
     "Unknown field; an aggregate reconstruction has %(fields)s.": "Nieznane pole; rekonstrukcja zagregowana ma pola %(fields)s.",
     "A valid integer is required (a JSON number, not a string).": "Wymagana jest poprawna liczba całkowita (liczba JSON, nie napis).",
+    "Unknown field; a consultation has %(fields)s.": "Nieznane pole; konsultacja ma pola %(fields)s.",
+    "Unknown field; a portal origin has %(fields)s.": "Nieznane pole; źródło portalu ma pola %(fields)s.",
+    "Unknown field; a survey has %(fields)s.": "Nieznane pole; ankieta ma pola %(fields)s.",
+    "Unknown field; a bulk submission has %(fields)s.": "Nieznane pole; zbiorcze przesłanie ma pola %(fields)s.",
+    "Unknown field; a withdrawal has %(fields)s.": "Nieznane pole; wycofanie ma pola %(fields)s.",
+    "Unknown field; a calibration upload has %(fields)s.": "Nieznane pole; przesłanie danych kalibracyjnych ma pola %(fields)s.",
+    "Unknown field; a webhook has %(fields)s.": "Nieznane pole; webhook ma pola %(fields)s.",
 }
 
 # Panel, aggregate and origin API messages (the panel form and report are in DE and PL above).

@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.strict import JSONIntegerField, StrictFieldsMixin
 from surveys import schemes
 from surveys.models import Question, Survey
 from surveys.services import MAX_BULK, MAX_CALIBRATION_PAIRS, question_limits
@@ -48,6 +50,17 @@ MECHANISM_SCHEMA = {
     "required": ["name"],
     "additionalProperties": False,
 }
+TRANSLATIONS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string", "maxLength": schemes.MAX_TEXT_LENGTH},
+            "labels": {"type": "array", "items": {"type": "string"}},
+        },
+        "additionalProperties": False,
+    },
+}
 ANSWER_SCHEMA = {
     "description": "A category label (discrete question) or a finite number (continuous).",
     "oneOf": [{"type": "string"}, {"type": "number"}],
@@ -59,8 +72,16 @@ class MechanismField(serializers.JSONField):
     pass
 
 
+@extend_schema_field(TRANSLATIONS_SCHEMA)
+class TranslationsField(serializers.JSONField):
+    pass
+
+
 class QuestionDocSerializer(serializers.Serializer):
-    """A question as the API receives it."""
+    """A question as the API receives it (validated by :func:`surveys.schemes.parse_question`,
+    which refuses unknown fields: the schema says ``additionalProperties: false``)."""
+
+    refuses_unknown_fields = True
 
     key = serializers.RegexField(
         rf"^{schemes.KEY_PATTERN.pattern}$", help_text="Unique in the survey."
@@ -98,8 +119,7 @@ class QuestionDocSerializer(serializers.Serializer):
         ),
     )
     mechanism = MechanismField()
-    translations = serializers.DictField(
-        child=serializers.DictField(),
+    translations = TranslationsField(
         required=False,
         help_text=(
             'Per language of the organisation: {"de": {"text": "...", "labels": [...]}}, one '
@@ -188,15 +208,20 @@ class SurveySerializer(serializers.ModelSerializer):
         return int(count)
 
 
-class SurveyInputSerializer(serializers.Serializer):
-    consultation = serializers.IntegerField(min_value=1)
+SURVEY_UNKNOWN_FIELD = gettext_lazy("Unknown field; a survey has %(fields)s.")
+
+
+class SurveyInputSerializer(StrictFieldsMixin, serializers.Serializer):
+    unknown_field_message = SURVEY_UNKNOWN_FIELD
+    consultation = JSONIntegerField(min_value=1)
     kind = serializers.ChoiceField(choices=Survey.Kind.choices)
     title = serializers.CharField(max_length=200)
     questions = QuestionListField(required=False, default=list)
 
 
-class SurveyUpdateSerializer(serializers.Serializer):
-    consultation = serializers.IntegerField(
+class SurveyUpdateSerializer(StrictFieldsMixin, serializers.Serializer):
+    unknown_field_message = SURVEY_UNKNOWN_FIELD
+    consultation = JSONIntegerField(
         min_value=1, required=False, help_text="Cannot change; may be repeated."
     )
     kind = serializers.ChoiceField(
@@ -283,7 +308,11 @@ class AnswersField(ParticipantField):
     pass
 
 
-class ResponseInputSerializer(serializers.Serializer):
+class ResponseInputSerializer(StrictFieldsMixin, serializers.Serializer):
+    # The message a bulk item's unknown field gets (``surveys.schemes.check_response``).
+    unknown_field_message = gettext_lazy(
+        'Unknown field; a response has "participant" and "answers".'
+    )
     participant = ParticipantField()
     answers = AnswersField()
 
@@ -303,6 +332,7 @@ class ResponseInputSerializer(serializers.Serializer):
                 "answers": {"type": "object", "additionalProperties": ANSWER_SCHEMA},
             },
             "required": ["participant", "answers"],
+            "additionalProperties": False,
         },
     }
 )
@@ -323,7 +353,8 @@ class ResponseListField(serializers.Field):
         return value
 
 
-class BulkInputSerializer(serializers.Serializer):
+class BulkInputSerializer(StrictFieldsMixin, serializers.Serializer):
+    unknown_field_message = gettext_lazy("Unknown field; a bulk submission has %(fields)s.")
     responses = ResponseListField()
 
 
@@ -352,7 +383,8 @@ class WithdrawalParticipantField(ParticipantField):
     pass
 
 
-class WithdrawalInputSerializer(serializers.Serializer):
+class WithdrawalInputSerializer(StrictFieldsMixin, serializers.Serializer):
+    unknown_field_message = gettext_lazy("Unknown field; a withdrawal has %(fields)s.")
     participant = WithdrawalParticipantField(help_text="The participant's reference.")
     withdrawal_token = serializers.CharField(
         max_length=128, help_text="The token returned when the response was submitted."
@@ -380,7 +412,8 @@ class QuestionKeyField(ParticipantField):
     pass
 
 
-class CalibrationInputSerializer(serializers.Serializer):
+class CalibrationInputSerializer(StrictFieldsMixin, serializers.Serializer):
+    unknown_field_message = gettext_lazy("Unknown field; a calibration upload has %(fields)s.")
     question = QuestionKeyField(help_text="Key of a negative_manual question.")
     pairs = PairListField()
 

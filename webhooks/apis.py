@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext_lazy
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from config.strict import StrictFieldsMixin
 from consultations.apibase import ApiView, not_found
 from webhooks import services
 from webhooks.models import EVENTS, Delivery, Webhook
 
 
-class WebhookInputSerializer(serializers.Serializer):
+class WebhookInputSerializer(StrictFieldsMixin, serializers.Serializer):
+    unknown_field_message = gettext_lazy("Unknown field; a webhook has %(fields)s.")
     url = serializers.CharField(max_length=500, help_text="https, resolving to a public address.")
     events = serializers.ListField(
         child=serializers.ChoiceField(choices=EVENTS), min_length=1, max_length=len(EVENTS)

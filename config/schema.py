@@ -1,0 +1,25 @@
+"""The OpenAPI schema generator: drf-spectacular's, saying which request objects are closed.
+
+drf-spectacular leaves ``additionalProperties`` out of every object, which reads as "other
+keys allowed". The API refuses unknown keys in every request body and in each object nested
+in one (``config.strict.StrictFieldsMixin``; questions and responses are checked by
+``surveys.schemes`` with the same rule), so those request objects are published with
+``additionalProperties: false``: a client generated from the schema, or a validator run
+against it, refuses what the server would refuse.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
+
+
+class AutoSchema(SpectacularAutoSchema):
+    def _map_serializer(
+        self, serializer: Any, direction: str, bypass_extensions: bool = False
+    ) -> dict[str, Any]:
+        schema: dict[str, Any] = super()._map_serializer(serializer, direction, bypass_extensions)
+        if direction == "request" and getattr(serializer, "refuses_unknown_fields", False):
+            schema["additionalProperties"] = False
+        return schema
