@@ -65,3 +65,25 @@ class JSONIntegerField(serializers.IntegerField):
         if isinstance(data, str):
             self.fail("string")
         return int(super().to_internal_value(data))
+
+
+class JSONNumberField(serializers.FloatField):
+    """A number given as a JSON number: ``"0.5"`` and ``true`` are refused, not read as 0.5 / 1.
+
+    DRF's ``FloatField`` reads any string ``float()`` takes and ``True`` as 1.0, so a
+    client that quotes its numbers, or sends a flag where a count belongs, had its request
+    run as if it were right; :class:`JSONIntegerField` already refuses a quoted integer,
+    and question schemes (``surveys.schemes.is_number``) and condition thresholds refuse
+    both. Integers are numbers: ``3`` is taken as 3.0.
+    """
+
+    default_error_messages = {
+        "string": gettext_lazy("A valid number is required (a JSON number, not a string)."),
+    }
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, str):
+            self.fail("string")
+        if isinstance(data, bool):
+            self.fail("invalid")
+        return float(super().to_internal_value(data))

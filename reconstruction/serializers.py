@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy
 from rest_framework import serializers
 
 from config.messages import localise_result, translate
-from config.strict import JSONIntegerField, StrictFieldsMixin
+from config.strict import JSONIntegerField, JSONNumberField, StrictFieldsMixin
 from reconstruction import registry
 from reconstruction.algorithms.methods import DISCRETE_METHODS, check_method
 from reconstruction.models import Job
@@ -41,13 +41,13 @@ class AggregateReconstructionSerializer(StrictFieldsMixin, JobSerializer):
         "Unknown field; an aggregate reconstruction has %(fields)s."
     )
     counts = serializers.ListField(
-        child=serializers.FloatField(min_value=0),
+        child=JSONNumberField(min_value=0),
         min_length=2,
         max_length=1000,
         help_text="Counts of each reported category (the distorted answers' tallies).",
     )
     channel = serializers.ListField(
-        child=serializers.ListField(child=serializers.FloatField(min_value=0), min_length=2),
+        child=serializers.ListField(child=JSONNumberField(min_value=0), min_length=2),
         min_length=2,
         max_length=1000,
         help_text="C[i][j] = Pr(reported j | true i); rows sum to 1.",
@@ -174,7 +174,7 @@ class AnalysisRequestSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
         choices=PANEL_OBJECTIVES, required=False,
         help_text="panel: maximin (default), nash or leximin (Flanigan et al. 2021)",
     )  # fmt: skip
-    max_outside = serializers.FloatField(
+    max_outside = JSONNumberField(
         min_value=0.001, max_value=100, required=False,
         help_text=(
             "panel, opt-in (an extension of api.md): every panel of the lottery keeps each "

@@ -196,3 +196,56 @@ def test_an_aggregate_reconstruction_refuses_unknown_fields(
         "methd": ["Unknown field; an aggregate reconstruction has channel, counts, method."]
     }
     assert AggregateReconstruction.objects.count() == before
+
+
+NUMBER_IN_A_STRING = "A valid number is required (a JSON number, not a string)."
+
+
+@pytest.mark.parametrize("language", ["en", "de", "pl"])
+def test_a_decimal_given_as_a_json_string_is_a_400_naming_it(
+    world: tuple[APIClient, int], language: str
+) -> None:
+    """``max_outside`` was the one number of an analysis request that DRF still read from a
+    string (``FloatField``); it is refused like the integers, in the reader's language."""
+    analyst, survey = world
+    message = {
+        "en": NUMBER_IN_A_STRING,
+        "de": "Eine gültige Zahl ist erforderlich (eine JSON-Zahl, keine Zeichenkette).",
+        "pl": "Wymagana jest poprawna liczba (liczba JSON, nie napis).",
+    }[language]
+    body = {**bodies(survey)["panel"], "max_outside": "0.5"}
+    response = post(analyst, body, HTTP_ACCEPT_LANGUAGE=language)
+    assert response.status_code == 400, response.json()
+    assert response.json()["errors"] == {"max_outside": [message]}
+    body["max_outside"] = True  # not a number either (DRF read it as 1.0)
+    assert post(analyst, body).json()["errors"] == {"max_outside": ["A valid number is required."]}
+    body["max_outside"] = 0.5
+    assert post(analyst, body).status_code == 202
+    body["max_outside"] = 1  # a JSON integer is a number
+    assert post(analyst, body).status_code == 202
+
+
+@pytest.mark.parametrize(
+    ("change", "errors"),
+    [
+        (("counts", 0, "23"), {"counts": {"0": [NUMBER_IN_A_STRING]}}),
+        (("counts", 1, True), {"counts": {"1": ["A valid number is required."]}}),
+        (("channel", 0, ["0.2", 0.8]), {"channel": {"0": {"0": [NUMBER_IN_A_STRING]}}}),
+        (("channel", 1, [0.8, "2e-1"]), {"channel": {"1": {"1": [NUMBER_IN_A_STRING]}}}),
+    ],
+)
+def test_aggregate_counts_and_channel_given_as_json_strings_are_a_400_naming_them(
+    world: tuple[APIClient, int], change: tuple[str, int, Any], errors: dict[str, Any]
+) -> None:
+    analyst, _survey = world
+    url = "/api/v1/aggregate-reconstructions/"
+    body: dict[str, Any] = {"counts": [23, 22], "channel": [[0.2, 0.8], [0.8, 0.2]]}
+    field, index, value = change
+    bad = copy.deepcopy(body)
+    bad[field][index] = value
+    before = AggregateReconstruction.objects.count()
+    response = analyst.post(url, bad, format="json")
+    assert response.status_code == 400, response.json()
+    assert response.json()["errors"] == errors
+    assert AggregateReconstruction.objects.count() == before
+    assert analyst.post(url, body, format="json").status_code == 202
