@@ -50,6 +50,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# Numpy's OpenBLAS on one thread, as every server process runs it (config/__init__.py): set
+# before numpy loads. With 2 threads per process the posterior step took 5-15x longer
+# under a load of 1-3 on this 2-CPU machine (README, "Panels").
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import linprog

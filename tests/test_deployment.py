@@ -92,3 +92,47 @@ def test_compose_describes_the_production_stack() -> None:
     assert services["beat"]["command"][:4] == ["celery", "-A", "config", "beat"]
     assert {"pgdata", "redisdata", "reports"} <= set(spec["volumes"])
     assert services["web"]["environment"]["DJANGO_DEBUG"] == "0"
+
+
+_BLAS_PROBE = (
+    "import os, sys, config, numpy as np\n"
+    "a = np.ones((1500, 1500)); a @ a\n"
+    "print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')))\n"
+)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_server_processes_run_blas_on_one_thread_unless_told_otherwise() -> None:
+    """Importing ``config`` (what web, worker and manage.py do first) sets OpenBLAS to one
+    thread before numpy loads: a matrix product then starts no BLAS threads. An operator's
+    own ``OPENBLAS_NUM_THREADS`` is kept."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env["DJANGO_DEBUG"] = "1"
+    run = subprocess.run(
+        [str(REPO / ".venv/bin/python"), "-c", _BLAS_PROBE],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert run.stdout.split() == ["1", "1"]
+    if (os.cpu_count() or 1) > 1:  # without the setting OpenBLAS starts one thread per CPU
+        bare = subprocess.run(
+            [str(REPO / ".venv/bin/python"), "-c", _BLAS_PROBE.replace("config, ", "")],
+            cwd=REPO,
+            env={**env, "OPENBLAS_NUM_THREADS": "2"},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert bare.stdout.split() == ["2", "2"]
+    kept = subprocess.run(
+        [str(REPO / ".venv/bin/python"), "-c", _BLAS_PROBE],
+        cwd=REPO,
+        env={**env, "OPENBLAS_NUM_THREADS": "2"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert kept.stdout.split()[0] == "2"
