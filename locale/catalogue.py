@@ -940,6 +940,7 @@ DE_PURE: dict[str, str | list[str]] = {
     "%(diagnosis)s (the diagnosis reached its work limit of %(nodes)s branch-and-bound nodes per MILP: %(what)s)": "%(diagnosis)s (die Diagnose erreichte ihre Arbeitsgrenze von %(nodes)s Branch-and-Bound-Knoten je MILP: %(what)s)",
     "the conflicting quotas may not be the fewest": "die widersprüchlichen Quoten sind vielleicht nicht die wenigsten",
     "the relaxation may not be the smallest": "die Lockerung ist vielleicht nicht die kleinste",
+    "%(undecided)s. A feasible relaxation was found before the limit (it may not be the smallest): %(changes)s": "%(undecided)s. Vor der Grenze wurde eine erfüllbare Lockerung gefunden (sie ist vielleicht nicht die kleinste): %(changes)s",
     "no panel meeting the quotas on expected true counts was found within the work limit of %(nodes)s branch-and-bound nodes per MILP, nor was it proven that none exists; widen the quotas": "innerhalb der Arbeitsgrenze von %(nodes)s Branch-and-Bound-Knoten je MILP wurde weder ein Panel gefunden, das die Quoten bei den erwarteten wahren Anzahlen erfüllt, noch bewiesen, dass keines existiert; erweitern Sie die Quoten",
     "%(diagnosis)s (diagnosis stopped at max_seconds=%(seconds)s: %(what)s; where the clock stops it depends on the machine's load, so this refusal may not be reproducible)": "%(diagnosis)s (Diagnose bei max_seconds=%(seconds)s abgebrochen: %(what)s; wo die Uhr sie abbricht, hängt von der Last der Maschine ab, daher ist diese Ablehnung möglicherweise nicht reproduzierbar)",
 }
@@ -1015,6 +1016,7 @@ PL_PURE: dict[str, str | list[str]] = {
     "%(diagnosis)s (the diagnosis reached its work limit of %(nodes)s branch-and-bound nodes per MILP: %(what)s)": "%(diagnosis)s (diagnoza osiągnęła limit pracy %(nodes)s węzłów metody podziału i ograniczeń na MILP: %(what)s)",
     "the conflicting quotas may not be the fewest": "sprzeczne kwoty mogą nie być najmniej liczne",
     "the relaxation may not be the smallest": "złagodzenie może nie być najmniejsze",
+    "%(undecided)s. A feasible relaxation was found before the limit (it may not be the smallest): %(changes)s": "%(undecided)s. Przed osiągnięciem limitu znaleziono wykonalne złagodzenie (może nie być najmniejsze): %(changes)s",
     "no panel meeting the quotas on expected true counts was found within the work limit of %(nodes)s branch-and-bound nodes per MILP, nor was it proven that none exists; widen the quotas": "w ramach limitu pracy %(nodes)s węzłów metody podziału i ograniczeń na MILP nie znaleziono panelu spełniającego kwoty dla oczekiwanych prawdziwych liczebności ani nie wykazano, że taki nie istnieje; poszerz kwoty",
     "%(diagnosis)s (diagnosis stopped at max_seconds=%(seconds)s: %(what)s; where the clock stops it depends on the machine's load, so this refusal may not be reproducible)": "%(diagnosis)s (diagnoza przerwana przy max_seconds=%(seconds)s: %(what)s; moment przerwania zależy od obciążenia maszyny, więc ta odmowa może nie być powtarzalna)",
 }

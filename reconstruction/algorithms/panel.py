@@ -960,11 +960,7 @@ def _infeasible(
     names: Message | str = ", ".join(_quota_name(quotas, j) for j in conflicting) or Message(
         gettext_noop("the panel size")
     )
-    changes = [
-        f"{_quota_name(quotas, j)}: {quotas[j].min}-{quotas[j].max} -> {lo}-{hi}"
-        for j, (lo, hi) in enumerate(relaxation)
-        if (lo, hi) != (quotas[j].min, quotas[j].max)
-    ]
+    changes = _relaxation_changes(quotas, slack)
     message = Message(
         gettext_noop(
             "no panel of %(size)s meets the quotas on expected true counts; these quotas "
@@ -1013,13 +1009,36 @@ def _infeasible(
     return InfeasibleQuotas(message, conflicting, relaxation, complete=minimal and relaxed.optimal)
 
 
+def _relaxation_changes(quotas: Sequence[Quota], slack: Sequence[int]) -> list[str]:
+    """``name: min-max -> min'-max'`` for each quota a relaxation's ``slack`` moves."""
+    q = len(quotas)
+    return [
+        f"{_quota_name(quotas, j)}: {quota.min}-{quota.max} -> "
+        f"{quota.min - slack[j]}-{quota.max + slack[q + j]}"
+        for j, quota in enumerate(quotas)
+        if slack[j] or slack[q + j]
+    ]
+
+
 def _undecided(
-    quotas: Sequence[Quota], max_seconds: float | None, deadline: float | None
+    quotas: Sequence[Quota],
+    max_seconds: float | None,
+    deadline: float | None,
+    relaxed: _Relaxed | None = None,
 ) -> InfeasibleQuotas:
     """The refusal when no panel meeting the quotas was found and they were not proven
     infeasible either: within the work limit (reproducible), or before ``deadline``
-    (``time.monotonic()``, from ``max_seconds``) passed."""
-    if deadline is not None and time.monotonic() > deadline:
+    (``time.monotonic()``, from ``max_seconds``) passed.
+
+    ``relaxed``: :func:`_relaxation` of the same problem. When it stopped at the limit
+    with a relaxation that admits a panel (its incumbent, slack in whole seats), the
+    refusal proposes that relaxation, saying it may not be the smallest (the elastic
+    programme's first feasible point, Chinneck 2008, ch. 6), as :func:`_infeasible` does;
+    ``relaxation`` then holds its bands. Otherwise the bands are returned unchanged.
+    """
+    clock = deadline is not None and time.monotonic() > deadline
+    found = relaxed is not None and relaxed.panel is not None and sum(relaxed.slack) > 0
+    if clock:
         message = Message(
             gettext_noop(
                 "no panel meeting the quotas on expected true counts was found within "
@@ -1038,7 +1057,47 @@ def _undecided(
             {"nodes": f"{_DECIDE_NODES}"},
         )
     relaxation = tuple((qt.min, qt.max) for qt in quotas)
+    if found:
+        assert relaxed is not None
+        q = len(quotas)
+        relaxation = tuple(
+            (qt.min - relaxed.slack[j], qt.max + relaxed.slack[q + j])
+            for j, qt in enumerate(quotas)
+        )
+        message = Message(
+            gettext_noop(
+                "%(undecided)s. A feasible relaxation was found before the limit (it may "
+                "not be the smallest): %(changes)s"
+            ),
+            {
+                "undecided": message,
+                "changes": "; ".join(_relaxation_changes(quotas, relaxed.slack)),
+            },
+        )
     return InfeasibleQuotas(message, (), relaxation, complete=False)
+
+
+def _check_feasible(
+    problem: _Problem,
+    quotas: Sequence[Quota],
+    deadline: float | None = None,
+    max_seconds: float | None = None,
+) -> None:
+    """Return when a panel meets the bands of ``problem`` (exact types); else raise the
+    refusal: :func:`_infeasible` when none is proven to exist, :func:`_undecided` (with
+    any relaxation found on the way) when the work limit or the clock left it open.
+
+    The relaxation MILP decides feasibility (no slack: a panel) and, when the bands admit
+    none, is the refusal's first step; undecided, the plain feasibility MILP.
+    """
+    relaxed = _relaxation(problem, deadline)
+    decided = None if relaxed.infeasible is None else not relaxed.infeasible
+    if decided is None:
+        decided = problem.decide(deadline=deadline)
+    if decided is None:
+        raise _undecided(quotas, max_seconds, deadline, relaxed)
+    if not decided:
+        raise _infeasible(problem, quotas, relaxed, deadline, max_seconds)
 
 
 def _merge_types(
@@ -1913,16 +1972,7 @@ def select_panel(
         type_of, type_posteriors, _, _ = _merge_types(matrix, 0.0)
         sizes = np.bincount(type_of, minlength=type_posteriors.shape[0]).astype(np.float64)
         problem = _Problem(sizes, type_posteriors, int(size), lower, upper)
-        # The relaxation MILP decides feasibility (no slack: a panel) and, when the bands
-        # admit none, is the refusal's first step; undecided, the plain feasibility MILP.
-        relaxed = _relaxation(problem, deadline)
-        decided = None if relaxed.infeasible is None else not relaxed.infeasible
-        if decided is None:
-            decided = problem.decide(deadline=deadline)
-        if decided is None:
-            raise _undecided(quotas, max_seconds, deadline)
-        if not decided:
-            raise _infeasible(problem, quotas, relaxed, deadline, max_seconds)
+        _check_feasible(problem, quotas, deadline, max_seconds)
     notes: list[str] = []
     if unmerged:
         notes.append(

@@ -20,6 +20,7 @@ from reconstruction.algorithms import panel as panel_module
 from reconstruction.algorithms.panel import (
     InfeasibleQuotas,
     Quota,
+    _check_feasible,
     _conflict,
     _infeasible,
     _Problem,
@@ -185,6 +186,71 @@ def test_a_node_limited_check_is_undecided_not_a_crash(monkeypatch: pytest.Monke
     assert "max_seconds" not in str(error)
     monkeypatch.setattr(panel_module, "_DECIDE_NODES", 20_000)
     assert _conflict(with_half, [0, 1, 2, 3], []) == ((3,), True, False)
+
+
+def test_an_undecided_refusal_proposes_the_relaxation_found_before_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The problem of the test above (a panel exists; HiGHS does not find it at its root
+    # node). At a node limit of 1 the relaxation MILP still finds a relaxation of one seat
+    # (its incumbent) without proving it the smallest or the bands infeasible, and the
+    # feasibility MILP is undecided: hard random pools end so at 20,000 nodes. Before,
+    # the refusal only said "widen the quotas" and returned the bands unchanged.
+    rng = np.random.default_rng(1)
+    t = 30
+    posteriors = rng.uniform(0, 1, (t, 3))
+    sizes = rng.integers(1, 4, t).astype(float)
+    x = np.zeros(t)
+    x[rng.choice(t, 10, replace=False)] = 1
+    counts = posteriors.T @ x
+    problem = _Problem(sizes, posteriors, 10, counts + 0.13, counts + 0.17)
+    quotas = [
+        Quota((Condition(f"a{j}", "in", {0}),), int(lo), int(np.ceil(hi)), f"q{j}")
+        for j, (lo, hi) in enumerate(zip(problem.lower, problem.upper, strict=True))
+    ]
+    monkeypatch.setattr(panel_module, "_DECIDE_NODES", 1)
+    relaxed = _relaxation(problem)
+    assert relaxed.infeasible is None and not relaxed.optimal and relaxed.panel is not None
+    down, up = np.array(relaxed.slack[:3]), np.array(relaxed.slack[3:])
+    assert down.sum() + up.sum() >= 1
+    assert problem.decide() is None
+    with pytest.raises(InfeasibleQuotas) as caught:
+        _check_feasible(problem, quotas)
+    error = caught.value
+    assert not error.complete and error.conflicting == ()
+    assert error.relaxation == tuple(
+        (quota.min - int(down[j]), quota.max + int(up[j])) for j, quota in enumerate(quotas)
+    )
+    changes = "; ".join(
+        f"q{j}: {quota.min}-{quota.max} -> {quota.min - down[j]}-{quota.max + up[j]}"
+        for j, quota in enumerate(quotas)
+        if down[j] or up[j]
+    )
+    assert str(error) == (
+        "no panel meeting the quotas on expected true counts was found within the work "
+        "limit of 1 branch-and-bound nodes per MILP, nor was it proven that none exists; "
+        "widen the quotas. A feasible relaxation was found before the limit (it may not "
+        f"be the smallest): {changes}"
+    )
+    # What it proposes admits a panel: the relaxation's own panel meets the widened bands.
+    widened = _Problem(sizes, posteriors, 10, problem.lower - down, problem.upper + up)
+    assert widened.meets(relaxed.panel) and not problem.meets(relaxed.panel)
+    from django.utils import translation
+
+    from config.messages import translate
+
+    with translation.override("de"):
+        german = translate(error)
+    with translation.override("pl"):
+        polish = translate(error)
+    assert "Vor der Grenze wurde eine erfüllbare Lockerung gefunden (sie ist vielleicht " in german
+    assert german.endswith(changes) and "Arbeitsgrenze von 1 Branch-and-Bound-Knoten" in german
+    assert "Przed osiągnięciem limitu znaleziono wykonalne złagodzenie" in polish
+    assert polish.endswith(changes)
+    # Without a relaxation found (none within the limit), the refusal is as before.
+    plain = panel_module._undecided(quotas, None, None, _Relaxed([0] * 6, None, False, None))
+    assert "relaxation" not in str(plain)
+    assert plain.relaxation == tuple((quota.min, quota.max) for quota in quotas)
 
 
 def _ages_table() -> dict[str, DiscreteAttribute | ContinuousAttribute]:
