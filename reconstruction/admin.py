@@ -104,6 +104,9 @@ class AnalysisJobAdmin(JobAdmin):
                 context.update(
                     panel=localise_result(result),
                     quota_rows=panel_quota_rows(result),
+                    # max_outside asked for: each quota's level (a quota without one
+                    # kept its plain band).
+                    outside_levels=job.spec.get("max_outside") is not None,
                     caveat=panel_caveat(),
                     chart=mark_safe(  # matplotlib's own SVG
                         panel_chart_svg(result, panel_probabilities(job.attachment))

@@ -252,6 +252,19 @@ class PanelRequestForm(forms.Form):
             self.fields[f"quota_{i}_max"] = forms.CharField(
                 label=_("at most"), required=False, max_length=12
             )
+        # The API's opt-in tightened bands (README, additions to api.md); its range is
+        # checked by the API's serializer, with the API's message naming max_outside.
+        self.fields["max_outside"] = forms.FloatField(
+            label=_("Seats outside each band, at most (optional)"), required=False,
+            localize=True,  # 0,5 in German and Polish; 0.5 is read too
+            help_text=_(
+                "Tightened bands (max_outside): every panel of the lottery keeps each "
+                "quota's expected seats outside its band at most this, e.g. 0.5, counting "
+                "the uncertainty of the distorted answers; a quota that cannot be held to "
+                "it gets a looser level, shown in the report. Narrower bands can cost "
+                "fairness. Leave empty for the plain bands."
+            ),
+        )  # fmt: skip
 
     def spec(self) -> dict[str, Any]:
         data = self.cleaned_data
@@ -297,6 +310,8 @@ class PanelRequestForm(forms.Form):
                 }
             )
         spec["quotas"] = quotas
+        if data.get("max_outside") is not None:
+            spec["max_outside"] = float(data["max_outside"])
         return spec
 
 

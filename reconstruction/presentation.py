@@ -393,9 +393,19 @@ def panel_quota_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
                 "expected": f"{expected:.1f}",
                 "ci95": "—" if None in ci else f"{float(ci[0]):.1f} to {float(ci[1]):.1f}",
                 "within": quota["min"] - 1e-6 <= expected <= quota["max"] + 1e-6,
+                # max_outside's level this quota was held to (None: plain bands).
+                "outside_level": _outside_level(quota.get("outside_level")),
             }
         )
     return rows
+
+
+def _outside_level(level: Any) -> str | None:
+    """A quota's ``outside_level`` for the report: the seats, or ``None`` (null: the
+    plain band, without ``max_outside`` or when its ladder ran out for this quota)."""
+    if level is None:
+        return None
+    return f"{float(level):g}"
 
 
 def panel_probabilities(attachment: str) -> list[float]:

@@ -140,3 +140,63 @@ def test_organiser_draws_a_panel_with_quotas_and_reads_its_report(
     assert sum(float(r["selection_probability"]) for r in rows) == pytest.approx(10, abs=0.01)
     page.close()
     assert errors == [], errors
+
+
+def test_organiser_asks_for_tightened_bands_and_reads_each_quotas_level(
+    browser, live_server, profile_survey
+):  # type: ignore[no-untyped-def]
+    """max_outside (the API's opt-in tightened bands, README) on the panel form: checked
+    as the API checks it, stored in the request, and each quota's outside_level shown in
+    the report (translated, like the form's label)."""
+    survey = profile_survey
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    _login(page, live_server)
+    page.goto(f"{live_server.url}/admin/reconstruction/analysisjob/panel/?survey={survey.pk}")
+    page.wait_for_selector("#panel-form")
+    assert "Seats outside each band" in page.inner_text(".field-max_outside")
+    assert "max_outside" in page.inner_text(".field-max_outside .help")
+
+    # Zero is refused as by the API (a 400 there), naming max_outside; no job is made.
+    page.fill("#id_size", "10")
+    page.fill("#id_seed", "7")
+    _quota(page, 0, "sex", "F", "4", "6")
+    _quota(page, 1, "district", "N", "4", "6")
+    page.fill("#id_max_outside", "0")
+    page.click("#start-panel")
+    page.wait_for_selector("#analysis-errors")
+    assert "max_outside" in page.inner_text("#analysis-errors")
+    assert not AnalysisJob.objects.filter(kind="panel").exists()
+
+    page.fill("#id_max_outside", "0.5")
+    page.click("#start-panel")
+    page.wait_for_selector("#panel-report", timeout=60_000)
+    job = AnalysisJob.objects.get(kind="panel")
+    assert job.status == "succeeded", job.error
+    assert job.spec["max_outside"] == 0.5
+    levels = [quota["outside_level"] for quota in job.result["quotas"]]
+    assert all(level is not None for level in levels), levels
+    header = page.locator("#panel-quotas thead th").all_text_contents()
+    assert header[-1] == "Seats outside the band, at most", header
+    shown = page.locator("#panel-quotas td.outside-level").all_inner_texts()
+    assert shown == [f"{level:g}" for level in levels], (shown, levels)
+
+    # The same report in German; a panel without max_outside has no such column.
+    page.goto(f"{page.url.split('?')[0]}?lang=de")
+    page.wait_for_selector("#panel-report")
+    header = page.locator("#panel-quotas thead th").all_text_contents()
+    assert header[-1] == "Sitze außerhalb der Spanne, höchstens", header
+    page.goto(
+        f"{live_server.url}/admin/reconstruction/analysisjob/panel/?survey={survey.pk}&lang=de"
+    )
+    assert "Sitze außerhalb jeder Spanne" in page.inner_text(".field-max_outside")
+    page.goto(f"{live_server.url}/admin/reconstruction/analysisjob/panel/?survey={survey.pk}")
+    page.fill("#id_size", "10")
+    _quota(page, 0, "sex", "F", "4", "6")
+    page.click("#start-panel")
+    page.wait_for_selector("#panel-report", timeout=60_000)
+    assert page.locator("#panel-quotas td.outside-level").count() == 0
+    assert "Seats outside" not in (page.locator("#panel-quotas").text_content() or "")
+    page.close()
+    assert errors == [], errors
