@@ -528,3 +528,53 @@ def test_a_report_in_a_far_bin_is_still_counted() -> None:
     np.testing.assert_allclose(
         result.proportions[-1], fixed_point(far, [channel], smoothing=[smoother])[0][-1], rtol=1e-12
     )
+
+
+def _joint_ems_map(
+    theta: np.ndarray, counts: np.ndarray, a: np.ndarray, b: np.ndarray, smoother: np.ndarray
+) -> np.ndarray:
+    """One EMS update of a two-attribute table on the whole Kronecker channel (every
+    joint reported cell included), the second axis smoothed."""
+    channel = np.kron(a, b)
+    predicted = theta.ravel() @ channel
+    flat = counts.ravel()
+    ratio = np.divide(flat, predicted, out=np.zeros_like(flat), where=flat > 0)
+    updated = (theta.ravel() * (channel @ ratio) / flat.sum()).reshape(theta.shape)
+    updated = updated @ smoother.T
+    return updated / updated.sum()
+
+
+def test_joint_fit_on_occupied_joint_cells_is_the_full_channel_fixed_point() -> None:
+    # A category x many noisy-age bins with few participants (a panel's quota model
+    # conditioned on an age eligibility): every bin and category is reported by someone,
+    # but most joint cells are empty. fixed_point forms the Kronecker channel of the
+    # occupied joint cells only; the fit must be the fixed point on the whole channel.
+    noise, reported, edges, bins = _laplace_ages(400)
+    b = noise.interval_channel(edges, bins)
+    rng = np.random.default_rng(3)
+    category = rng.choice(5, size=reported.size, p=[0.34, 0.27, 0.2, 0.15, 0.04])
+    a = np.full((5, 5), 0.3 / 4) + 0.7 * np.eye(5) - np.full((5, 5), 0.3 / 4) * np.eye(5)
+    cells = bin_values(reported, bins)
+    keep = np.isin(np.arange(bins.size - 1), cells)  # the marginal's empty bins go first
+    b, columns = b[:, keep], np.cumsum(keep) - 1
+    counts = np.zeros((5, b.shape[1]))
+    np.add.at(counts, (category, columns[cells]), 1.0)
+    assert counts.sum(axis=0).min() > 0 and counts.sum(axis=1).min() > 0
+    assert (counts == 0).mean() > 0.5  # most joint cells are empty
+    smoother = smoothing_matrix(edges, 0.05)
+    theta, _, converged = fixed_point(counts, [a, b], smoothing=[None, smoother], tol=1e-13)
+    assert converged
+    residual = _joint_ems_map(theta, counts, a, b, smoother) - theta
+    assert np.max(np.abs(residual)) < 1e-10
+    # A batch keeps the cells any of its tables counts: a second table with one report
+    # in a joint cell empty in the first is fitted on its own, the first unchanged.
+    empty = np.argwhere(counts == 0)[0]
+    other = counts.copy()
+    other[tuple(empty)] += 1
+    both, _, _ = fixed_point(
+        np.stack([counts, other]), [a, b], smoothing=[None, smoother], tol=1e-13
+    )
+    np.testing.assert_allclose(both[0], theta, rtol=0, atol=1e-10)
+    residual = _joint_ems_map(both[1], other, a, b, smoother) - both[1]
+    assert np.max(np.abs(residual)) < 1e-10
+    assert np.max(np.abs(both[1] - theta)) > 1e-6  # that one report moved the fit
