@@ -434,6 +434,7 @@ def axis_model(
     thresholds_only: bool = False,
     n_intervals: int | None = None,
     n: int | None = None,
+    channels: dict[tuple[object, ...], NDArray[np.float64]] | None = None,
 ) -> AxisModel:
     """Cells, reported bins and channel of a continuous attribute for a query.
 
@@ -454,8 +455,24 @@ def axis_model(
         Only the cells the thresholds cut (``resolution="thresholds"``).
     n_intervals, n
         Regular cell count, or ``n`` reports for :func:`interval_count`.
+    channels : dict, optional
+        Channels already computed for this ``noise``, by cells and reported bins: a
+        caller asking for several models of one attribute (a panel's quotas) passes the
+        same dict, and a model whose cells and bins were seen takes that channel (the
+        same array) instead of computing it again. Queries whose cuts leave the cells
+        unchanged (one cell per lattice point) thus share one channel.
     """
     scale = noise_scale(noise)
+
+    def cached(
+        key: tuple[object, ...], compute: Callable[[], NDArray[np.float64]]
+    ) -> NDArray[np.float64]:
+        if channels is None:
+            return compute()
+        if key not in channels:
+            channels[key] = compute()
+        return channels[key]
+
     if step is not None:
         lattice_cuts = [lattice_cut(t, low=low, step=step, closed_below=below) for t, below in cuts]
         cells = lattice_cells(
@@ -478,9 +495,11 @@ def axis_model(
             bins = _halved(bins)
             if strength > 0:
                 strength = LATTICE_SMOOTHING
-        return AxisModel(
-            cells.edges, cells.representatives, bins, cells.channel(noise, bins), strength
+        channel = cached(
+            ("lattice", cells.step, cells.edges.tobytes(), bins.tobytes()),
+            lambda: cells.channel(noise, bins),
         )
+        return AxisModel(cells.edges, cells.representatives, bins, channel, strength)
     thresholds = [t for t, _ in cuts]
     if thresholds_only:
         inner = sorted({t for t in thresholds if low < t < high})
@@ -490,7 +509,10 @@ def axis_model(
             low, high, thresholds=thresholds, n_intervals=n_intervals, n=n, noise_scale=scale
         )
     bins = reported_edges(edges, noise, low, high)
-    channel = np.asarray(noise.interval_channel(edges, bins), dtype=np.float64)
+    channel = cached(
+        ("intervals", edges.tobytes(), bins.tobytes()),
+        lambda: np.asarray(noise.interval_channel(edges, bins), dtype=np.float64),
+    )
     midpoints = np.asarray(0.5 * (edges[:-1] + edges[1:]), dtype=np.float64)
     return AxisModel(edges, midpoints, bins, channel, default_smoothing(noise))
 

@@ -555,9 +555,11 @@ def _axis(
     resolution: Resolution,
     n_intervals: int | None,
     lattice: bool | None = None,
+    channels: dict[tuple[object, ...], NDArray[np.float64]] | None = None,
 ) -> _Axis:
     """One axis; ``lattice`` True/False forces whole numbers or intervals on a continuous
-    attribute without a declared step (``None``: :func:`whole_number_step` decides)."""
+    attribute without a declared step (``None``: :func:`whole_number_step` decides);
+    ``channels``: this attribute's channels already computed (:func:`~.continuous.axis_model`)."""
     if isinstance(attr, DiscreteAttribute):
         codes = attr.codes if rows is None else attr.codes[rows]
         mask = np.ones(attr.k, dtype=bool)
@@ -580,6 +582,7 @@ def _axis(
         thresholds_only=resolution == "thresholds",
         n_intervals=n_intervals,
         n=values.size,
+        channels=channels,
     )
     edges, bins = model.edges, model.reported_edges
     cells = bin_values(values, bins)
@@ -613,8 +616,12 @@ def _axes(
     rows: NDArray[np.intp] | None = None,
     resolution: Resolution = "fine",
     lattice: Mapping[str, bool] | None = None,
+    channels: dict[str, dict[tuple[object, ...], NDArray[np.float64]]] | None = None,
 ) -> list[_Axis]:
     """Axes of the joint model for the grouped condition (plus ``extra``, unconditioned).
+
+    ``channels``: per attribute, the channels already computed for other models of the
+    same request (filled in here), so that they are computed once.
 
     A continuous ``extra`` axis (the target of a conditional mean) is smoothed much more
     lightly than the condition's axes (:data:`_TARGET_SMOOTHING`): the mean's weights
@@ -641,6 +648,7 @@ def _axes(
             resolution=resolution,
             n_intervals=n_intervals,
             lattice=None if lattice is None else lattice.get(name),
+            channels=None if channels is None else channels.setdefault(name, {}),
         )
         for name in names
     ]
@@ -929,12 +937,16 @@ def condition_posteriors(
                 lattice[name] = step is not None
     fits: list[tuple[_JointFit, NDArray[np.float64]]] = []
     result: list[ConditionPosterior] = []
+    # Each attribute's noise channels, computed once per cells and reported bins: the
+    # quotas' models repeat them (an eligibility's axis in every model, the bands of a
+    # lattice); the channel was most of the posterior step's time without a where.
+    channels: dict[str, dict[tuple[object, ...], NDArray[np.float64]]] = {}
     for own in grouped:
         opened = [name for name in given_groups if name not in own]
         groups = {**own, **{name: given_groups[name] for name in opened}}
         axes = [
             dataclasses.replace(ax, mask=np.ones_like(ax.mask)) if ax.name in opened else ax
-            for ax in _axes(table, groups, lattice=lattice)
+            for ax in _axes(table, groups, lattice=lattice, channels=channels)
         ]
         shared = next((f for f in fits if _same_model(f[0].axes, axes)), None)
         if shared is None:
