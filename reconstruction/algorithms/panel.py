@@ -78,7 +78,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -1356,6 +1356,7 @@ class _ColumnGeneration:
     bound: float = math.inf  # the last maximin round's proven bound on its level
     # Types the covering step had not reached when the deadline passed.
     uncovered: NDArray[np.bool_] | None = None
+    master: _LiveMaster | None = None  # the maximin master LP, kept between rounds
 
     def time_limit(self) -> float | None:
         """The seconds left before the deadline (>= 0.1 s), ``None`` without one."""
@@ -1466,6 +1467,7 @@ class _ColumnGeneration:
     def prune(self, keep: NDArray[np.bool_]) -> None:
         self.columns = [c for c, k in zip(self.columns, keep, strict=True) if k]
         self.seen = {c.tobytes() for c in self.columns}
+        self.master = None  # its columns were these
 
     def matrix(self) -> NDArray[np.float64]:
         """``a[p, t] = x_p[t] / n_t``: panel p's selection probability of a type-t member."""
@@ -1521,7 +1523,9 @@ def _maximin_master(
     """max z s.t. pi_t >= z (free), pi_t >= fixed_t (fixed), over mixtures of columns.
 
     Returns ``z``, the column weights, the dual prices per type and the dual of the
-    convexity row (HiGHS via :func:`scipy.optimize.linprog`).
+    convexity row (HiGHS via :func:`scipy.optimize.linprog`, solved from scratch). The
+    column generation keeps this programme live instead (:class:`_LiveMaster`); this form
+    is its reference (``test_the_live_master_lp_is_the_maximin_master``).
     """
     s = a.shape[0]
     n_free, n_fixed = int(free.sum()), int(fixed_mask.sum())
@@ -1560,6 +1564,99 @@ def _maximin_master(
     )
 
 
+@dataclass
+class _LiveMaster:
+    """The maximin master LP kept in HiGHS between rounds (primal simplex, no presolve).
+
+    The programme of :func:`_maximin_master` (Flanigan et al. 2021, Methods: the master
+    of the column generation over panels). A round only adds panels (columns at weight
+    0), so the last optimal basis stays primal feasible and the primal simplex restarts
+    from it instead of from scratch: on bench_panel's slow pools of 1,000 / 30 a round's
+    master went from about 0.3 s to about 0.1 s after the first few. Single-threaded
+    HiGHS with fixed options is deterministic, so the work limit (rounds) still makes
+    the lottery a function of the data, the request and the seed. Rebuilt when the rows
+    change (LEXIMIN fixes types) or columns were pruned.
+    """
+
+    sizes: NDArray[np.float64]
+    key: bytes
+    highs: Any
+    rows: NDArray[np.intp]  # master row of each type, -1 for types not in the LP
+    n_columns: int = 0
+
+    @classmethod
+    def build(
+        cls,
+        sizes: NDArray[np.float64],
+        free: NDArray[np.bool_],
+        fixed: NDArray[np.float64],
+        fixed_mask: NDArray[np.bool_],
+        key: bytes,
+    ) -> _LiveMaster:
+        import highspy
+
+        inf = highspy.kHighsInf
+        h = highspy.Highs()  # type: ignore[no-untyped-call]
+        for option, value in (
+            ("output_flag", False),
+            ("threads", 1),
+            ("presolve", "off"),
+            ("simplex_strategy", 4),  # primal: the warm basis stays primal feasible
+            ("random_seed", 0),
+        ):
+            h.setOptionValue(option, value)
+        h.addVar(-inf, inf)  # z, column 0
+        h.changeColCost(0, -1.0)
+        free_types = np.flatnonzero(free)
+        fixed_types = np.flatnonzero(fixed_mask)
+        rows = np.full(sizes.size, -1, dtype=np.intp)
+        rows[free_types] = np.arange(free_types.size)
+        rows[fixed_types] = free_types.size + np.arange(fixed_types.size)
+        n_free = free_types.size
+        # free: z - pi_t <= 0; fixed: -pi_t <= -(f_t - tol)
+        h.addRows(
+            n_free,
+            np.full(n_free, -inf),
+            np.zeros(n_free),
+            n_free,
+            np.arange(n_free, dtype=np.int32),
+            np.zeros(n_free, dtype=np.int32),
+            np.ones(n_free),
+        )
+        for t in fixed_types:
+            h.addRow(-inf, -(float(fixed[t]) - _FIX_TOL), 0, np.array([], np.int32), np.array([]))
+        h.addRow(1.0, 1.0, 0, np.array([], np.int32), np.array([]))  # convexity
+        return cls(sizes, key, h, rows)
+
+    def add(self, columns: Sequence[NDArray[np.int64]]) -> None:
+        import highspy
+
+        convexity = int(self.rows.max()) + 1 if self.rows.size else 0
+        for panel in columns[self.n_columns :]:
+            types = np.flatnonzero((panel > 0) & (self.rows >= 0))
+            index = np.append(self.rows[types], convexity).astype(np.int32)
+            value = np.append(-panel[types] / self.sizes[types], 1.0)
+            self.highs.addCol(0.0, 0.0, highspy.kHighsInf, index.size, index, value)
+        self.n_columns = len(columns)
+
+    def solve(
+        self, free: NDArray[np.bool_], fixed_mask: NDArray[np.bool_]
+    ) -> tuple[float, NDArray[np.float64], NDArray[np.float64], float]:
+        import highspy
+
+        self.highs.run()
+        status = self.highs.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise RuntimeError(f"the maximin LP failed: {self.highs.modelStatusToString(status)}")
+        solution = self.highs.getSolution()
+        x = np.asarray(solution.col_value)
+        row_dual = np.asarray(solution.row_dual)
+        duals = np.zeros(self.sizes.size)
+        duals[free] = -row_dual[self.rows[free]]
+        duals[fixed_mask] = -row_dual[self.rows[fixed_mask]]
+        return float(x[0]), x[1:], np.maximum(duals, 0.0), float(-row_dual[-1])
+
+
 def _maximin_round(
     cg: _ColumnGeneration,
     free: NDArray[np.bool_],
@@ -1584,7 +1681,12 @@ def _maximin_round(
     best = ceiling  # the lowest proven bound on the level so far (LP relaxation, Lagrangian)
     center: NDArray[np.float64] | None = None  # the duals that gave it
     while True:
-        level, weights, duals, _ = _maximin_master(cg.matrix(), free, fixed, fixed_mask)
+        key = free.tobytes() + fixed_mask.tobytes() + fixed.tobytes()
+        live = cg.master
+        if live is None or live.key != key or live.n_columns > len(cg.columns):
+            live = cg.master = _LiveMaster.build(cg.problem.sizes, free, fixed, fixed_mask, key)
+        live.add(cg.columns)
+        level, weights, duals, _ = live.solve(free, fixed_mask)
         if len(cg.columns) > 2 * sizes.size + 200:
             # Columns outside the LP's basis may go (pricing finds them again if needed).
             keep = weights > 0

@@ -797,3 +797,54 @@ def test_systematic_rounding_never_gives_a_type_more_seats_than_candidates() -> 
         size = int(rng.integers(1, int(sizes.sum()) + 1))
         panel = _systematic(target, size, rng.permutation(12), float(rng.random()), sizes)
         assert panel.sum() == size and np.all(panel <= sizes) and np.all(panel >= 0)
+
+
+@pytest.mark.parametrize("fixing", [False, True])
+def test_the_live_master_lp_is_the_maximin_master(fixing: bool) -> None:
+    # The master LP kept in HiGHS between rounds (columns added, primal simplex from the
+    # last basis) must solve the same programme as _maximin_master's fresh linprog: the
+    # same optimal level, a feasible mixture reaching it, and dual prices that certify it
+    # (they drive the pricing), also with LEXIMIN's fixed types.
+    from reconstruction.algorithms.panel import _FIX_TOL, _LiveMaster, _maximin_master
+
+    rng = np.random.default_rng(7)
+    t, size = 40, 6
+    sizes = rng.integers(1, 5, size=t).astype(float)
+
+    def panels(count: int) -> list[np.ndarray]:
+        out = []
+        for _ in range(count):
+            x = np.zeros(t, dtype=np.int64)
+            x[rng.choice(t, size=size, replace=False)] = 1
+            out.append(x)
+        return out
+
+    columns = panels(30)
+    fixed_mask = np.zeros(t, dtype=bool)
+    fixed = np.zeros(t)
+    if fixing:
+        fixed_mask[:5] = True
+        fixed[:5] = (
+            0.5
+            * _maximin_master(
+                np.asarray(columns) / sizes, np.ones(t, bool), fixed, np.zeros(t, bool)
+            )[0]
+        )
+    free = ~fixed_mask
+    live = _LiveMaster.build(sizes, free, fixed, fixed_mask, b"")
+    for _ in range(4):
+        live.add(columns)
+        a = np.asarray(columns, dtype=np.float64) / sizes
+        level, weights, duals, _ = live.solve(free, fixed_mask)
+        reference, _, reference_duals, _ = _maximin_master(a, free, fixed, fixed_mask)
+        assert level == pytest.approx(reference, abs=1e-9)
+        pi = weights @ a
+        assert weights.min() >= -1e-12 and weights.sum() == pytest.approx(1.0, abs=1e-9)
+        assert pi[free].min() >= level - 1e-9
+        assert np.all(pi[fixed_mask] >= fixed[fixed_mask] - _FIX_TOL - 1e-9)
+        for y in (duals, reference_duals):  # strong duality: the prices' bound is the level
+            assert y[free].sum() == pytest.approx(1.0, abs=1e-9)
+            assert float((a @ y).max()) - float(y[fixed_mask] @ (fixed[fixed_mask] - _FIX_TOL)) == (
+                pytest.approx(level, abs=1e-9)
+            )
+        columns = columns + panels(10)
