@@ -38,6 +38,7 @@ from scipy import stats
 from privacy.mechanisms import AdditiveGaussian, AdditiveLaplace, AdditiveStaircase, NoiseModel
 from privacy.mechanisms.messages import Note, gettext_noop
 from reconstruction.algorithms.result import Reconstruction
+from reconstruction.algorithms.uncertainty import percentile_interval
 
 __all__ = [
     "LATTICE_SMOOTHING",
@@ -1149,9 +1150,9 @@ def default_smoothing(noise: NoiseModel, stopping: Stopping = "em") -> float:
 
 
 def _percentile_ci(replicates: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Percentile 95% interval along axis 0 -> shape (..., 2)."""
-    low, high = np.percentile(replicates, [2.5, 97.5], axis=0)
-    return np.asarray(np.stack([low, high], axis=-1), dtype=np.float64)
+    """Percentile 95% interval along axis 0 -> shape (..., 2)
+    (:func:`~.uncertainty.percentile_interval`, the rule every percentile interval shares)."""
+    return percentile_interval(replicates)
 
 
 def reconstruct_continuous(

@@ -54,7 +54,7 @@ from reconstruction.algorithms.continuous import (
 from reconstruction.algorithms.counts import reported_counts
 from reconstruction.algorithms.discrete import em_as
 from reconstruction.algorithms.result import Reconstruction
-from reconstruction.algorithms.uncertainty import default_rng
+from reconstruction.algorithms.uncertainty import default_rng, percentile_interval
 
 __all__ = [
     "Condition",
@@ -786,7 +786,9 @@ def _joint_fit(axes: list[_Axis], tol: float | None, max_iter: int) -> _JointFit
 
 
 def _percentiles(replicates: NDArray[np.float64]) -> tuple[float, float]:
-    low, high = np.percentile(replicates, [2.5, 97.5])
+    """95% bootstrap percentile interval of one quantity's replicates
+    (:func:`~.uncertainty.percentile_interval`, the rule every percentile interval shares)."""
+    low, high = percentile_interval(replicates)
     return float(low), float(high)
 
 
@@ -1039,7 +1041,17 @@ def _models(weights: Mapping[str, float]) -> list[tuple[dict[str, bool], float]]
 def _weighted_percentiles(
     values: NDArray[np.float64], weights: NDArray[np.float64]
 ) -> tuple[float, float]:
-    """2.5% and 97.5% points of a weighted sample (replicates of averaged models)."""
+    """2.5% and 97.5% points of a weighted sample (replicates of averaged models).
+
+    The smallest value whose cumulative weight reaches 2.5% (97.5%): the weighted
+    inverse of the empirical distribution. It is the one percentile rule that does not
+    go through :func:`~.uncertainty.percentile_interval`, because its replicates carry
+    unequal weights; with equal weights on ``B = 200`` replicates its bounds are the 5th
+    and 195th order statistics (numpy's interpolation there: 5.975th and 195.025th).
+    It was chosen, shift included, by coverage over 2,700 surveys (about 95.9%) and
+    covers 97.5% of the averaged real-valued surveys at n = 30,000
+    (:func:`_averaged_interval`).
+    """
     order = np.argsort(values)
     ordered, cumulative = values[order], np.cumsum(weights[order])
     cumulative /= cumulative[-1]
@@ -1872,8 +1884,7 @@ def distribution(
     if ci:
         boot = fit.bootstrap(n_boot, generator, tol, max_iter)
         per_cell = fit.n * (boot * inside).sum(axis=tuple(a + 1 for a in others))
-        low, high = np.percentile(per_cell, [2.5, 97.5], axis=0)
-        interval = np.stack([low, high], axis=1)
+        interval = percentile_interval(per_cell)
     else:
         interval = np.full((counts.size, 2), math.nan)
     result = Reconstruction(

@@ -73,7 +73,7 @@ from reconstruction.algorithms.queries import (
     moments_mean,
 )
 from reconstruction.algorithms.result import Reconstruction
-from reconstruction.algorithms.uncertainty import default_rng
+from reconstruction.algorithms.uncertainty import default_rng, percentile_interval
 
 __all__ = [
     "CellPlan",
@@ -803,8 +803,7 @@ def distribution_from_table(
     if ci:
         boot = fit.bootstrap(n_boot, generator, tol, max_iter)
         per_cell = fit.n * (boot * inside).sum(axis=tuple(a + 1 for a in others))
-        low, high = np.percentile(per_cell, [2.5, 97.5], axis=0)
-        interval = np.stack([low, high], axis=1)
+        interval = percentile_interval(per_cell)
     else:
         interval = np.full((counts.size, 2), math.nan)
     result = Reconstruction(
@@ -855,8 +854,7 @@ def _overall_intervals(
             initial=theta if stopping == "em" else None,
             smoothing=smoother,
         )
-        low, high = np.percentile(boot * n, [2.5, 97.5], axis=0)
-        interval = np.stack([low, high], axis=1)
+        interval = percentile_interval(boot * n)
     else:
         interval = np.full((theta.size, 2), np.nan)
     notes: tuple[str, ...] = ()

@@ -8,7 +8,8 @@ Two kinds of interval:
 * ``bootstrap_ci``: a parametric bootstrap on the counts for the non-linear estimators
   (EM/AS, NStoPS-I/II, NStoPS-MLE). Reported count vectors are drawn from
   ``Multinomial(n, p_hat C)``, the estimator is run on the whole ``(B, k)`` batch at once
-  (vectorised over replicates), and percentile intervals are taken.
+  (vectorised over replicates), and percentile intervals are taken
+  (:func:`percentile_interval`, the rule every bootstrap percentile interval shares).
 * ``boundary_ci``: for the maximum-likelihood estimators (EM/AS, NStoPS-I,
   NStoPS-MLE) on an invertible square channel with a known channel. Where the
   unconstrained solution ``C^{-T} r`` lies inside the simplex it *is* the
@@ -31,7 +32,9 @@ the same input always gives the same interval.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -42,6 +45,7 @@ from privacy.mechanisms.messages import InputError, gettext_noop
 __all__ = [
     "DEFAULT_REPLICATES",
     "DEFAULT_SEED",
+    "PERCENTILE_RULE",
     "bootstrap_ci",
     "boundary_ci",
     "calibrated_bootstrap_ci",
@@ -49,12 +53,17 @@ __all__ = [
     "default_rng",
     "likelihood_upper_bounds",
     "linear_ci",
+    "percentile_interval",
     "resample_channels",
     "simulate_reported_counts",
 ]
 
 DEFAULT_SEED = 20_160_418
 DEFAULT_REPLICATES = 1000
+
+PercentileRule = Literal["interpolated", "order"]
+#: The product's bootstrap percentile rule (:func:`percentile_interval`).
+PERCENTILE_RULE: PercentileRule = "interpolated"
 
 BatchEstimator = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 ChannelBatchEstimator = Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]
@@ -67,6 +76,100 @@ def default_rng(rng: np.random.Generator | None) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     return rng
+
+
+def percentile_interval(
+    replicates: ArrayLike,
+    level: float = 0.95,
+    *,
+    axis: int = 0,
+    rule: PercentileRule | None = None,
+) -> NDArray[np.float64]:
+    """Bootstrap percentile interval of ``level`` from ``B`` replicates, along ``axis``.
+
+    Every bootstrap percentile interval of the product is taken here (counts, means,
+    distributions, the discrete estimators' parametric bootstraps, panel posteriors'
+    ``ci95``); only the model-averaged count's weighted replicates have their own rule
+    (``queries._weighted_percentiles``). Two rules, ``alpha = (1 - level) / 2``:
+
+    * ``"interpolated"`` (the product's, :data:`PERCENTILE_RULE`): the ``alpha`` and
+      ``1 - alpha`` sample quantiles interpolated linearly at position ``1 + (B-1) p``
+      (Hyndman and Fan 1996, The American Statistician 50(4), 361-365, definition 7;
+      numpy's default).
+    * ``"order"``: the ``(B+1) alpha``-th and ``(B+1)(1 - alpha)``-th order statistics
+      (Davison and Hinkley 1997, *Bootstrap Methods and their Application*, Cambridge
+      University Press, Section 5.2: the ``k``-th smallest of ``B`` replicates estimates
+      the ``k / (B+1)`` quantile; R's ``boot`` package, ``norm.inter``, does the same). When
+      ``(B+1) alpha`` is not whole, ``k = floor((B+1) alpha)`` and the bound is
+      interpolated between the ``k``-th and ``(k+1)``-th order statistics on the normal
+      quantile scale (their equation 5.8)::
+
+          t*_(k) + (z_alpha - z_{k/(B+1)}) / (z_{(k+1)/(B+1)} - z_{k/(B+1)}) (t*_(k+1) - t*_(k))
+
+      with ``z_p = Phi^{-1}(p)``; below ``(B+1) alpha = 1`` (fewer than 39 replicates at
+      95%) the extreme replicate is taken.
+
+    ``"order"`` sits about one order statistic outside ``"interpolated"`` on each side
+    (about ``2 / (B+1)`` more coverage when the bootstrap distribution is right; intervals
+    about 4% wider at ``B = 200``). It is not the product's rule: measured on the same
+    replicates (2026-11-25, README "The bootstrap percentile rule, measured"), it pushed
+    intervals that already cover too often further out (bench_accuracy's n = 30,000
+    real-valued control 96.7% -> 97.3%, declared ``step`` 95.3% -> 97.0%), while the
+    intervals that cover too rarely (whole-year ages under Laplace noise) stayed at about
+    92-93%: their shortfall is the smoothed reconstruction's bias, not the rule.
+
+    Parameters
+    ----------
+    replicates : array_like
+        Bootstrap replicates along ``axis`` (callers drop non-finite ones first).
+    level : float, default 0.95
+    axis : int, default 0
+    rule : {"interpolated", "order"}, optional
+        Defaults to :data:`PERCENTILE_RULE`, read at each call.
+
+    Returns
+    -------
+    ndarray of shape ``replicates.shape`` without ``axis``, plus a last axis of 2
+        Lower and upper bounds. A slice holding NaN, or no replicates, gives NaN bounds.
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if rule is None:
+        rule = PERCENTILE_RULE
+    if rule not in ("interpolated", "order"):
+        raise ValueError(f"rule must be 'interpolated' or 'order', got {rule!r}")
+    values = np.moveaxis(np.asarray(replicates, dtype=np.float64), axis, 0)
+    count = values.shape[0]
+    if count == 0:
+        return np.full((*values.shape[1:], 2), np.nan)
+    alpha = round(0.5 * (1.0 - level), 12)  # 0.025, not 0.025000000000000022
+    if rule == "interpolated":
+        low, high = np.percentile(values, [100.0 * alpha, 100.0 - 100.0 * alpha], axis=0)
+        return np.asarray(np.stack([low, high], axis=-1), dtype=np.float64)
+    ordered = np.sort(values, axis=0)
+    bounds = [_order_statistic(ordered, p) for p in (alpha, 1.0 - alpha)]
+    result = np.stack(bounds, axis=-1)
+    missing = np.isnan(values).any(axis=0)
+    result[missing] = np.nan
+    return np.asarray(result, dtype=np.float64)
+
+
+def _order_statistic(ordered: NDArray[np.float64], p: float) -> NDArray[np.float64]:
+    """The ``(B+1) p``-th order statistic of sorted ``ordered`` (axis 0), interpolated on
+    the normal scale between neighbours (Davison and Hinkley 1997, eq. 5.8)."""
+    count = ordered.shape[0]
+    position = (count + 1) * p
+    k = math.floor(position + 1e-9)
+    if k < 1:
+        return np.asarray(ordered[0], dtype=np.float64)
+    if k >= count:
+        return np.asarray(ordered[count - 1], dtype=np.float64)
+    below, above = ordered[k - 1], ordered[k]
+    if abs(position - k) < 1e-9:
+        return np.asarray(below, dtype=np.float64)
+    z_k, z_next = stats.norm.ppf([k / (count + 1), (k + 1) / (count + 1)])
+    share = (stats.norm.ppf(p) - z_k) / (z_next - z_k)
+    return np.asarray(below + share * (above - below), dtype=np.float64)
 
 
 def simulate_reported_counts(
@@ -125,9 +228,7 @@ def bootstrap_ci(
     n = max(round(total), 1)
     batch = simulate_reported_counts(n, proportions, channel, replicates=replicates, rng=generator)
     estimates = estimator(batch) * (total / n)
-    alpha = 0.5 * (1.0 - level)
-    low, high = np.quantile(estimates, [alpha, 1.0 - alpha], axis=0)
-    return np.stack([low, high], axis=1)
+    return percentile_interval(estimates, level)
 
 
 def calibration_sizes(pairs: ArrayLike, k: int, *, negative: bool) -> NDArray[np.int64]:
@@ -250,9 +351,7 @@ def calibrated_bootstrap_ci(
     batch = simulate_reported_counts(n, proportions, channel, replicates=replicates, rng=generator)
     channels = resample_channels(channel, sizes, replicates=replicates, rng=generator)
     estimates = estimator(batch, channels) * (total / n)
-    alpha = 0.5 * (1.0 - level)
-    low, high = np.quantile(estimates, [alpha, 1.0 - alpha], axis=0)
-    return np.stack([low, high], axis=1)
+    return percentile_interval(estimates, level)
 
 
 def linear_ci(

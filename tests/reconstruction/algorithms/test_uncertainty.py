@@ -1,6 +1,7 @@
 """95% intervals: coverage over simulated surveys with a known truth, and reproducibility."""
 
 import numpy as np
+import pytest
 from numpy.testing import assert_allclose
 
 from privacy.mechanisms import (
@@ -112,3 +113,100 @@ def test_em_as_with_calibration_pairs_widens_the_interval() -> None:
     width = lambda r: np.diff(r.ci95, axis=1)[:, 0]  # noqa: E731
     assert np.all(width(calibrated) > 1.3 * width(known))
     assert any("calibration pairs" in note for note in calibrated.notes)
+
+
+# --------------------------------------------------------------------------- percentile rule
+# Every bootstrap percentile interval of the product goes through percentile_interval. Its
+# "order" rule is the (B+1) alpha-th order statistics (Davison and Hinkley 1997, Section
+# 5.2), interpolated on the normal scale (their eq. 5.8); the product's rule
+# (PERCENTILE_RULE) stays numpy's interpolated quantiles (README: why). Each "order" check
+# below fails with numpy's interpolation, which sits about one order statistic inside.
+
+
+def test_order_rule_is_the_b_plus_1_alpha_order_statistics() -> None:
+    from reconstruction.algorithms.uncertainty import percentile_interval
+
+    # B = 199: (B+1) 0.025 = 5 and (B+1) 0.975 = 195 are whole, so the bounds are the 5th
+    # and 195th smallest replicates (numpy's default gives 5.95 and 194.05).
+    replicates = np.random.default_rng(3).permutation(np.arange(1.0, 200.0))
+    assert_allclose(percentile_interval(replicates, rule="order"), [5.0, 195.0])
+    assert_allclose(percentile_interval(replicates, rule="interpolated"), [5.95, 194.05])
+    # B = 999: the 25th and 975th; level 0.9 on B = 99: the 5th and 95th.
+    replicates = np.random.default_rng(4).permutation(np.arange(1.0, 1000.0)) * 0.5
+    assert_allclose(percentile_interval(replicates, rule="order"), [12.5, 487.5])
+    assert_allclose(percentile_interval(np.arange(1.0, 100.0), 0.9, rule="order"), [5.0, 95.0])
+
+
+def test_order_rule_interpolates_on_the_normal_scale() -> None:
+    from scipy import stats
+
+    from reconstruction.algorithms.uncertainty import percentile_interval
+
+    # B = 100 (the panel's n_boot): (B+1) 0.025 = 2.525, between the 2nd and 3rd smallest;
+    # the upper bound between the 98th and 99th (D&H eq. 5.8).
+    replicates = np.arange(1.0, 101.0) ** 2
+    z = stats.norm.ppf
+    share = (z(0.025) - z(2 / 101)) / (z(3 / 101) - z(2 / 101))
+    low = 4.0 + share * (9.0 - 4.0)
+    share_high = (z(0.975) - z(98 / 101)) / (z(99 / 101) - z(98 / 101))
+    high = 98.0**2 + share_high * (99.0**2 - 98.0**2)
+    assert_allclose(percentile_interval(replicates, rule="order"), [low, high], rtol=1e-12)
+    # On the normal scale the weight is not the linear 0.525 (it is about 0.567).
+    assert 0.55 < share < 0.6
+
+
+def test_percentile_interval_along_an_axis_with_missing_and_few_replicates() -> None:
+    from reconstruction.algorithms.uncertainty import percentile_interval
+
+    columns = np.stack([np.arange(1.0, 200.0), 10.0 * np.arange(1.0, 200.0)], axis=1)
+    expected = [[5.0, 195.0], [50.0, 1950.0]]
+    assert_allclose(percentile_interval(columns, rule="order"), expected)
+    assert_allclose(percentile_interval(columns.T, axis=1, rule="order"), expected)
+    assert_allclose(percentile_interval(columns), np.percentile(columns, [2.5, 97.5], axis=0).T)
+    columns[7, 1] = np.nan
+    for rule in ("order", "interpolated"):
+        result = percentile_interval(columns, rule=rule)
+        assert np.isfinite(result[0]).all()
+        assert np.isnan(result[1]).all()
+        # No replicates (every one non-finite and dropped): NaN bounds, not an IndexError.
+        assert np.isnan(percentile_interval(np.array([]), rule=rule)).all()
+    # Fewer than 39 replicates: no (B+1) 0.025-th order statistic; the extremes.
+    assert_allclose(percentile_interval(np.array([3.0, 1.0, 2.0]), rule="order"), [1.0, 3.0])
+    with pytest.raises(ValueError, match="rule"):
+        percentile_interval(columns, rule="bca")  # type: ignore[arg-type]
+
+
+def test_every_bootstrap_path_takes_the_shared_percentile_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from reconstruction.algorithms import uncertainty
+    from reconstruction.algorithms.queries import naive_count_result
+    from reconstruction.algorithms.uncertainty import bootstrap_ci, simulate_reported_counts
+
+    assert uncertainty.PERCENTILE_RULE == "interpolated"
+    draws = np.random.default_rng(11).binomial(10**6, 0.37, size=199).astype(float)
+    ordered = np.sort(draws)
+    counts = np.array([5000.0, 3000.0, 2000.0])
+    channel = np.eye(3)
+    p = counts / counts.sum()
+    batch = simulate_reported_counts(
+        10_000, p, channel, replicates=199, rng=np.random.default_rng(5)
+    )
+    batch_ordered = np.sort(batch, axis=0)
+
+    def intervals() -> tuple[tuple[float, float], np.ndarray]:
+        naive = naive_count_result(370_000, 10**6, n_boot=199, rng=np.random.default_rng(11))
+        parametric = bootstrap_ci(
+            counts, channel, p, lambda b: b, replicates=199, rng=np.random.default_rng(5)
+        )
+        return naive.ci95, parametric
+
+    naive, parametric = intervals()
+    assert_allclose(naive, np.percentile(draws, [2.5, 97.5]))
+    assert_allclose(parametric, np.percentile(batch, [2.5, 97.5], axis=0).T)
+    # One switch moves both: the naive count's 199 binomial replicates and bootstrap_ci's
+    # 199 multinomial ones give their 5th / 195th order statistics.
+    monkeypatch.setattr(uncertainty, "PERCENTILE_RULE", "order")
+    naive, parametric = intervals()
+    assert naive == (ordered[4], ordered[194])
+    assert_allclose(parametric, np.stack([batch_ordered[4], batch_ordered[194]], axis=1))
