@@ -546,8 +546,10 @@ def outside_floor(
     Bernoulli variables with the members' posteriors ``p``: mean ``sum p``, variance ``sum
     p (1 - p)``. With the mean inside the band, the expected seats outside it grow with the
     variance (normal approximation, continuity corrected, as ``QuotaOutcome`` computes
-    them). For each mean on a grid over the band, an LP over fractional seats per type
-    (the pool's types, ``sum x = size``) finds the smallest variance; the floor is the
+    them, ``panel._expected_outside``; until 2026-11-25 both added half a seat to the
+    distance from the edge, which understated the floor by about a third). For each mean
+    on a grid over the band, an LP over fractional seats per type (the pool's types,
+    ``sum x = size``) finds the smallest variance; the floor is the
     smallest expected outside over the grid. It ignores every other quota and assumes
     calibrated posteriors, so no lottery can do better on that category: a floor above the
     target means the target cannot be met by choosing panels, only by better posteriors
@@ -573,9 +575,9 @@ def outside_floor(
             sigma = math.sqrt(max(float(lp.fun), 1e-12))
             outside = 0.0
             if quota.min > 0:
-                outside += sigma * float(_shortfall(np.array((mu - quota.min + 0.5) / sigma)))
+                outside += sigma * float(_shortfall(np.array((mu - quota.min) / sigma)))
             if quota.max < size:
-                outside += sigma * float(_shortfall(np.array((quota.max + 0.5 - mu) / sigma)))
+                outside += sigma * float(_shortfall(np.array((quota.max - mu) / sigma)))
             best = min(best, outside)
         floors[j] = best
     return floors
