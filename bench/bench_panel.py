@@ -70,6 +70,7 @@ from reconstruction.algorithms.panel import (
     PanelResult,
     Quota,
     _count_interval,
+    _expected_outside,
     select_panel,
 )
 from reconstruction.algorithms.queries import (
@@ -364,6 +365,16 @@ class Figures:
     # ``pool_ci95`` (the posteriors' Bernoulli variance plus the replicates' variance of
     # the posterior sum over the candidates' reports).
     pool_percentile_covered: list[NDArray[np.bool_]] = field(default_factory=list)
+    # Per pool and quota, mean over the lottery draws: the seats outside the band each
+    # drawn panel's result would state (``QuotaOutcome.expected_outside``: its expected
+    # count and variance as the result computes them, ``panel._expected_outside``), and
+    # the same with the form used before 2026-11-25 (half a seat added to the distance
+    # from the edge), to set beside the realised ``outside``.
+    predicted_outside: list[NDArray[np.float64]] = field(default_factory=list)
+    predicted_outside_old: list[NDArray[np.float64]] = field(default_factory=list)
+    # The same with the Bernoulli variance alone (no replicate variance): what exact
+    # posteriors would predict.
+    predicted_outside_bernoulli: list[NDArray[np.float64]] = field(default_factory=list)
 
 
 def deletion_filter_refusal(
@@ -537,6 +548,20 @@ def _shortfall(z: NDArray[np.float64]) -> NDArray[np.float64]:
     )
 
 
+def _old_expected_outside(
+    expected: float, variance: float, low: int, high: int, size: int
+) -> float:
+    """The expected seats outside ``[low, high]`` as computed before 2026-11-25: half a seat
+    added to the distance from each edge (the baseline of the prediction row)."""
+    sigma = math.sqrt(max(variance, 1e-12))
+    total = 0.0
+    if low > 0:
+        total += sigma * float(_shortfall(np.array((expected - low + 0.5) / sigma)))
+    if high < size:
+        total += sigma * float(_shortfall(np.array((high + 0.5 - expected) / sigma)))
+    return total
+
+
 def outside_floor(
     result: PanelResult, quota_list: list[Quota], grid: int = 9
 ) -> NDArray[np.float64]:
@@ -611,6 +636,9 @@ def measure(
         figures.covered += int(outcome.ci95[0] <= realised <= outcome.ci95[1])
         figures.intervals += 1
     outside = np.zeros(len(quota_list))
+    predicted = np.zeros(len(quota_list))
+    predicted_old = np.zeros(len(quota_list))
+    predicted_bernoulli = np.zeros(len(quota_list))
     hits = np.zeros((draws, len(quota_list)), dtype=bool)
     if posteriors is not None:  # the same posteriors as the result's (a check)
         for outcome, post in zip(result.quotas, posteriors, strict=True):
@@ -621,11 +649,26 @@ def measure(
         outside += np.maximum(lower - counts, 0) + np.maximum(counts - upper, 0)
         if posteriors is not None:
             for j, post in enumerate(posteriors):
-                _, low, high = _count_interval(post.values[panel], post.replicates(panel), size)
+                values = post.values[panel]
+                replicates = post.replicates(panel)
+                _, low, high = _count_interval(values, replicates, size)
                 hits[d, j] = low <= counts[j] <= high
+                # The drawn panel's expected_outside as the result computes it.
+                mean = float(values.sum())
+                bernoulli = float((values * (1 - values)).sum())
+                variance = bernoulli + float(replicates.sum(axis=1).var(ddof=1))
+                q = quota_list[j]
+                predicted_bernoulli[j] += _expected_outside(
+                    mean, bernoulli, q.min, q.max, int(size)
+                )
+                predicted[j] += _expected_outside(mean, variance, q.min, q.max, int(size))
+                predicted_old[j] += _old_expected_outside(mean, variance, q.min, q.max, int(size))
     figures.outside.append(outside / draws)
     if posteriors is not None:
         figures.draw_covered.append(hits)
+        figures.predicted_outside.append(predicted / draws)
+        figures.predicted_outside_old.append(predicted_old / draws)
+        figures.predicted_outside_bernoulli.append(predicted_bernoulli / draws)
     figures.floors.append(outside_floor(result, quota_list))
     true_pool = masks[:, result.candidates].sum(axis=1)
     estimated = np.array([o.pool_expected for o in result.quotas])
@@ -1041,6 +1084,20 @@ def main() -> int:
             target=f"<= {limit} needed",
             ok=None,
         )
+        if ours.predicted_outside:
+            table.add(
+                f"  {labels[worst_j]}: seats outside the drawn panels' results state "
+                "(expected_outside, mean over pools and draws)",
+                float(np.mean(ours.predicted_outside, axis=0)[worst_j]),
+                baseline=float(np.mean(ours.predicted_outside_old, axis=0)[worst_j]),
+                baseline_name="the form before 2026-11-25 (+1/2 seat)",
+                target=f"about {worst:.3g} (realised)",
+            )
+            table.add(
+                f"  {labels[worst_j]}: the same with the Bernoulli variance alone "
+                "(no replicate variance)",
+                float(np.mean(ours.predicted_outside_bernoulli, axis=0)[worst_j]),
+            )
         table.add(
             f"  {labels[worst_j]}: |estimated - true| count in the pool / true count "
             "(the reconstruction's error; mean over pools, worst pool)",
