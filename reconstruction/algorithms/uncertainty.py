@@ -112,11 +112,13 @@ def percentile_interval(
     ``"order"`` sits about one order statistic outside ``"interpolated"`` on each side
     (about ``2 / (B+1)`` more coverage when the bootstrap distribution is right; intervals
     about 4% wider at ``B = 200``). It is not the product's rule: measured on the same
-    replicates (2026-11-25, README "The bootstrap percentile rule, measured"), it pushed
-    intervals that already cover too often further out (bench_accuracy's n = 30,000
-    real-valued control 96.7% -> 97.3%, declared ``step`` 95.3% -> 97.0%), while the
-    intervals that cover too rarely (whole-year ages under Laplace noise) stayed at about
-    92-93%: their shortfall is the smoothed reconstruction's bias, not the rule.
+    replicates (2026-11-25, README "The bootstrap percentile rule, measured"), it lifted
+    whole-year ages under Laplace noise into 93-97% (91.6% -> 94.4% at eps 2, B = 100)
+    but pushed intervals that already cover often above 97% (staircase ages at eps 4
+    96.9% -> 97.3%; bench_accuracy's n = 30,000 real-valued control 96.7% -> 97.2% over
+    900 surveys): those over-cover because the participant bootstrap holds the variance
+    of the table's true count, the Laplace ones under-cover from the reconstruction's
+    bias, and one percentile rule cannot correct both.
 
     Parameters
     ----------
