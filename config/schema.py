@@ -22,4 +22,15 @@ class AutoSchema(SpectacularAutoSchema):
         schema: dict[str, Any] = super()._map_serializer(serializer, direction, bypass_extensions)
         if direction == "request" and getattr(serializer, "refuses_unknown_fields", False):
             schema["additionalProperties"] = False
+            # Read-only fields a body may repeat from GET (ignored by the server).
+            properties = schema.setdefault("properties", {})
+            for name in getattr(serializer, "repeatable_fields", ()):
+                properties.setdefault(
+                    name,
+                    {
+                        "readOnly": True,
+                        "description": "Ignored: may be repeated from the representation "
+                        "read with GET, so that it can be edited and sent back.",
+                    },
+                )
         return schema

@@ -28,6 +28,10 @@ class StrictFieldsMixin:
 
     #: Read by ``config.schema.AutoSchema``: the request object is ``additionalProperties: false``.
     refuses_unknown_fields = True
+    #: Read-only fields of the resource's representation that a body may repeat, so that
+    #: what GET returned can be edited and PUT back; they are ignored (the server sets
+    #: them). Published in the request schema as ``readOnly``.
+    repeatable_fields: tuple[str, ...] = ()
     unknown_field_message: Promise = gettext_lazy("Unknown field; this object has %(fields)s.")
 
     def to_internal_value(self, data: Any) -> Any:
@@ -36,7 +40,12 @@ class StrictFieldsMixin:
             fields = self.fields  # type: ignore[attr-defined]
             known = sorted(name for name, field in fields.items() if not field.read_only)
             message = str(self.unknown_field_message) % {"fields": ", ".join(known)}
-            unknown = {str(name): [message] for name in data if name not in known}
+            repeatable = set(self.repeatable_fields)
+            unknown = {
+                str(name): [message]
+                for name in data
+                if name not in known and name not in repeatable
+            }
         try:
             value = super().to_internal_value(data)  # type: ignore[misc]
         except serializers.ValidationError as exc:

@@ -33,6 +33,7 @@ class ConsultationSerializer(serializers.ModelSerializer):
 
 class ConsultationInputSerializer(StrictFieldsMixin, serializers.Serializer):
     unknown_field_message = gettext_lazy("Unknown field; a consultation has %(fields)s.")
+    repeatable_fields = ("id", "created_at", "updated_at")
     title = serializers.CharField(max_length=200)
     description = serializers.CharField(
         allow_blank=True, required=False, default="", max_length=20_000

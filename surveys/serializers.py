@@ -221,6 +221,9 @@ class SurveyInputSerializer(StrictFieldsMixin, serializers.Serializer):
 
 class SurveyUpdateSerializer(StrictFieldsMixin, serializers.Serializer):
     unknown_field_message = SURVEY_UNKNOWN_FIELD
+    repeatable_fields = (
+        "id", "status", "created_at", "opened_at", "closed_at", "response_count",
+    )  # fmt: skip
     consultation = JSONIntegerField(
         min_value=1, required=False, help_text="Cannot change; may be repeated."
     )

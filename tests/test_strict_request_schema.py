@@ -237,3 +237,19 @@ def test_an_unknown_survey_field_is_named_in_the_readers_language(world: dict[st
     known = "consultation, kind, questions, title"
     assert german.json()["errors"] == {"questons": [f"Unbekanntes Feld; eine Umfrage hat {known}."]}
     assert polish.json()["errors"] == {"questons": [f"Nieznane pole; ankieta ma pola {known}."]}
+
+
+@pytest.mark.parametrize(
+    ("component", "fields"),
+    [
+        ("ConsultationInputRequest", {"id", "created_at", "updated_at"}),
+        ("SurveyUpdateRequest", {"id", "status", "created_at", "response_count"}),
+    ],
+)
+def test_the_read_only_fields_a_put_may_repeat_are_listed_read_only(schema, component, fields):
+    """What GET returned may be PUT back (README addition): the closed request object
+    lists the representation's read-only fields as ``readOnly``, not as unknown keys."""
+    node = schema["components"]["schemas"][component]
+    assert node["additionalProperties"] is False
+    for name in fields:
+        assert node["properties"][name].get("readOnly") is True, name

@@ -145,3 +145,21 @@ def test_another_organisations_consultation_answers_404(tenant, other_tenant, co
     assert other_tenant.analyst.get(URL).json()["count"] == 0
     consultation.refresh_from_db()
     assert consultation.title == "New primary school"
+
+
+def test_a_consultation_read_with_get_can_be_put_back_edited(tenant, consultation):
+    """GET, edit, PUT: the representation's read-only fields (id, timestamps) may be
+    repeated and are ignored; an unknown field is still refused."""
+    url = f"{URL}{consultation.pk}/"
+    body = tenant.analyst.get(url).json()
+    assert {"id", "created_at", "updated_at"} <= set(body)
+    body["title"] = "Renamed after reading"
+    response = tenant.analyst.put(url, body, format="json")
+    assert response.status_code == 200, response.content
+    consultation.refresh_from_db()
+    assert consultation.title == "Renamed after reading"
+    assert response.json()["id"] == consultation.pk
+    body["min_cel"] = 8
+    refused = tenant.analyst.put(url, body, format="json")
+    assert refused.status_code == 400
+    assert list(refused.json()["errors"]) == ["min_cel"]

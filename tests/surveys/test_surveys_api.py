@@ -387,3 +387,21 @@ def test_a_continuous_question_may_declare_its_lattice_step(tenant, consultation
     from surveys.schemes import question_scheme
 
     assert question_scheme(stored)["step"] == 1.0
+
+
+def test_a_survey_read_with_get_can_be_put_back_edited(tenant, consultation):
+    """GET, edit, PUT on a draft: the representation (read-only fields, questions as
+    read) goes back unchanged except the edit; an unknown field is still refused."""
+    survey = survey_factory(consultation, open_it=False)
+    url = f"{URL}{survey.pk}/"
+    body = tenant.analyst.get(url).json()
+    assert {"id", "status", "created_at", "response_count"} <= set(body)
+    body["title"] = "Renamed after reading"
+    response = tenant.analyst.put(url, body, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["title"] == "Renamed after reading"
+    assert response.json()["questions"] == body["questions"]
+    body["titel"] = "x"
+    refused = tenant.analyst.put(url, body, format="json")
+    assert refused.status_code == 400
+    assert list(refused.json()["errors"]) == ["titel"]
