@@ -330,8 +330,10 @@ def panel_probabilities_file(job: AnalysisJob) -> StreamingHttpResponse:
                 % {"status": job.status}
             }
         )
+    from reconstruction.exports import safe_csv_lines  # a reference may begin with '-'
+
     response = StreamingHttpResponse(
-        probabilities_chunks(job.attachment), content_type="text/csv; charset=utf-8"
+        safe_csv_lines(job.attachment), content_type="text/csv; charset=utf-8"
     )
     response["Content-Disposition"] = (
         f'attachment; filename="survey-{job.survey_id}-panel-{job.pk}-probabilities.csv"'
@@ -397,6 +399,10 @@ def report_file(report: Report, fmt: str, language: str | None = None) -> HttpRe
     elif fmt == "html" and language and language != settings.LANGUAGE_CODE:
         html = render_report_html(report.result or {}, language=language)
         response = HttpResponse(html, content_type=DOWNLOAD_TYPES[fmt])
+    elif fmt == "csv":  # formatted again from the document: formula cells neutralised
+        from reconstruction.reports import report_csv
+
+        response = HttpResponse(report_csv(report.result or {}), content_type=DOWNLOAD_TYPES[fmt])
     else:
         response = HttpResponse(getattr(report, fmt), content_type=DOWNLOAD_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{filename}"'

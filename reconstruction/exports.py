@@ -4,16 +4,28 @@ Every export carries, besides the data, a description of each column and the pri
 (how answers were distorted, the disclosure thresholds, what "suppressed" means): in XLSX
 as the sheets ``columns`` and ``privacy``; in CSV as ``#`` comment lines before the table
 (``pandas.read_csv(path, comment="#")`` reads the table alone).
+
+Spreadsheet formula injection (OWASP "CSV injection"): a question text, category or
+reference is typed by an analyst, staff member or portal, so a cell that a spreadsheet
+would read as a formula (it begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
+return, and is not a plain number) is written with a leading ``'`` in CSV (the writer is
+``defusedcsv``'s, which also escapes ``|`` and ``%``); XLSX cells are typed: a string is
+always a string cell, never a formula (:func:`to_xlsx`).
 """
 
 from __future__ import annotations
 
 import io
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import openpyxl
 import pandas as pd
+from defusedcsv import csv as defused_csv
 from django.utils.translation import gettext as _
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
 from config.messages import localise_result, translate_notes
 from reconstruction.presentation import privacy_sentence, section_labels
@@ -21,6 +33,54 @@ from reconstruction.presentation import privacy_sentence, section_labels
 CSV_TYPE = "text/csv; charset=utf-8"
 XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 FORMATS = {"csv": CSV_TYPE, "xlsx": XLSX_TYPE}
+
+# OWASP's formula triggers; defusedcsv covers the first four (and | and %), not tab and CR.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"-?[0-9.,]+(e[+-]?[0-9]+)?", re.IGNORECASE)
+# In a '#' comment line: a trigger right after a separator would start a cell too.
+_COMMENT_CELL = re.compile(r"(^|[,;\t])(\s*)(?=[=+\-@])")
+
+
+def safe_cell(value: Any) -> Any:
+    """``value`` as a spreadsheet may show it without running it: a string that begins
+    with a formula trigger and is not a plain number gets a leading ``'``."""
+    if not isinstance(value, str) or not value.startswith(FORMULA_START):
+        return value
+    if _PLAIN_NUMBER.fullmatch(value):
+        return value
+    return "'" + value
+
+
+def csv_writer(out: Any, **options: Any) -> Any:
+    """A CSV writer that neutralises formula cells (defusedcsv, plus tab and CR)."""
+    inner = defused_csv.writer(out, **options)
+
+    class _Writer:
+        def writerow(self, row: Iterable[Any]) -> Any:
+            return inner.writerow([safe_cell(v) for v in row])
+
+        def writerows(self, rows: Iterable[Iterable[Any]]) -> None:
+            for row in rows:
+                self.writerow(row)
+
+    return _Writer()
+
+
+def safe_comment(text: str) -> str:
+    """A ``#`` comment line's text with no cell a spreadsheet would run: line breaks
+    become spaces and a trigger after a separator gets a leading ``'``."""
+    flat = str(text).replace("\r", " ").replace("\n", " ")
+    return _COMMENT_CELL.sub(lambda m: f"{m.group(1)}{m.group(2)}'", flat)
+
+
+def safe_csv_lines(text: str) -> Iterator[str]:
+    """An already written CSV (e.g. a stored attachment) rewritten through
+    :func:`csv_writer`, one line at a time."""
+    reader = defused_csv.reader(io.StringIO(text))
+    for row in reader:
+        out = io.StringIO()
+        csv_writer(out, lineterminator="\n").writerow(row)
+        yield out.getvalue()
 
 
 @dataclass(frozen=True)
@@ -227,24 +287,55 @@ def analysis_export(
     return Export(pd.DataFrame(flat, columns=["field", "value"]), columns, notes)
 
 
+def _plain(value: Any) -> Any:
+    """A cell's value as the csv module writes it: missing values empty."""
+    try:
+        if value is None or bool(pd.isna(value)):
+            return None
+    except (TypeError, ValueError):
+        return value
+    return value.item() if hasattr(value, "item") else value
+
+
 def to_csv(export: Export) -> bytes:
     out = io.StringIO()
     out.write("# " + _("Columns") + "\n")
     for name, meaning in export.description().itertuples(index=False):
-        out.write(f"# {name}: {meaning}\n")
+        out.write("# " + safe_comment(f"{name}: {meaning}") + "\n")
     out.write("# " + _("Privacy notes") + "\n")
     for note in export.notes:
-        out.write(f"# {note}\n")
-    export.data.to_csv(out, index=False)
+        out.write("# " + safe_comment(note) + "\n")
+    writer = csv_writer(out, lineterminator="\n")
+    writer.writerow(list(export.data.columns))
+    for row in export.data.itertuples(index=False):
+        writer.writerow([_plain(v) for v in row])
     return out.getvalue().encode("utf-8")
 
 
+def _sheet(book: Any, title: str, frame: pd.DataFrame) -> None:
+    """One sheet: a header row, then the values; every string is a string cell (openpyxl
+    would store a string beginning with '=' as a formula)."""
+    sheet = book.create_sheet(title)
+    for r, row in enumerate([list(frame.columns), *frame.itertuples(index=False)], start=1):
+        for c, value in enumerate(row, start=1):
+            plain = _plain(value)
+            if plain is None:
+                continue
+            if not isinstance(plain, bool | int | float):
+                plain = ILLEGAL_CHARACTERS_RE.sub("", str(plain))
+            cell = sheet.cell(row=r, column=c, value=plain)
+            if isinstance(plain, str):
+                cell.data_type = "s"  # never "f": text, whatever it begins with
+
+
 def to_xlsx(export: Export, title: str) -> bytes:
+    book = openpyxl.Workbook()
+    book.remove(book.active)
+    _sheet(book, title[:31] or "data", export.data)
+    _sheet(book, "columns", export.description())
+    _sheet(book, "privacy", pd.DataFrame({_("note"): export.notes}))
     buffer = io.BytesIO()
-    with pd.ExcelWriter(buffer, engine="openpyxl") as writer:
-        export.data.to_excel(writer, sheet_name=title[:31] or "data", index=False)
-        export.description().to_excel(writer, sheet_name="columns", index=False)
-        pd.DataFrame({_("note"): export.notes}).to_excel(writer, sheet_name="privacy", index=False)
+    book.save(buffer)
     return buffer.getvalue()
 
 

@@ -10,7 +10,6 @@ answers and are judged on themselves.
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -150,8 +149,10 @@ def _labels(section: dict[str, Any]) -> list[str]:
 
 
 def report_csv(document: dict[str, Any]) -> str:
+    from reconstruction.exports import csv_writer  # formula cells neutralised
+
     out = io.StringIO()
-    writer = csv.writer(out)
+    writer = csv_writer(out)
     writer.writerow(
         [
             "question",
