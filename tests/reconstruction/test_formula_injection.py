@@ -16,8 +16,13 @@ import pytest
 
 from reconstruction.exports import safe_cell, safe_comment
 from surveys.services import responses_submit_bulk
-from tests.factories import client_for, consultation_factory, key_factory, organisation_factory
-from tests.factories import survey_factory
+from tests.factories import (
+    client_for,
+    consultation_factory,
+    key_factory,
+    organisation_factory,
+    survey_factory,
+)
 
 pytestmark = pytest.mark.django_db
 
