@@ -9,7 +9,7 @@ DEV := DJANGO_DEBUG=1
 # Unit tests always use the embedded default, whatever the caller's environment says.
 EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u CACHE_URL -u INTEGRATION_SERVICES $(DEV)
 
-.PHONY: help demo test tour test-unit test-clients test-js test-integration test-slow lint lock bench serve worker clean
+.PHONY: gettext help demo test tour test-unit test-clients test-js test-integration test-slow lint lock bench serve worker clean messages
 
 help:
 	@echo "make demo    create .venv, migrate the SQLite default, run the demo consultation"
@@ -19,6 +19,7 @@ help:
 	@echo "make tour    refresh the README's admin screenshots (docs/tour/) from the browser tour test"
 	@echo "make bench   the benchmarks (bench/run): a summary table, exit status 1 on a missed target"
 	@echo "make serve   runserver on the embedded default"
+	@echo "make messages  extract new translatable strings into locale/*/django.po, compile the .mo files"
 	@echo "make lock    re-pin requirements*.lock (with hashes) after changing requirements*.txt"
 
 # requirements*.txt name the direct dependencies; requirements*.lock pin every package with
@@ -44,7 +45,29 @@ lock: $(VENV)/.dev
 	$(LOCK) requirements.txt -o requirements.lock
 	$(LOCK) requirements-dev.txt -o requirements-dev.lock
 
-demo: $(VENV)/.runtime
+# Translations: locale/{de,pl}/LC_MESSAGES/django.po are the only source (translators edit
+# them directly or in Poedit/Weblate/Transifex). The .mo files are built, never committed:
+# by the rule below (make demo, serve, test) and in the Docker image. `make messages`
+# extracts new strings (makemessages; the header's POT date is dropped so that two
+# branches adding strings do not conflict on it) and compiles them (compilemessages).
+# Both need GNU gettext (installed with apt-get when missing and allowed).
+LANGUAGES := de pl
+CATALOGUES := $(foreach language,$(LANGUAGES),locale/$(language)/LC_MESSAGES/django.mo)
+MAKEMESSAGES := makemessages $(foreach language,$(LANGUAGES),-l $(language)) --add-location=file --no-obsolete \
+	--ignore=.venv --ignore=clients --ignore=tests --ignore=bench --ignore=docs --ignore=locale --ignore=site --ignore=dist
+
+gettext:
+	@command -v msgfmt >/dev/null || $(PYTHON) -c 'import sys; sys.path.insert(0, "."); from tests.servers import apt_install; apt_install("gettext")'
+
+locale/%/LC_MESSAGES/django.mo: locale/%/LC_MESSAGES/django.po | gettext
+	msgfmt --check -o $@ $<
+
+messages: $(VENV)/.runtime gettext
+	$(EMBEDDED) $(PY) manage.py $(MAKEMESSAGES)
+	sed -i '/^"POT-Creation-Date: /d' $(foreach language,$(LANGUAGES),locale/$(language)/LC_MESSAGES/django.po)
+	$(EMBEDDED) $(PY) manage.py compilemessages $(foreach language,$(LANGUAGES),-l $(language)) --ignore=.venv --ignore=clients --ignore=tests
+
+demo: $(VENV)/.runtime $(CATALOGUES)
 	$(EMBEDDED) $(PY) manage.py migrate --verbosity 0
 	$(EMBEDDED) $(PY) manage.py demo
 
@@ -54,18 +77,18 @@ test-js:
 	@command -v node >/dev/null || $(PY) -c 'from tests.servers import apt_install; apt_install("nodejs")'
 	node --test tests/js/ clients/js/test/
 
-test-unit: $(VENV)/.dev test-clients
+test-unit: $(VENV)/.dev test-clients $(CATALOGUES)
 	$(EMBEDDED) $(PY) -m pytest -m "not integration and not slow" -q
 
 # The portal client package's own tests (no Django), run from its own directory.
 test-clients: $(VENV)/.dev
 	cd clients/python && ../../$(PY) -m pytest -q
 
-test-integration: $(VENV)/.dev
+test-integration: $(VENV)/.dev $(CATALOGUES)
 	$(DEV) $(PY) -m tests.servers -- $(PY) -m pytest -m "integration and not slow" -q
 
 # Strict statistical checks marked @pytest.mark.slow (tests/README.md lists them).
-test-slow: $(VENV)/.dev
+test-slow: $(VENV)/.dev $(CATALOGUES)
 	$(EMBEDDED) $(PY) -m pytest -m "slow and not integration" -q
 
 lint: $(VENV)/.dev
@@ -75,13 +98,13 @@ lint: $(VENV)/.dev
 
 # The browser tour writes its screenshots to a temp dir during `make test`; this target
 # writes them to docs/tour/ (commit the changed images).
-tour: $(VENV)/.dev
+tour: $(VENV)/.dev $(CATALOGUES)
 	TOUR_DIR=docs/tour $(EMBEDDED) $(PY) -m pytest -q tests/browser/test_organiser_tour.py
 
 bench: $(VENV)/.dev
 	bash bench/run
 
-serve: $(VENV)/.runtime
+serve: $(VENV)/.runtime $(CATALOGUES)
 	$(EMBEDDED) $(PY) manage.py migrate --verbosity 0
 	$(EMBEDDED) $(PY) manage.py runserver
 

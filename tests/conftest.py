@@ -9,10 +9,28 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 INTEGRATION = os.environ.get("INTEGRATION_SERVICES") == "1"
+LOCALE = Path(__file__).resolve().parents[1] / "locale"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the translation catalogues when a .mo is missing or older than its .po.
+
+    The .po files are the only source and the .mo files are not committed: `make test`
+    builds them with msgfmt, this covers a bare `pytest` (and a worktree just rebased onto
+    a branch that changed a .po). Written atomically, as parallel runs may race here."""
+    import polib
+
+    for po_path in sorted(LOCALE.glob("*/LC_MESSAGES/django.po")):
+        mo_path = po_path.with_suffix(".mo")
+        if not mo_path.exists() or mo_path.stat().st_mtime < po_path.stat().st_mtime:
+            partial = mo_path.with_name(f".{mo_path.name}.{os.getpid()}")
+            polib.pofile(str(po_path)).save_as_mofile(str(partial))
+            os.replace(partial, mo_path)
 
 
 @pytest.hookimpl(trylast=True)

@@ -32,7 +32,7 @@ def test_the_catalogue_is_complete_and_compiled(language):
     compiled = polib.mofile(str(LOCALE / language / "LC_MESSAGES" / "django.mo"))
     assert {e.msgid: e.msgstr for e in compiled if not e.msgid_plural and e.msgid} == {
         e.msgid: e.msgstr for e in entries if not e.msgid_plural
-    }, "django.mo is stale: run .venv/bin/python locale/fill.py"
+    }, "django.mo is stale: run `make messages` (the .po file is the source)"
 
 
 def test_api_errors_follow_accept_language(db):
@@ -659,3 +659,53 @@ def test_the_admin_names_apps_models_and_columns_in_the_organisers_language(db, 
             "/admin/reconstruction/analysisjob/", HTTP_ACCEPT_LANGUAGE="de"
         ).content.decode()
     )
+
+
+# --------------------------------------------------------------------------- the catalogues' home
+
+
+def test_scrambled_answers_are_not_called_encrypted_or_hidden():
+    """A resident's answer is randomly distorted, not encrypted (German "verschlüsselt" says
+    the organisers could decrypt it) and not hidden: the wording says "verfremdet" and
+    "zniekształcony" (the German page said "verschlüsselt" until the .po files became the
+    only source)."""
+    wrong = {"de": re.compile(r"schlüssel|versteck|verborg", re.I),
+             "pl": re.compile(r"szyfr|ukry", re.I)}  # fmt: skip
+    right = {"de": re.compile(r"verfremd|verfälsch|verzerr", re.I),
+             "pl": re.compile(r"zniekształc", re.I)}  # fmt: skip
+    for language in ("de", "pl"):
+        po = polib.pofile(str(LOCALE / language / "LC_MESSAGES" / "django.po"))
+        scrambled = [e for e in po if re.search(r"scrambl", e.msgid, re.I)]
+        assert len(scrambled) >= 4
+        for entry in scrambled:
+            assert not wrong[language].search(entry.msgstr), (language, entry.msgstr)
+            assert right[language].search(entry.msgstr), (language, entry.msgstr)
+
+
+def test_the_po_files_are_the_only_source_and_the_image_compiles_them(tmp_path):
+    """No second copy of the translations (the old locale/catalogue.py and its fill script);
+    no committed .mo; the Dockerfile's msgfmt step, run as written on a copy of locale/,
+    compiles every .po into a .mo that says what the .po says."""
+    import shutil
+    import subprocess
+
+    assert sorted(p.name for p in LOCALE.iterdir() if p.is_file()) == []
+    ignored = (LOCALE.parent / ".gitignore").read_text().splitlines()
+    assert "*.mo" in ignored
+    dockerfile = (LOCALE.parent / "Dockerfile").read_text()
+    (step,) = [
+        line.removeprefix("RUN ")
+        for line in dockerfile.splitlines()
+        if line.startswith("RUN ") and "msgfmt" in line
+    ]
+    assert "COPY --from=catalogues /locale locale" in dockerfile
+    assert shutil.which("msgfmt"), "GNU gettext is missing: apt-get install gettext (make test does)"
+    copy = tmp_path / "locale"
+    shutil.copytree(LOCALE, copy, ignore=shutil.ignore_patterns("*.mo"))
+    subprocess.run(["sh", "-c", step.replace("/locale", str(copy))], check=True)
+    for language in ("de", "pl"):
+        po = polib.pofile(str(copy / language / "LC_MESSAGES" / "django.po"))
+        mo = polib.mofile(str(copy / language / "LC_MESSAGES" / "django.mo"))
+        assert {e.msgid: e.msgstr for e in mo if e.msgid and not e.msgid_plural} == {
+            e.msgid: e.msgstr for e in po if not e.obsolete and not e.msgid_plural
+        }
