@@ -699,7 +699,7 @@ def test_the_po_files_are_the_only_source_and_the_image_compiles_them(tmp_path):
         if line.startswith("RUN ") and "msgfmt" in line
     ]
     assert "COPY --from=catalogues /locale locale" in dockerfile
-    assert shutil.which("msgfmt"), "GNU gettext is missing: apt-get install gettext (make test does)"
+    assert shutil.which("msgfmt"), "GNU gettext is missing: apt-get install gettext"
     copy = tmp_path / "locale"
     shutil.copytree(LOCALE, copy, ignore=shutil.ignore_patterns("*.mo"))
     subprocess.run(["sh", "-c", step.replace("/locale", str(copy))], check=True)
