@@ -64,15 +64,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import Table, finish_all
 from privacy.mechanisms import AdditiveLaplace, AdditiveStaircase, NoNoise, randomised_response
-from reconstruction.algorithms import panel as panel_module
 from reconstruction.algorithms.panel import (
     InfeasibleQuotas,
     PanelResult,
     Quota,
-    _count_interval,
-    _expected_outside,
     select_panel,
 )
+from reconstruction.algorithms.panel import feasibility as feasibility_module
+from reconstruction.algorithms.panel.bands import _expected_outside
+from reconstruction.algorithms.panel.posteriors import _count_interval
 from reconstruction.algorithms.queries import (
     Condition,
     ConditionPosterior,
@@ -395,7 +395,7 @@ def deletion_filter_refusal(
     ``_conflict`` is the deletion filter (the same MILPs, node limits and order as the old
     code). Returns the seconds and the refusal.
     """
-    relaxation, conflict = panel_module._relaxation, panel_module._conflict
+    relaxation, conflict = feasibility_module._relaxation, feasibility_module._conflict
 
     def decided_first(problem, deadline=None):  # type: ignore[no-untyped-def]
         problem.decide(deadline=deadline)
@@ -413,7 +413,7 @@ def deletion_filter_refusal(
                 active[j] = True
         return tuple(int(j) for j in np.flatnonzero(active)), minimal, False
 
-    panel_module._relaxation, panel_module._conflict = decided_first, deletion_filter
+    feasibility_module._relaxation, feasibility_module._conflict = decided_first, deletion_filter
     start = time.perf_counter()
     try:
         select_panel(
@@ -422,7 +422,7 @@ def deletion_filter_refusal(
     except InfeasibleQuotas as error:
         return time.perf_counter() - start, error
     finally:
-        panel_module._relaxation, panel_module._conflict = relaxation, conflict
+        feasibility_module._relaxation, feasibility_module._conflict = relaxation, conflict
     raise RuntimeError("the deletion-filter run did not refuse the bands the product refused")
 
 

@@ -16,15 +16,17 @@ from numpy.testing import assert_allclose
 from scipy.optimize import linprog
 
 from privacy.mechanisms import AdditiveLaplace, randomised_response
-from reconstruction.algorithms import panel as panel_module
 from reconstruction.algorithms.panel import (
     InfeasibleQuotas,
     PanelCancelled,
+    PanelOptions,
     Quota,
-    _lp_bound,
-    _Problem,
+    limits,
+    maximin,
     select_panel,
 )
+from reconstruction.algorithms.panel.problem import _Problem
+from reconstruction.algorithms.panel.warm_start import _lp_bound
 from reconstruction.algorithms.queries import (
     Condition,
     ContinuousAttribute,
@@ -425,7 +427,7 @@ def test_the_deadline_also_stops_the_covering_step_and_the_notes_count_who_it_mi
     # covering step has not put every candidate in a panel by then still ends in time,
     # with a valid lottery: the candidates not reached get probability 0 and the notes
     # say how many. Without warm-start panels, the covering step finds one panel and stops.
-    monkeypatch.setattr(panel_module, "_WARM_PANELS", 0)
+    monkeypatch.setattr(maximin, "_WARM_PANELS", 0)
     table = _age_sex_table(3.0)
     quotas = [
         Quota((Condition("sex", "in", {0}),), 4, 8, "women"),
@@ -598,7 +600,7 @@ class _Clock:
 
 
 def _seeded_run(monkeypatch: pytest.MonkeyPatch, clock: _Clock, **options: object):  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(panel_module, "time", clock)
+    monkeypatch.setattr(limits, "time", clock)
     table = _age_sex_table(3.0)
     quotas = [
         Quota((Condition("sex", "in", {0}),), 4, 8, "women"),
@@ -619,8 +621,8 @@ def test_the_seed_reproduces_the_panel_whatever_the_machines_speed(
     # converge; the default limit is lowered to 15 so that the limit, not convergence,
     # ends both runs. The old code stopped at max_seconds, i.e. at a different round on
     # the fast clock below, and drew another lottery.
-    monkeypatch.setattr(panel_module, "_WARM_PANELS", 0)
-    monkeypatch.setitem(select_panel.__kwdefaults__, "max_rounds", 15)
+    monkeypatch.setattr(maximin, "_WARM_PANELS", 0)
+    monkeypatch.setitem(select_panel.__kwdefaults__, "options", PanelOptions(max_rounds=15))
     frozen = _Clock(0.0)
     first = _seeded_run(monkeypatch, frozen, max_seconds=100.0)
     # The clock now runs so fast that 100 s pass at the 24th reading. The converged run
@@ -645,7 +647,7 @@ def test_the_wall_clock_safety_net_says_the_draw_may_not_be_reproducible(
 ) -> None:
     # When max_seconds fires before the work limit, the run still ends with a valid
     # lottery, and the notes say where it stopped depends on the load.
-    monkeypatch.setattr(panel_module, "_WARM_PANELS", 0)
+    monkeypatch.setattr(maximin, "_WARM_PANELS", 0)
     stopped = _seeded_run(monkeypatch, _Clock(5.0), max_seconds=20.0)
     safety = [note for note in stopped.notes if "may not be reproducible" in note]
     assert len(safety) == 1 and "max_seconds=20" in safety[0]
@@ -666,8 +668,8 @@ def test_a_safety_net_firing_in_the_merged_types_check_says_exact_types_were_use
     # lottery is not the one a run within the clock builds (merged types), so the result
     # must say so and that the draw may not be reproducible; it used to say neither.
     clock = _Clock(0.0)
-    monkeypatch.setattr(panel_module, "time", clock)
-    original = panel_module._Problem.decide
+    monkeypatch.setattr(limits, "time", clock)
+    original = _Problem.decide
     checked = []
 
     def slow_merged_check(self, active=None, *, deadline=None):  # type: ignore[no-untyped-def]
@@ -676,16 +678,16 @@ def test_a_safety_net_firing_in_the_merged_types_check_says_exact_types_were_use
         # The merged MILP outlasts the time left: the clock passes the deadline and
         # HiGHS (really) stops at its time limit before deciding.
         clock.now = deadline + 1.0
-        floor = panel_module._DECIDE_FLOOR
-        monkeypatch.setattr(panel_module, "_DECIDE_FLOOR", 1e-9)
+        floor = limits.DECIDE_FLOOR
+        monkeypatch.setattr(limits, "DECIDE_FLOOR", 1e-9)
         try:
             decided = original(self, active, deadline=deadline)
         finally:
-            monkeypatch.setattr(panel_module, "_DECIDE_FLOOR", floor)
+            monkeypatch.setattr(limits, "DECIDE_FLOOR", floor)
         checked.append(decided)
         return decided
 
-    monkeypatch.setattr(panel_module._Problem, "decide", slow_merged_check)
+    monkeypatch.setattr(_Problem, "decide", slow_merged_check)
     table = _age_sex_table(3.0)
     quotas = [
         Quota((Condition("sex", "in", {0}),), 4, 8, "women"),
@@ -702,7 +704,7 @@ def test_a_safety_net_firing_in_the_merged_types_check_says_exact_types_were_use
     mu = result.support @ result.type_posteriors
     assert np.all(mu >= np.array([4, 2]) - 1e-6) and np.all(mu <= np.array([8, 6]) + 1e-6)
     # Within the clock the merged check decides, and no such note appears.
-    monkeypatch.setattr(panel_module._Problem, "decide", original)
+    monkeypatch.setattr(_Problem, "decide", original)
     calm = select_panel(table, 12, quotas, rng=np.random.default_rng(7), max_seconds=30.0)
     assert not any("merged candidate types" in n or "reproducible" in n for n in calm.notes)
     assert len(calm.type_posteriors) < len(result.type_posteriors)
@@ -713,7 +715,8 @@ def test_shared_variances_are_the_replicate_variance_at_a_random_panel() -> None
     # drawn at random: sum_t x_t shared_t equals Var_r(expected count) at x = size/N * n_t
     # (the tangent touches there), and a pool-wide shift of the posteriors is felt by
     # every seat.
-    from reconstruction.algorithms.panel import _merge_types, _shared_variances
+    from reconstruction.algorithms.panel.bands import _shared_variances
+    from reconstruction.algorithms.panel.posteriors import _merge_types
     from reconstruction.algorithms.queries import condition_posteriors
 
     table = _age_sex_table(3.0)
@@ -741,7 +744,7 @@ def test_tightened_bands_and_expected_outside_include_the_posteriors_uncertainty
     # level, and the result's expected_outside uses the same total variance; with the
     # Bernoulli variance alone the age band's realised counts fell outside more often
     # than stated (bench_panel, ages from noisy whole years).
-    from reconstruction.algorithms.panel import _expected_outside, _shared_variances
+    from reconstruction.algorithms.panel.bands import _expected_outside, _shared_variances
 
     table = _age_sex_table(3.0)
     quotas = [
@@ -785,7 +788,7 @@ def test_systematic_rounding_never_gives_a_type_more_seats_than_candidates() -> 
     # The warm start rounds herded targets that may sum below the panel size; scaled up,
     # a type of one candidate got two seats (bench_panel drew that panel and failed:
     # "Cannot take a larger sample than population").
-    from reconstruction.algorithms.panel import _systematic
+    from reconstruction.algorithms.panel.warm_start import _systematic
 
     x = np.array([1.0, 1.0, 0.5])
     order = np.arange(3)
@@ -808,7 +811,7 @@ def test_the_live_master_lp_is_the_maximin_master(fixing: bool) -> None:
     # last basis) must solve the same programme as _maximin_master's fresh linprog: the
     # same optimal level, a feasible mixture reaching it, and dual prices that certify it
     # (they drive the pricing), also with LEXIMIN's fixed types.
-    from reconstruction.algorithms.panel import _FIX_TOL, _LiveMaster, _maximin_master
+    from reconstruction.algorithms.panel.maximin import _FIX_TOL, _LiveMaster, _maximin_master
 
     rng = np.random.default_rng(7)
     t, size = 40, 6
@@ -869,7 +872,7 @@ def test_expected_outside_matches_the_exact_poisson_binomial_figure() -> None:
     # is 1.01-1.26 times the exact expectation (conservative; the most at small variance
     # with the mean at the centre); the form with half a seat added to the distance from
     # the edge gave 0.50-0.78 times it.
-    from reconstruction.algorithms.panel import _expected_outside
+    from reconstruction.algorithms.panel.bands import _expected_outside
 
     rng = np.random.default_rng(3)
     checked = 0

@@ -16,18 +16,16 @@ import numpy as np
 import pytest
 
 from privacy.mechanisms import AdditiveLaplace, randomised_response
-from reconstruction.algorithms import panel as panel_module
-from reconstruction.algorithms.panel import (
-    InfeasibleQuotas,
-    Quota,
+from reconstruction.algorithms.panel import InfeasibleQuotas, Quota, limits, select_panel
+from reconstruction.algorithms.panel.feasibility import (
     _check_feasible,
     _conflict,
     _infeasible,
-    _Problem,
     _relaxation,
     _Relaxed,
-    select_panel,
+    _undecided,
 )
+from reconstruction.algorithms.panel.problem import _Problem
 from reconstruction.algorithms.queries import (
     Condition,
     ContinuousAttribute,
@@ -159,7 +157,7 @@ def test_a_node_limited_check_is_undecided_not_a_crash(monkeypatch: pytest.Monke
     counts = posteriors.T @ x
     problem = _Problem(sizes, posteriors, 10, counts + 0.13, counts + 0.17)
     assert problem.decide() is True
-    monkeypatch.setattr(panel_module, "_DECIDE_NODES", 1)
+    monkeypatch.setattr(limits, "DECIDE_NODES", 1)
     assert problem.decide() is None
     assert problem.find() == (None, None)
     # A conflict search whose checks are undecided says so, and what it names still
@@ -184,7 +182,7 @@ def test_a_node_limited_check_is_undecided_not_a_crash(monkeypatch: pytest.Monke
     assert "work limit of 1 branch-and-bound nodes per MILP" in str(error)
     assert "the conflicting quotas may not be the fewest" in str(error)
     assert "max_seconds" not in str(error)
-    monkeypatch.setattr(panel_module, "_DECIDE_NODES", 20_000)
+    monkeypatch.setattr(limits, "DECIDE_NODES", 20_000)
     assert _conflict(with_half, [0, 1, 2, 3], []) == ((3,), True, False)
 
 
@@ -208,7 +206,7 @@ def test_an_undecided_refusal_proposes_the_relaxation_found_before_the_limit(
         Quota((Condition(f"a{j}", "in", {0}),), int(lo), int(np.ceil(hi)), f"q{j}")
         for j, (lo, hi) in enumerate(zip(problem.lower, problem.upper, strict=True))
     ]
-    monkeypatch.setattr(panel_module, "_DECIDE_NODES", 1)
+    monkeypatch.setattr(limits, "DECIDE_NODES", 1)
     relaxed = _relaxation(problem)
     assert relaxed.infeasible is None and not relaxed.optimal and relaxed.panel is not None
     down, up = np.array(relaxed.slack[:3]), np.array(relaxed.slack[3:])
@@ -248,7 +246,7 @@ def test_an_undecided_refusal_proposes_the_relaxation_found_before_the_limit(
     assert "Przed osiągnięciem limitu znaleziono wykonalne złagodzenie" in polish
     assert polish.endswith(changes)
     # Without a relaxation found (none within the limit), the refusal is as before.
-    plain = panel_module._undecided(quotas, None, None, _Relaxed([0] * 6, None, False, None))
+    plain = _undecided(quotas, None, None, _Relaxed([0] * 6, None, False, None))
     assert "relaxation" not in str(plain)
     assert plain.relaxation == tuple((quota.min, quota.max) for quota in quotas)
 
@@ -292,7 +290,7 @@ QUOTAS = [
 
 
 def _refuse(monkeypatch: pytest.MonkeyPatch, clock: _Clock) -> InfeasibleQuotas:
-    monkeypatch.setattr(panel_module, "time", clock)
+    monkeypatch.setattr(limits, "time", clock)
     with pytest.raises(InfeasibleQuotas) as caught:
         select_panel(_ages_table(), 12, QUOTAS, rng=np.random.default_rng(3), max_seconds=100.0)
     return caught.value
