@@ -140,7 +140,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
             level=messages.WARNING,
         )
 
-    @admin.action(description="Revoke the selected keys")
+    @admin.action(description="Revoke the selected keys", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
         for api_key in queryset:
             api_key_revoke(api_key=api_key, actor=staff_actor(request))

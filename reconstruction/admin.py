@@ -53,7 +53,8 @@ class AnalysisJobAdmin(JobAdmin):
     change_form_template = "admin/reconstruction/analysisjob/result_change_form.html"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.is_staff)
+        # The analysis and panel forms run through add_view / panel/: the model permission.
+        return bool(request.user.has_perm("reconstruction.add_analysisjob"))
 
     def get_urls(self) -> list[Any]:
         from django.urls import path
@@ -146,7 +147,10 @@ class ReportAdmin(admin.ModelAdmin):
         return () if obj is None else self.get_fields(request, obj)
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return obj is None
+        # The change list only (a report's page is read-only), and only with a permission.
+        return obj is None and (
+            super().has_change_permission(request) or super().has_view_permission(request)
+        )
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "survey":

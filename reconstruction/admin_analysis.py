@@ -11,7 +11,8 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -126,7 +127,16 @@ def _flatten(errors: Any, prefix: str = "") -> list[str]:
     return [f"{prefix}{errors}"]
 
 
+def _survey_id(raw: str) -> int:
+    """``?survey=`` as a database id: anything else (text, beyond 64 bits) is a 404."""
+    if not raw.isdigit() or not 0 < int(raw) < 2**63:
+        raise Http404
+    return int(raw)
+
+
 def request_analysis_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> HttpResponse:
+    if not model_admin.has_add_permission(request):  # the model permission (issue 27)
+        raise PermissionDenied
     # Only surveys of the staff user's organisations (all for superusers).
     surveys = scope_queryset(
         request,
@@ -134,7 +144,7 @@ def request_analysis_view(model_admin: admin.ModelAdmin, request: HttpRequest) -
     )
     survey = None
     if request.GET.get("survey"):
-        survey = get_object_or_404(surveys, pk=request.GET["survey"])
+        survey = get_object_or_404(surveys, pk=_survey_id(request.GET["survey"]))
     form = None
     if survey is not None:
         form = AnalysisRequestForm(request.POST or None, survey=survey)
@@ -318,13 +328,15 @@ class PanelRequestForm(forms.Form):
 def request_panel_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> HttpResponse:
     """The panel form: the survey first, then size, quotas and options; submitted through
     the API's serializer and service (same checks, same audit trail)."""
+    if not model_admin.has_add_permission(request):  # the model permission (issue 27)
+        raise PermissionDenied
     surveys = scope_queryset(
         request,
         Survey.objects.exclude(status=Survey.Status.DRAFT).select_related("consultation"),
     )
     survey = None
     if request.GET.get("survey"):
-        survey = get_object_or_404(surveys, pk=request.GET["survey"])
+        survey = get_object_or_404(surveys, pk=_survey_id(request.GET["survey"]))
     form = None
     if survey is not None:
         form = PanelRequestForm(request.POST or None, survey=survey)

@@ -400,9 +400,16 @@ def report_file(report: Report, fmt: str, language: str | None = None) -> HttpRe
         html = render_report_html(report.result or {}, language=language)
         response = HttpResponse(html, content_type=DOWNLOAD_TYPES[fmt])
     elif fmt == "csv":  # formatted again from the document: formula cells neutralised
+        from reconstruction.exports import safe_csv_lines
         from reconstruction.reports import report_csv
 
-        response = HttpResponse(report_csv(report.result or {}), content_type=DOWNLOAD_TYPES[fmt])
+        document = report.result or {}
+        text = (
+            report_csv(document)
+            if "questions" in document
+            else "".join(safe_csv_lines(report.csv))
+        )
+        response = HttpResponse(text, content_type=DOWNLOAD_TYPES[fmt])
     else:
         response = HttpResponse(getattr(report, fmt), content_type=DOWNLOAD_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{filename}"'

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.admin.views.decorators import staff_member_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from rest_framework.exceptions import ValidationError
 
@@ -12,8 +13,15 @@ from reconstruction import selectors
 from reconstruction.apis import report_file
 
 
+def _require(request: HttpRequest, permission: str) -> None:
+    """The model permission as well as the organisation (issue 27): 403 without it."""
+    if not request.user.has_perm(permission):
+        raise PermissionDenied
+
+
 @staff_member_required
 def admin_report_download(request: HttpRequest, report_id: int) -> HttpResponse:
+    _require(request, "reconstruction.view_report")
     report = selectors.report_get_for_staff(pk=report_id)
     # Only reports of the staff user's organisations (all for superusers); others are 404.
     if report is None or not scope_queryset(request, type(report).objects.filter(pk=report.pk)):
@@ -26,6 +34,7 @@ def admin_report_download(request: HttpRequest, report_id: int) -> HttpResponse:
 
 @staff_member_required
 def admin_analysis_export(request: HttpRequest, analysis_id: int) -> HttpResponse:
+    _require(request, "reconstruction.view_analysisjob")
     from django.utils import translation
 
     from reconstruction.export_apis import analysis_export_response
@@ -45,6 +54,7 @@ def admin_analysis_export(request: HttpRequest, analysis_id: int) -> HttpRespons
 
 @staff_member_required
 def admin_report_export(request: HttpRequest, report_id: int) -> HttpResponse:
+    _require(request, "reconstruction.view_report")
     from django.utils import translation
 
     from reconstruction.export_apis import report_export_response
@@ -62,6 +72,7 @@ def admin_report_export(request: HttpRequest, report_id: int) -> HttpResponse:
 
 @staff_member_required
 def admin_panel_probabilities(request: HttpRequest, analysis_id: int) -> HttpResponse:
+    _require(request, "reconstruction.view_analysisjob")  # the panel's participant list
     from rest_framework.exceptions import NotFound
 
     from reconstruction.apis import panel_probabilities_file

@@ -386,15 +386,18 @@ class SurveyAdmin(admin.ModelAdmin):
         if done:
             self.message_user(request, f"{verb} {done} survey(s).")
 
-    @admin.action(description="Open the selected draft surveys")
+    def has_report_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm("reconstruction.add_report"))
+
+    @admin.action(description="Open the selected draft surveys", permissions=["change"])
     def open_surveys(self, request: HttpRequest, queryset: QuerySet[Survey]) -> None:
         self._transition(request, queryset, services.survey_open, "Opened")
 
-    @admin.action(description="Close the selected open surveys")
+    @admin.action(description="Close the selected open surveys", permissions=["change"])
     def close_surveys(self, request: HttpRequest, queryset: QuerySet[Survey]) -> None:
         self._transition(request, queryset, services.survey_close, "Closed")
 
-    @admin.action(description="Start a report of the selected surveys")
+    @admin.action(description="Start a report of the selected surveys", permissions=["report"])
     def start_report(self, request: HttpRequest, queryset: QuerySet[Survey]) -> None:
         from reconstruction.services import report_create
 
