@@ -1,10 +1,10 @@
 """One error shape for the whole API: ``{"detail": "...", "errors": {...}}``.
 
 The one place where domain errors become HTTP: the services raise
-:mod:`surveys.errors` exceptions (and their subclasses, e.g.
+:mod:`core.errors` exceptions (and their subclasses, e.g.
 ``reconstruction.analysis.AnalysisInputError``) that know nothing about HTTP; here
-:class:`~surveys.errors.InvalidInput` becomes 400, :class:`~surveys.errors.NotFound` 404
-and :class:`~surveys.errors.Conflict` 409, like DRF's own exceptions and Django's
+:class:`~core.errors.InvalidInput` becomes 400, :class:`~core.errors.NotFound` 404
+and :class:`~core.errors.Conflict` 409, like DRF's own exceptions and Django's
 ``ValidationError``.
 """
 
@@ -21,7 +21,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from surveys.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
+from core.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
 
 
 class ConflictError(exceptions.APIException):

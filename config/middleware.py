@@ -13,7 +13,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import translation
 
-from config.i18n import supported_language
+from core.i18n import supported_language
 
 
 class JsonApiErrors:

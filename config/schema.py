@@ -2,7 +2,7 @@
 
 drf-spectacular leaves ``additionalProperties`` out of every object, which reads as "other
 keys allowed". The API refuses unknown keys in every request body and in each object nested
-in one (``config.strict.StrictFieldsMixin``; questions and responses are checked by
+in one (``core.strict.StrictFieldsMixin``; questions and responses are checked by
 ``surveys.schemes`` with the same rule), so those request objects are published with
 ``additionalProperties: false``: a client generated from the schema, or a validator run
 against it, refuses what the server would refuse.

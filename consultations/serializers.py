@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.utils.translation import gettext_lazy
 from rest_framework import serializers
 
-from config.strict import JSONIntegerField, StrictFieldsMixin
 from consultations.models import Consultation, PortalOrigin
+from core.strict import JSONIntegerField, StrictFieldsMixin
 
 
 class ErrorSerializer(serializers.Serializer):

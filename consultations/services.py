@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from consultations.models import ApiKey, AuditEvent, Consultation, Organisation, PortalOrigin
+from core.errors import Conflict, InvalidInput
 
 
 def hash_key(key: str) -> str:
@@ -164,11 +165,9 @@ def consultation_delete(*, consultation: Consultation, actor: str = "system") ->
 
     Raises
     ------
-    surveys.errors.Conflict
+    core.errors.Conflict
         When one of its surveys has been opened.
     """
-    from surveys.errors import Conflict
-
     if consultation.surveys.exclude(status="draft").exists():
         raise Conflict(
             _(
@@ -194,11 +193,10 @@ def portal_origin_add(
 ) -> PortalOrigin:
     """List a web origin whose pages may call the API (CORS).
 
-    Raises :class:`surveys.errors.InvalidInput` naming a badly formed origin, and
-    :class:`~surveys.errors.Conflict` if it is already listed.
+    Raises :class:`core.errors.InvalidInput` naming a badly formed origin, and
+    :class:`~core.errors.Conflict` if it is already listed.
     """
     from consultations.origins import BadOrigin, forget_allowed_origins, normalise_origin
-    from surveys.errors import Conflict, InvalidInput
 
     try:
         normalised = normalise_origin(origin)

@@ -22,9 +22,9 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 
-from config.i18n import request_language
 from consultations.models import ApiKey
 from consultations.selectors import api_key_by_secret
+from core.i18n import request_language
 from surveys.models import Survey
 from surveys.selectors import survey_get
 

@@ -10,8 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from config.messages import localise_result, translate_notes
 from consultations.admin import staff_actor
+from core.messages import localise_result, translate_notes
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
 from reconstruction.services import report_create
 from surveys.models import Survey

@@ -19,7 +19,8 @@ import numpy as np
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from config.messages import message_of, translate
+from core.errors import InvalidInput
+from core.messages import message_of, translate
 from privacy.mechanisms.messages import Message, note_json
 from reconstruction.algorithms import tables
 from reconstruction.algorithms.continuous import (
@@ -42,7 +43,6 @@ from reconstruction.algorithms.queries import (
 from reconstruction.algorithms.queries import _whole_number_note as whole_number_note
 from reconstruction.algorithms.result import Reconstruction
 from surveys import selectors, statistics, tallies
-from surveys.errors import InvalidInput
 from surveys.models import Question, Survey
 
 DISCRETE_OPS = ("in",)

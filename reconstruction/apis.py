@@ -13,10 +13,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.i18n import request_language
-from config.messages import localise_result
 from consultations.actors import audit_actor
 from consultations.permissions import IsAnalyst
+from core.i18n import request_language
+from core.messages import localise_result
 from reconstruction import registry, selectors, services
 from reconstruction.models import AnalysisJob, Job, Report
 from reconstruction.presentation import render_report_html

@@ -16,8 +16,8 @@ from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from config.i18n import request_language
 from consultations.permissions import IsAnalyst
+from core.i18n import request_language
 from reconstruction import exports
 from reconstruction.models import AnalysisJob, Job, Report
 

@@ -27,7 +27,7 @@ from defusedcsv import csv as defused_csv
 from django.utils.translation import gettext as _
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
-from config.messages import localise_result, translate_notes
+from core.messages import localise_result, translate_notes
 from reconstruction.presentation import privacy_sentence, section_labels
 
 CSV_TYPE = "text/csv; charset=utf-8"

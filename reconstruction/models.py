@@ -60,7 +60,7 @@ class Job(models.Model):
 
     def error_text(self) -> str:
         """The refusal or failure reason in the active language (English if stored as text)."""
-        from config.messages import translate
+        from core.messages import translate
 
         if self.error_message:
             return translate(self.error_message)

@@ -452,7 +452,7 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
         "eligible_ci95": interval_json(pool.ci95),
         "lottery_size": int(result.lottery_size),
         "lottery_draw": int(result.lottery_draw),
-        # Template + parameters (read in the reader's language: config.messages).
+        # Template + parameters (read in the reader's language: core.messages).
         "guarantee": note_json(result.guarantee),
         "method": f"{result.objective} (Flanigan et al. 2021, on posteriors)",
         "notes": [*map(note_json, result.notes), privacy_caveat().as_json()],

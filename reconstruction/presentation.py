@@ -20,8 +20,8 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from config.i18n import supported_language
-from config.messages import translate_notes
+from core.i18n import supported_language
+from core.messages import translate_notes
 from privacy.mechanisms import AdditiveStaircase
 
 # Inches; the report page is 60rem (960 px at 96 dpi) wide.
@@ -283,7 +283,7 @@ def report_sections(
 
 
 def language_of(requested: str | None) -> str:
-    """A supported language code for ``?lang=`` or Accept-Language (config/i18n.py)."""
+    """A supported language code for ``?lang=`` or Accept-Language (core/i18n.py)."""
     return supported_language(requested)
 
 

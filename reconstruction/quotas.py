@@ -21,7 +21,7 @@ from rest_framework.request import Request
 
 from consultations.models import Organisation
 from consultations.throttling import SubmissionRateThrottle
-from surveys.errors import QuotaExceeded
+from core.errors import QuotaExceeded
 
 
 class JobRateThrottle(SubmissionRateThrottle):

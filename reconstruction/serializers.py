@@ -8,8 +8,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from rest_framework import serializers
 
-from config.messages import localise_result, translate
-from config.strict import JSONIntegerField, JSONNumberField, StrictFieldsMixin
+from core.messages import localise_result, translate
+from core.strict import JSONIntegerField, JSONNumberField, StrictFieldsMixin
 from reconstruction import registry
 from reconstruction.algorithms.methods import DISCRETE_METHODS, check_method
 from reconstruction.models import Job

@@ -7,8 +7,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from rest_framework.exceptions import ValidationError
 
-from config.i18n import request_language
 from consultations.admin_scoping import scope_queryset
+from core.i18n import request_language
 from reconstruction import selectors
 from reconstruction.apis import report_file
 

@@ -19,9 +19,9 @@ from django.utils.translation import gettext_lazy as _
 from consultations.admin import staff_actor
 from consultations.admin_scoping import scope_queryset
 from consultations.models import Consultation
+from core.errors import SurveyDomainError
 from surveys import schemes, services
 from surveys.builder import mechanism_previews, problems_text, question_preview
-from surveys.errors import SurveyDomainError
 from surveys.models import Answer, CalibrationPair, Participant, Question, Response, Survey
 
 

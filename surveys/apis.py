@@ -25,8 +25,8 @@ from consultations.apis import ERRORS, ID_PARAMETER, NOT_FOUND, PAGE_NOT_FOUND
 from consultations.selectors import consultation_get
 from consultations.serializers import ErrorSerializer
 from consultations.throttling import SubmissionRateThrottle
+from core.errors import SurveyDomainError
 from surveys import selectors, services
-from surveys.errors import SurveyDomainError
 from surveys.models import Survey
 from surveys.serializers import (
     BulkInputSerializer,

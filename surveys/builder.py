@@ -11,7 +11,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from config.messages import translate
+from core.messages import translate
 from surveys import schemes, selectors
 from surveys.models import Question, Survey
 from surveys.preview import preview

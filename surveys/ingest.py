@@ -5,7 +5,7 @@ read back, responses, answers through ``COPY``) and a single response is one sta
 elsewhere (the SQLite default) the ORM's ``bulk_create``. Validation happens before, in
 :mod:`surveys.services`; this module only stores a :class:`Batch` atomically and turns
 what the database refused (a closed survey, a participant who already answered) into the
-domain's :class:`~surveys.errors.InvalidInput` / :class:`~surveys.errors.Conflict`.
+domain's :class:`~core.errors.InvalidInput` / :class:`~core.errors.Conflict`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from core.errors import Conflict, InvalidInput
 from surveys import tallies
-from surveys.errors import Conflict, InvalidInput
 from surveys.models import Answer, Participant, Response, Survey
 
 

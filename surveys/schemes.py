@@ -17,7 +17,7 @@ import numpy as np
 from django.utils.translation import gettext as _
 from numpy.typing import NDArray
 
-from config.messages import translate
+from core.messages import translate
 from privacy.mechanisms import (
     AdditiveStaircase,
     channel_conditioning,

@@ -15,7 +15,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.strict import JSONIntegerField, StrictFieldsMixin
+from core.strict import JSONIntegerField, StrictFieldsMixin
 from surveys import schemes
 from surveys.models import Question, Survey
 from surveys.services import MAX_BULK, MAX_CALIBRATION_PAIRS, question_limits

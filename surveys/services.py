@@ -1,8 +1,8 @@
 """Writes of the surveys app: surveys and questions, responses, withdrawals, calibration.
 
 Every function is keyword-only and atomic. Domain problems raise
-:class:`surveys.errors.InvalidInput` (400), :class:`~surveys.errors.Conflict` (409) or
-:class:`~surveys.errors.NotFound` (404), each naming the offending field or item.
+:class:`core.errors.InvalidInput` (400), :class:`~core.errors.Conflict` (409) or
+:class:`~core.errors.NotFound` (404), each naming the offending field or item.
 
 Privacy: nothing here stores or logs a true value, a name, an address or a user agent;
 residents' timestamps are coarsened to the hour (:func:`this_hour`).
@@ -23,8 +23,8 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from consultations.models import Consultation, Organisation
 from consultations.services import audit_record, consultation_create  # noqa: F401  (re-export)
+from core.errors import Conflict, InvalidInput, NotFound
 from surveys import schemes, tallies
-from surveys.errors import Conflict, InvalidInput, NotFound
 from surveys.ingest import (  # noqa: F401  (StaleSurvey, this_hour, token hash: re-exported)
     Batch,
     StaleSurvey,

@@ -227,7 +227,7 @@ def test_a_pure_layer_refusal_of_an_analysis_is_explained_in_each_language(db):
     assert pl["detail"].startswith("Nieprawidłowe dane: method: metoda"), pl
 
 
-SOURCES = ("config", "consultations", "privacy", "reconstruction", "surveys", "webhooks")
+SOURCES = ("config", "core", "consultations", "privacy", "reconstruction", "surveys", "webhooks")
 MARKERS = {"_", "gettext", "gettext_lazy", "gettext_noop", "ngettext", "ngettext_lazy"}
 TEMPLATE_TAG = re.compile(r"""\{%\s*translate\s+(["'])(.*?)\1""")
 

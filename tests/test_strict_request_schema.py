@@ -2,7 +2,7 @@
 
 Every request body of the API, and every object nested in one (conditions, strata,
 quotas, questions and their mechanisms and translations, bulk response items), refuses
-an unknown field with a 400 naming it (``config.strict.StrictFieldsMixin``,
+an unknown field with a 400 naming it (``core.strict.StrictFieldsMixin``,
 ``surveys.schemes``). drf-spectacular leaves ``additionalProperties`` out, which in
 OpenAPI means "anything else allowed": a client generated from the schema would send a
 misspelt ``mni`` that the server refuses. ``config.schema.AutoSchema`` closes those

@@ -8,7 +8,7 @@ from django import forms
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
-from config.messages import translate
+from core.messages import translate
 from webhooks import services
 from webhooks.models import EVENTS, Delivery, Webhook
 from webhooks.urlcheck import UnsafeUrl, check_url

@@ -10,8 +10,8 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.strict import StrictFieldsMixin
 from consultations.apibase import ApiView, not_found
+from core.strict import StrictFieldsMixin
 from webhooks import services
 from webhooks.models import EVENTS, Delivery, Webhook
 

@@ -75,7 +75,7 @@ class Delivery(models.Model):
 
     def error_text(self) -> str:
         """The delivery's error in the active language (as stored when it has no template)."""
-        from config.messages import translate
+        from core.messages import translate
 
         return translate(self.error_message) if self.error_message else self.error
 

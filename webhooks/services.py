@@ -20,9 +20,9 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from config.messages import translate
 from consultations.models import Organisation
 from consultations.services import audit_record
+from core.messages import translate
 from webhooks import signing
 from webhooks.models import EVENTS, Delivery, Webhook
 from webhooks.urlcheck import UnsafeUrl, check_url, checked_target, post_pinned

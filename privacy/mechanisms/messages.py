@@ -4,7 +4,7 @@ The pure maths (``privacy.mechanisms``, ``reconstruction.algorithms``) must not 
 Django, yet its input checks reach residents and analysts as API errors in their own
 language. So an error carries a :class:`Message`: an English ``%``-template and its
 parameters. ``str()`` gives the English text (the pure code and its tests need nothing
-else); the service layer (``config.messages``) translates the template with gettext and
+else); the service layer (``core.messages``) translates the template with gettext and
 formats it with the parameters.
 
 Templates are marked with :func:`gettext_noop`, the name Django's ``makemessages`` looks
@@ -71,7 +71,7 @@ class Note(str):
     tests read notes as before) carrying the translatable :class:`Message` it came from.
 
     Results store a note as :func:`note_json` (template + parameters, language-neutral);
-    the service layer (``config.messages.translate``) shows it in the reader's language.
+    the service layer (``core.messages.translate``) shows it in the reader's language.
 
     Parameters
     ----------

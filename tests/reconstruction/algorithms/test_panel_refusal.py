@@ -235,7 +235,7 @@ def test_an_undecided_refusal_proposes_the_relaxation_found_before_the_limit(
     assert widened.meets(relaxed.panel) and not problem.meets(relaxed.panel)
     from django.utils import translation
 
-    from config.messages import translate
+    from core.messages import translate
 
     with translation.override("de"):
         german = translate(error)

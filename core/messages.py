@@ -1,4 +1,4 @@
-"""Pure-layer messages in the request's language.
+"""Pure-layer messages in the request's language (the kernel: imports no app).
 
 The pure maths raises :class:`privacy.mechanisms.messages.InputError` carrying a
 :class:`~privacy.mechanisms.messages.Message` (an English template marked for the
@@ -11,11 +11,23 @@ gettext into the active language (``LocaleMiddleware``: ``?lang=``, else
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from django.utils.translation import gettext
 
-from privacy.mechanisms.messages import Message
+
+@runtime_checkable
+class Message(Protocol):
+    """What this module reads of a translatable message: its English ``%``-template and
+    its named parameters (a parameter that is a message, or a stored mapping, is translated
+    too). :class:`privacy.mechanisms.messages.Message` is one; the kernel names the shape
+    rather than importing it, so that it imports no app."""
+
+    @property
+    def template(self) -> str: ...
+
+    @property
+    def params(self) -> Mapping[str, Any]: ...
 
 
 def message_of(error: BaseException | Message | str) -> Message | str:
@@ -33,19 +45,33 @@ def translate(error: BaseException | Message | Mapping[str, Any] | str) -> str:
     ``{"template", "params"}`` mapping) is translated; any other error or string is
     returned as its text (Django-side errors are translated where they are raised).
     """
-    if isinstance(error, Mapping):
-        error = Message.from_json(error)
-    found = message_of(error)
-    if isinstance(found, str):
-        return found
-    params = {
-        key: translate(value) if isinstance(value, Message) else value
-        for key, value in found.params.items()
-    }
+    if isinstance(error, Mapping):  # stored as {"template", "params"} (Message.as_json)
+        template, params = str(error["template"]), dict(error.get("params") or {})
+    else:
+        found = message_of(error)
+        if isinstance(found, str):
+            return found
+        template, params = found.template, dict(found.params)
     try:
-        return gettext(found.template) % params
+        return gettext(template) % {key: _translated(value) for key, value in params.items()}
     except (KeyError, TypeError, ValueError):  # a broken translation: say it in English
-        return str(found)
+        return _english(template, params)
+
+
+def _translated(value: Any) -> Any:
+    """A parameter in the active language: a nested message (or a stored one) is
+    translated, anything else is already formatted."""
+    return translate(value) if isinstance(value, (Message, Mapping)) else value
+
+
+def _english(template: str, params: Mapping[str, Any]) -> str:
+    """The English text, as ``str(Message)`` gives it."""
+    return template % {
+        key: _english(str(value["template"]), dict(value.get("params") or {}))
+        if isinstance(value, Mapping)
+        else str(value)
+        for key, value in params.items()
+    }
 
 
 def translate_notes(notes: Iterable[Any] | None) -> list[str]:

@@ -1,4 +1,4 @@
-"""Domain errors raised by the surveys services.
+"""Domain errors raised by the services of every app (surveys, consultations, reconstruction).
 
 They carry a one-line ``detail`` and an ``errors`` mapping naming the offending field or
 item, and know nothing about HTTP: the API layer maps them to 400 / 404 / 409.
