@@ -20,7 +20,7 @@ import numpy as np
 from consultation_client import ClientError, PortalClient, fetch_scheme
 from numpy.typing import ArrayLike, NDArray
 
-from privacy.mechanisms import distort_codes, noise_model
+from privacy.mechanisms import CONTINUOUS, DISCRETE, distort_codes, noise_model
 
 __all__ = [
     "ClientError",
@@ -33,8 +33,8 @@ __all__ = [
 
 # Discrete mechanisms the client samples from the published channel, and those whose
 # answer is sent as it is (negative_manual: the resident's own "not me" choice).
-CHANNEL_MECHANISMS = frozenset({"randomised_response", "negative_uniform", "negative_gaussian"})
-AS_IS_MECHANISMS = frozenset({"none", "negative_manual"})
+CHANNEL_MECHANISMS = frozenset(m.name for m in DISCRETE.values() if m.client == "channel")
+AS_IS_MECHANISMS = frozenset(m.name for m in DISCRETE.values() if m.client == "as_is")
 DISCRETE_TYPES = frozenset({"binary", "nominal", "ordinal"})
 
 Scheme = Mapping[str, Any]
@@ -92,7 +92,8 @@ def _distort_discrete(
 def _noise(question: Mapping[str, Any]) -> Any:
     params = {k: v for k, v in question["mechanism"].items() if k != "name"}
     name = question["mechanism"]["name"]
-    if name == "retention_replacement":
+    mechanism = CONTINUOUS.get(name)
+    if mechanism is not None and "low" in mechanism.model_params:
         params["low"], params["high"] = _range(question)
     try:
         return noise_model(name, **params)

@@ -22,7 +22,7 @@ from django.utils.translation import ngettext
 
 from core.i18n import supported_language
 from core.messages import translate_notes
-from privacy.mechanisms import AdditiveStaircase
+from privacy.mechanisms import report_sentence
 
 # Inches; the report page is 60rem (960 px at 96 dpi) wide.
 CHART_WIDTH = 8.0
@@ -51,73 +51,16 @@ def section_text(section: dict[str, Any], language: str | None = None) -> str:
     return str(section.get("text") or "")
 
 
-def _staircase_std(mechanism: dict[str, Any]) -> float:
-    """Standard deviation of the staircase noise a report section's mechanism declares."""
-    return AdditiveStaircase(float(mechanism["epsilon"]), float(mechanism["sensitivity"])).std
-
-
 def privacy_sentence(section: dict[str, Any]) -> str:
     """One sentence a resident or a councillor understands: what the device did to the
     answer, and how much one reported answer can reveal (local differential privacy, seed
     document 000_1b7f9a8e281301b4.txt, section 2; epsilon as published in the scheme)."""
-    mechanism = section["mechanism"]
-    name = mechanism["name"]
-    if name == "none":
-        return _(
-            "Answers to this question were sent as given: they are not protected by "
-            "distortion, so only publish them if they are not sensitive."
-        )
-    if name == "randomised_response":
-        if "retain" in mechanism:
-            what = _(
-                "Each resident's device kept the true answer with probability %(retain)s%% "
-                "and otherwise sent another answer chosen at random, so no single answer "
-                "can be taken at face value."
-            ) % {"retain": f"{100 * float(mechanism['retain']):.0f}"}
-        else:
-            what = _(
-                "Each resident's device replaced the true answer by a random one following "
-                "a published table of probabilities, so no single answer can be taken at "
-                "face value."
-            )
-    elif name in ("negative_uniform", "negative_gaussian"):
-        what = _(
-            "Each resident's device sent an answer that is not the resident's own, chosen "
-            "at random among the others, so a reported answer only says what the resident "
-            "is not."
-        )
-    elif name == "negative_manual":
-        what = _(
-            "Each resident chose an answer that is not their own, so a reported answer only "
-            "says what the resident is not."
-        )
-    elif name == "additive_uniform":
-        what = _(
-            "Each resident's device added a random amount of up to ±%(size)s to the number "
-            "before sending it."
-        ) % {"size": f"{float(mechanism['half_width']):g}"}
-    elif name == "additive_gaussian":
-        what = _(
-            "Each resident's device added random noise (typically ±%(size)s) to the number "
-            "before sending it."
-        ) % {"size": f"{float(mechanism['sigma']):g}"}
-    elif name == "additive_laplace":
-        what = _(
-            "Each resident's device added random noise (typically ±%(size)s) to the number "
-            "before sending it."
-        ) % {"size": f"{float(mechanism['scale']) * math.sqrt(2):.3g}"}
-    elif name == "additive_staircase":
-        what = _(
-            "Each resident's device added random noise (typically ±%(size)s) to the number "
-            "before sending it."
-        ) % {"size": f"{_staircase_std(mechanism):.3g}"}
-    elif name == "retention_replacement":
-        what = _(
-            "Each resident's device kept the true number with probability %(retain)s%% and "
-            "otherwise sent a number drawn at random from the whole range."
-        ) % {"retain": f"{100 * float(mechanism['retain']):.0f}"}
-    else:
+    found = report_sentence(section["mechanism"])
+    if found is None:
         what = _("Each answer was distorted on the resident's device before it was sent.")
+    else:
+        template, params = found
+        what = _(template) % params if params else _(template)
     eps = section.get("epsilon")
     if eps is None:
         if section["type"] == "continuous":

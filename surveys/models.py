@@ -22,24 +22,14 @@ from django.db.models.functions import TruncHour
 from django.utils.translation import gettext_lazy as _
 
 from consultations.models import Consultation
+from privacy.mechanisms.descriptors import CONTINUOUS, DISCRETE, NEGATIVE
 
 DISCRETE_TYPES = ("binary", "nominal", "ordinal")
-DISCRETE_MECHANISMS = (
-    "none",
-    "randomised_response",
-    "negative_uniform",
-    "negative_gaussian",
-    "negative_manual",
-)
-NEGATIVE_MECHANISMS = ("negative_uniform", "negative_gaussian", "negative_manual")
-CONTINUOUS_MECHANISMS = (
-    "none",
-    "additive_uniform",
-    "additive_gaussian",
-    "additive_laplace",
-    "additive_staircase",
-    "retention_replacement",
-)
+# The mechanism lists come from the descriptors (privacy.mechanisms.descriptors), in the
+# order the check constraint's migrations spell them.
+DISCRETE_MECHANISMS = tuple(DISCRETE)
+NEGATIVE_MECHANISMS = NEGATIVE
+CONTINUOUS_MECHANISMS = tuple(CONTINUOUS)
 MAX_CATEGORIES = 100
 # A finite float: PostgreSQL orders NaN above every number, so this also rejects NaN.
 FLOAT_LIMIT = 1e300

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from privacy.mechanisms import CONTINUOUS
 from privacy.mechanisms import epsilon as channel_epsilon
-from privacy.mechanisms import noise_model
 from surveys import schemes
 
 Z95 = 1.959964
@@ -50,21 +50,13 @@ def discrete_margin(channel: np.ndarray, n: int) -> float | None:
 
 def continuous_margin(low: float, high: float, name: str, params: dict[str, Any], n: int) -> float:
     spread = (high - low) ** 2 / 12.0
-    if name == "additive_uniform":
-        variance = spread + float(params["half_width"]) ** 2 / 3.0
-    elif name == "additive_gaussian":
-        variance = spread + float(params["sigma"]) ** 2
-    elif name == "additive_laplace":
-        variance = spread + 2.0 * float(params["scale"]) ** 2
-    elif name == "additive_staircase":
-        std = noise_model(name, **{key: float(params[key]) for key in params}).std
-        variance = spread + std**2
-    elif name == "retention_replacement":
-        # Reported mean = p * true mean + (1 - p) * mid-range; its spread is that of the
-        # range, divided by p when the true mean is recovered.
+    mechanism = CONTINUOUS.get(name)
+    if mechanism is not None and "retain" in mechanism.params:
+        # Retention replacement: reported mean = p * true mean + (1 - p) * mid-range; its
+        # spread is that of the range, divided by p when the true mean is recovered.
         return float(Z95 * math.sqrt(spread / n) / float(params["retain"]))
-    else:
-        variance = spread
+    noise = mechanism.noise_variance(params) if mechanism is not None else None
+    variance = spread + (noise or 0.0)
     return float(Z95 * math.sqrt(variance / n))
 
 

@@ -19,35 +19,18 @@ from numpy.typing import NDArray
 
 from core.messages import translate
 from privacy.mechanisms import (
-    AdditiveStaircase,
+    CONTINUOUS,
+    DISCRETE,
     channel_conditioning,
-    custom_channel,
     epsilon,
-    manual_negative,
-    negative_gaussian,
-    negative_uniform,
     noise_model,
-    randomised_response,
 )
 
 DISCRETE_TYPES = ("binary", "nominal", "ordinal")
 QUESTION_TYPES = (*DISCRETE_TYPES, "continuous")
-DISCRETE_MECHANISMS: dict[str, tuple[str, ...]] = {
-    # name -> allowed parameters
-    "none": (),
-    "randomised_response": ("retain", "matrix"),
-    "negative_uniform": (),
-    "negative_gaussian": ("sigma",),
-    "negative_manual": (),
-}
-CONTINUOUS_MECHANISMS: dict[str, tuple[str, ...]] = {
-    "none": (),
-    "additive_uniform": ("half_width",),
-    "additive_gaussian": ("sigma",),
-    "additive_laplace": ("scale",),
-    "additive_staircase": ("epsilon", "sensitivity"),
-    "retention_replacement": ("retain",),
-}
+# name -> allowed parameters, from the mechanisms' descriptors (privacy.mechanisms).
+DISCRETE_MECHANISMS: dict[str, tuple[str, ...]] = {m.name: m.params for m in DISCRETE.values()}
+CONTINUOUS_MECHANISMS: dict[str, tuple[str, ...]] = {m.name: m.params for m in CONTINUOUS.values()}
 MAX_CATEGORIES = 100  # the database's limit; settings.SURVEY_MAX_CATEGORIES may lower it
 MAX_QUESTIONS = 100  # default of settings.SURVEY_MAX_QUESTIONS
 MAX_LABEL_LENGTH = 100
@@ -407,7 +390,7 @@ def mechanism_error(
             "unexpected": ", ".join(unexpected),
             "allowed": allowed,
         }
-    if name == "negative_gaussian" and qtype != "ordinal":
+    if table is DISCRETE_MECHANISMS and DISCRETE[name].ordinal_only and qtype != "ordinal":
         return _("negative_gaussian needs ordered categories: use it on an ordinal question.")
     for param, value in params.items():
         if param == "matrix":
@@ -476,41 +459,18 @@ def discrete_channel(
     ``pairs`` are the (true, negative) calibration codes of a ``negative_manual``
     question (000_1b7f9a8e281301b4.txt, Section 4.1); uniform rows where there are none.
     """
-    if name == "none":
-        return np.eye(k)
-    if name == "randomised_response":
-        if ("retain" in params) == ("matrix" in params):
-            raise ValueError(_("give either retain (a probability) or matrix (k x k), not both"))
-        if "retain" in params:
-            return randomised_response(k, params["retain"])
-        matrix = params["matrix"]
-        if not isinstance(matrix, list) or not all(
-            isinstance(row, list) and all(is_number(v) for v in row) for row in matrix
-        ):
-            raise ValueError(_("matrix must be a list of rows of numbers"))
-        shape = (len(matrix), len(matrix[0]) if matrix else 0)
-        if len(matrix) != k or any(len(row) != k for row in matrix):
-            raise ValueError(
-                _("matrix must be %(k)s x %(k)s (one row per category), got %(shape)s")
-                % {"k": k, "shape": shape}
-            )
-        return custom_channel(matrix)
-    if name == "negative_uniform":
-        return negative_uniform(k)
-    if name == "negative_gaussian":
-        if "sigma" not in params:
-            raise ValueError(_("needs sigma (in category steps)"))
-        return negative_gaussian(k, params["sigma"])
-    if name == "negative_manual":
-        return manual_negative(k, pairs)
-    raise ValueError(_("unknown discrete mechanism %(name)s") % {"name": repr(name)})
+    mechanism = DISCRETE.get(name)
+    if mechanism is None:
+        raise ValueError(_("unknown discrete mechanism %(name)s") % {"name": repr(name)})
+    return mechanism.channel(k, params, pairs)
 
 
 def continuous_noise(value_range: tuple[float, float], name: str, params: Mapping[str, Any]):
     """The noise model of a continuous mechanism (``retention_replacement`` draws from range)."""
-    if name == "retention_replacement":
-        return noise_model(name, low=value_range[0], high=value_range[1], **params)
-    return noise_model(name, **params)
+    mechanism = CONTINUOUS.get(name)
+    if mechanism is None:
+        return noise_model(name, **params)  # refuses the unknown name
+    return mechanism.noise(value_range, params)
 
 
 def continuous_epsilon(
@@ -519,11 +479,8 @@ def continuous_epsilon(
     """ε of local differential privacy of a continuous mechanism on its range, where it is
     finite and published: ``additive_staircase`` with ``sensitivity`` at least the range's
     width (``AdditiveStaircase.local_epsilon``); ``None`` otherwise."""
-    if name != "additive_staircase":
-        return None
-    noise = continuous_noise(value_range, name, params)
-    assert isinstance(noise, AdditiveStaircase)
-    return noise.local_epsilon(value_range[0], value_range[1])
+    mechanism = CONTINUOUS.get(name)
+    return None if mechanism is None else mechanism.epsilon(params, value_range)
 
 
 # --------------------------------------------------------------------------- scheme

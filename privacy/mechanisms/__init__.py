@@ -17,6 +17,15 @@ from privacy.mechanisms.channels import (
     validate_channel,
     validate_stochastic,
 )
+from privacy.mechanisms.descriptors import (
+    CONTINUOUS,
+    DISCRETE,
+    Mechanism,
+    continuous_mechanism,
+    discrete_mechanism,
+    noise_model,
+    report_sentence,
+)
 from privacy.mechanisms.disclosure import (
     NonResponseInterval,
     SuppressedCounts,
@@ -35,10 +44,11 @@ from privacy.mechanisms.noise import (
     NoiseModel,
     NoNoise,
     RetentionReplacement,
-    noise_model,
 )
 
 __all__ = [
+    "CONTINUOUS",
+    "DISCRETE",
     "MAX_CONDITION",
     "WIDE_CONDITION",
     "AdditiveGaussian",
@@ -46,13 +56,16 @@ __all__ = [
     "AdditiveStaircase",
     "AdditiveUniform",
     "ChannelConditioning",
+    "Mechanism",
     "NoNoise",
     "NoiseModel",
     "NonResponseInterval",
     "RetentionReplacement",
     "SuppressedCounts",
     "channel_conditioning",
+    "continuous_mechanism",
     "custom_channel",
+    "discrete_mechanism",
     "distort_codes",
     "distort_values",
     "epsilon",
@@ -66,6 +79,7 @@ __all__ = [
     "privacy_levels",
     "question_publishable",
     "randomised_response",
+    "report_sentence",
     "require_invertible",
     "suppress_counts",
     "validate_channel",

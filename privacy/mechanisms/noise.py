@@ -31,7 +31,6 @@ __all__ = [
     "NoNoise",
     "NoiseModel",
     "RetentionReplacement",
-    "noise_model",
 ]
 
 _BOUNDS_IN_SD = 10.0
@@ -624,73 +623,3 @@ class NoNoise:
         x = np.asarray(points, dtype=np.float64).reshape(-1, 1)
         r_edges = _edges(reported_edges, "reported_edges")
         return _rows_from_cdf(np.asarray(x < r_edges[None, 1:-1], dtype=np.float64))
-
-
-_MODELS: dict[str, tuple[type, tuple[str, ...]]] = {
-    "none": (NoNoise, ()),
-    "additive_uniform": (AdditiveUniform, ("half_width",)),
-    "additive_gaussian": (AdditiveGaussian, ("sigma",)),
-    "additive_laplace": (AdditiveLaplace, ("scale",)),
-    "additive_staircase": (AdditiveStaircase, ("epsilon", "sensitivity")),
-    "retention_replacement": (RetentionReplacement, ("retain", "low", "high")),
-}
-
-
-def noise_model(
-    name: str, **params: float
-) -> (
-    AdditiveUniform
-    | AdditiveGaussian
-    | AdditiveLaplace
-    | AdditiveStaircase
-    | RetentionReplacement
-    | NoNoise
-):
-    """Build a noise model from its API name and parameters.
-
-    Parameters
-    ----------
-    name : str
-        ``none``, ``additive_uniform`` (``half_width``), ``additive_gaussian``
-        (``sigma``), ``additive_laplace`` (``scale``), ``additive_staircase``
-        (``epsilon``, ``sensitivity``; an extension of /work/shared/design/api.md, see
-        :class:`AdditiveStaircase`) or ``retention_replacement`` (``retain``, ``low``,
-        ``high``), as in /work/shared/design/api.md.
-    **params
-        The mechanism's parameters, exactly those listed.
-
-    Raises
-    ------
-    ValueError
-        Unknown name, missing or unexpected parameter, or an invalid value (the message
-        names the parameter).
-    """
-    if name not in _MODELS:
-        raise InputError(
-            gettext_noop("unknown noise model %(name)s; expected one of %(names)s"),
-            name=repr(name),
-            names=str(sorted(_MODELS)),
-        )
-    cls, expected = _MODELS[name]
-    missing = [key for key in expected if key not in params]
-    if missing:
-        raise InputError(
-            gettext_noop("%(name)s needs parameter(s) %(missing)s"), name=name, missing=str(missing)
-        )
-    unexpected = sorted(set(params) - set(expected))
-    if unexpected:
-        raise InputError(
-            gettext_noop("%(name)s does not take parameter(s) %(unexpected)s"),
-            name=name,
-            unexpected=str(unexpected),
-        )
-    model: (
-        AdditiveUniform
-        | AdditiveGaussian
-        | AdditiveLaplace
-        | AdditiveStaircase
-        | RetentionReplacement
-        | NoNoise
-    )
-    model = cls(**{key: params[key] for key in expected})
-    return model
