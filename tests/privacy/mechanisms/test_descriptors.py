@@ -17,16 +17,16 @@ def test_the_model_schemes_and_client_lists_are_the_descriptors():
     from privacy import client
     from surveys import models, schemes
 
-    assert models.DISCRETE_MECHANISMS == tuple(DISCRETE)
-    assert models.CONTINUOUS_MECHANISMS == tuple(CONTINUOUS)
+    assert tuple(DISCRETE) == models.DISCRETE_MECHANISMS
+    assert tuple(CONTINUOUS) == models.CONTINUOUS_MECHANISMS
     assert set(models.NEGATIVE_MECHANISMS) == {
         "negative_uniform",
         "negative_gaussian",
         "negative_manual",
     }
-    assert schemes.DISCRETE_MECHANISMS == {m.name: m.params for m in DISCRETE.values()}
-    assert schemes.CONTINUOUS_MECHANISMS == {m.name: m.params for m in CONTINUOUS.values()}
-    assert client.CHANNEL_MECHANISMS | client.AS_IS_MECHANISMS == set(DISCRETE)
+    assert {m.name: m.params for m in DISCRETE.values()} == schemes.DISCRETE_MECHANISMS
+    assert {m.name: m.params for m in CONTINUOUS.values()} == schemes.CONTINUOUS_MECHANISMS
+    assert set(DISCRETE) == client.CHANNEL_MECHANISMS | client.AS_IS_MECHANISMS
 
 
 def test_the_portal_clients_know_every_mechanism():
