@@ -9,13 +9,14 @@ DEV := DJANGO_DEBUG=1
 # Unit tests always use the embedded default, whatever the caller's environment says.
 EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u CACHE_URL -u INTEGRATION_SERVICES $(DEV)
 
-.PHONY: gettext help demo test tour test-unit test-clients test-js test-integration test-slow lint lock bench serve worker clean messages
+.PHONY: gettext help demo test tour test-unit test-clients test-js test-integration test-slow test-mutation test-mutation-all lint lock bench serve worker clean messages
 
 help:
 	@echo "make demo    create .venv, migrate the SQLite default, run the demo consultation"
 	@echo "make test    the whole suite: JS, unit and API (SQLite), browser, integration (PostgreSQL, Redis, Celery)"
 	@echo "make lint    ruff, mypy --strict on the pure maths, and their import contract (part of make test)"
 	@echo "make test-slow  strict statistical checks (two-sided coverage over hundreds of simulated surveys; minutes)"
+	@echo "make test-mutation  mutation testing (mutmut) of the privacy-critical modules changed against BASE (default main)"
 	@echo "make tour    refresh the README's admin screenshots (docs/tour/) from the browser tour test"
 	@echo "make bench   the benchmarks (bench/run): a summary table, exit status 1 on a missed target"
 	@echo "make serve   runserver on the embedded default"
@@ -87,9 +88,22 @@ test-clients: $(VENV)/.dev
 test-integration: $(VENV)/.dev $(CATALOGUES)
 	$(DEV) $(PY) -m tests.servers -- $(PY) -m pytest -m "integration and not slow" -q
 
-# Strict statistical checks marked @pytest.mark.slow (tests/README.md lists them).
+# Strict statistical checks marked @pytest.mark.slow (tests/README.md lists them), then
+# mutation testing of every privacy-critical module (overnight-style, about an hour).
 test-slow: $(VENV)/.dev $(CATALOGUES)
 	$(EMBEDDED) $(PY) -m pytest -m "slow and not integration" -q
+	$(MAKE) test-mutation-all
+
+# Mutation testing (mutation/modules.toml, docs/reference/mutation-testing.md): the
+# privacy-critical modules whose code or tests differ from BASE (a smoke run on one module
+# when none does), each mutant against that module's tests; fails below 90% per module.
+# Writes bench/results/mutation-YYYY-MM-DD.md. Not part of `make test`.
+BASE ?= main
+test-mutation: $(VENV)/.dev $(CATALOGUES)
+	$(EMBEDDED) $(PY) mutation/run.py --changed $(BASE)
+
+test-mutation-all: $(VENV)/.dev $(CATALOGUES)
+	$(EMBEDDED) $(PY) mutation/run.py --all
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

@@ -27,7 +27,6 @@ truth that nobody knows, issue 10, finding 5).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -172,10 +171,6 @@ def suppression_reason(threshold: int) -> str:
         f"cells whose 95% interval reaches below {threshold} are shown as null (with the "
         "next-smallest cell when only one was, so it cannot be derived from the total)"
     )
-
-
-def finite_or_none(value: float) -> float | None:
-    return float(value) if math.isfinite(value) else None
 
 
 __all__ = [

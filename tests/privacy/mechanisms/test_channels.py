@@ -7,12 +7,15 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from privacy.mechanisms import (
+    channel_conditioning,
     custom_channel,
     manual_negative,
     negative_gaussian,
     negative_uniform,
     randomised_response,
+    require_invertible,
     validate_channel,
+    validate_stochastic,
 )
 
 
@@ -164,3 +167,111 @@ def test_usable_channels_are_accepted_and_wide_ones_carry_a_note() -> None:
     wide = channel_conditioning(randomised_response(4, 0.26), retain=0.26)
     assert wide.problem is None and wide.wide
     assert "condition number 75" in str(wide.note())
+
+
+# --- input checks and messages that mutation testing found untested (issue 33) ------------
+
+@pytest.mark.parametrize("k", [2.5, 3.0, "3", True, None])
+def test_k_must_be_an_integer_number_of_categories(k: object) -> None:
+    with pytest.raises(ValueError, match=f"k must be an integer number of categories, got {k!r}"):
+        randomised_response(k, 0.8)  # type: ignore[arg-type]
+
+
+def test_k_may_be_a_numpy_integer_and_below_the_minimum_is_named() -> None:
+    assert randomised_response(np.int64(3), 0.8).shape == (3, 3)
+    with pytest.raises(ValueError, match="k must be at least 2, got 1"):
+        randomised_response(1, 0.8)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 0), (2, 0)])
+def test_an_empty_matrix_is_refused_also_when_rectangular(shape: tuple[int, int]) -> None:
+    with pytest.raises(ValueError, match=rf"channel must not be empty, got shape \({shape[0]}, "):
+        validate_stochastic(np.zeros(shape))
+
+
+def test_a_channel_of_integers_is_returned_as_floats() -> None:
+    checked = validate_channel([[1, 0], [0, 1]])
+    assert checked.dtype == np.float64
+    assert checked.flags.c_contiguous
+
+
+@pytest.mark.parametrize(
+    ("channel", "message"),
+    [
+        ([[0.5, "a"], [0.5, 0.5]], "channel must be a numeric matrix: could not convert"),
+        ([0.5, 0.5], r"channel must be a 2-D matrix, got an array with shape \(2,\)"),
+        ([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0]], r"channel must be square, got shape \(2, 3\)"),
+        ([[1.0]], "channel needs at least 2 categories, got k=1"),
+        ([[1.0, 0.0], [np.nan, 1.0]], "channel row 1 has a non-finite entry"),
+        ([[1.0, 0.0], [-0.5, 1.5]], "channel row 1 has a negative entry"),
+        ([[1.0, 0.0], [0.4, 0.8]], "channel row 1 sums to 1.2000000000000002, not 1"),
+        ([[0.5, 0.5 + 1.5e-9], [0.5, 0.5]], "channel row 0 sums to 1.0000000015"),
+    ],
+)
+def test_a_bad_channel_is_refused_naming_the_problem(channel: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        validate_channel(channel)  # type: ignore[arg-type]
+
+
+def test_a_row_sum_within_the_tolerance_is_accepted() -> None:
+    validate_channel([[0.5, 0.5 + 0.5e-9], [0.5, 0.5]])
+
+
+def test_retain_1_keeps_every_answer_and_bad_retain_is_named() -> None:
+    assert_allclose(randomised_response(3, 1.0), np.eye(3), atol=0)
+    with pytest.raises(ValueError, match=r"retain must be in \(0, 1\], got 1.5"):
+        randomised_response(3, 1.5)
+
+
+def test_bad_sigma_is_named() -> None:
+    with pytest.raises(ValueError, match=r"sigma must be > 0 and finite, got -1\.0"):
+        negative_gaussian(5, -1.0)
+
+
+def test_calibration_pairs_of_whole_floats_are_codes_and_others_are_refused() -> None:
+    assert_allclose(manual_negative(3, [[0.0, 2.0]]), manual_negative(3, [[0, 2]]), atol=0)
+    with pytest.raises(ValueError, match="pairs must be integer category codes"):
+        manual_negative(3, [[0.5, 2.0]])
+    with pytest.raises(ValueError, match=r"pairs must lie in 0..2, found -1"):
+        manual_negative(3, [[0, 1], [-1, 2]])
+    with pytest.raises(ValueError, match=r"pairs must lie in 0..2, found 5"):
+        manual_negative(3, [[0, 1], [5, 2]])
+    with pytest.raises(ValueError, match=r"pairs must have shape \(m, 2\)"):
+        manual_negative(3, [1])
+
+
+def test_one_calibration_pair_sets_its_row() -> None:
+    channel = manual_negative(3, [[0, 2]])
+    assert_allclose(channel[0], [0.0, 0.0, 1.0], atol=0)
+    assert_allclose(channel[1:], negative_uniform(3)[1:], atol=0)
+
+
+def test_retain_at_chance_is_refused_as_uninformative_not_as_singular() -> None:
+    checked = channel_conditioning(randomised_response(2, 0.5), retain=0.5)
+    assert str(checked.problem).startswith(
+        "retain must exceed 1/k = 1/2 = 0.5: with retain 0.5 the reported answer"
+    )
+    checked = channel_conditioning(randomised_response(4, 0.2), retain=0.2)
+    assert "1/k = 1/4 = 0.25: with retain 0.2 " in str(checked.problem)
+
+
+def test_a_singular_channel_has_an_infinite_condition_number_and_says_so() -> None:
+    for channel in (randomised_response(2, 0.5), randomised_response(3, 1 / 3)):
+        checked = channel_conditioning(channel)
+        assert checked.condition == float("inf")
+        assert str(checked.problem).startswith("the channel is singular (condition number inf")
+        assert not checked.wide
+    nearly = channel_conditioning(randomised_response(2, 0.501))
+    assert str(nearly.problem).startswith(
+        "the channel is nearly singular (condition number 500, at most 100 accepted)"
+    )
+
+
+def test_the_condition_limit_is_inclusive_and_require_invertible_passes_it_on() -> None:
+    channel = randomised_response(2, 0.6)  # condition 1 / (2 * 0.6 - 1) = 5
+    condition = channel_conditioning(channel).condition
+    assert condition == pytest.approx(5.0)
+    assert channel_conditioning(channel, max_condition=condition).problem is None
+    assert require_invertible(channel) == pytest.approx(5.0)
+    with pytest.raises(ValueError, match=r"nearly singular \(condition number 5, at most 4 "):
+        require_invertible(channel, max_condition=4.0)

@@ -1,0 +1,125 @@
+"""The threshold point's rules on known bounds (reconstruction.disclosure; issue 33).
+
+Complementary suppression, worked by hand: which cells a distribution hides given its
+cells' 95% intervals, the worst-case interval of the hidden cells' sum that decides when
+to stop hiding, and the size of a group without a condition. Each case is one that a
+mutant of the rule (a bound's column swapped, the low bound read for the high one, a
+stop one cell early) gets wrong; no database is needed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from reconstruction import disclosure
+from reconstruction.algorithms.queries import Condition
+from reconstruction.analysis import AnalysisRequest
+
+# Two hidden cells of 0..10 each, shown cells of 10..12 and 20..21; published total 40.
+BOUNDS = [[0.0, 10.0], [0.0, 10.0], [10.0, 12.0], [20.0, 21.0]]
+HIDDEN = [True, True, False, False]
+
+
+def test_the_hidden_sum_without_a_total_is_the_sum_of_the_hidden_bounds() -> None:
+    assert disclosure.hidden_total(BOUNDS, HIDDEN) == (0.0, 20.0)
+    assert disclosure.hidden_total(BOUNDS, [False, False, True, False]) == (10.0, 12.0)
+
+
+def test_the_published_total_narrows_the_hidden_sum_from_both_sides() -> None:
+    # total - shown highs = 40 - 33 = 7 > 0 (low); total - shown lows = 40 - 30 = 10 < 20.
+    assert disclosure.hidden_total(BOUNDS, HIDDEN, 40.0) == (7.0, 10.0)
+    # A small total caps the high bound; a large one lifts the low bound.
+    assert disclosure.hidden_total(BOUNDS, HIDDEN, 31.0) == (0.0, 1.0)
+    assert disclosure.hidden_total(BOUNDS, HIDDEN, 53.0) == (20.0, 20.0)
+
+
+def test_the_hidden_sum_reads_each_bound_from_its_own_column() -> None:
+    # Asymmetric shown bounds: a column swapped gives (10, 7) here, an empty interval.
+    low, high = disclosure.hidden_total(BOUNDS, HIDDEN, 40.0)
+    assert low <= high
+    bounds = np.array([[1.0, 3.0], [2.0, 9.0], [50.0, 60.0]])
+    assert disclosure.hidden_total(bounds, [True, True, False], 62.0) == (3.0, 12.0)
+    assert disclosure.hidden_total(bounds, [True, True, False], 70.0) == (10.0, 12.0)
+
+
+def test_suppression_keeps_hiding_while_the_hidden_sum_may_be_small_but_not_empty() -> None:
+    # Cells 0 and 1 (0..4 each) are primary; their sum is 0..8: neither publishable nor
+    # provably empty, so the next-smallest shown cell (25..35) is hidden too, which makes
+    # the sum 25..43 publishable. Reading the low bound (0) as "empty" stops one cell early.
+    counts = [1, 2, 30, 40, 50]
+    intervals = [[0, 4], [0, 4], [25, 35], [35, 45], [45, 55]]
+    hidden = disclosure.hidden_cells(counts, 5, intervals)
+    assert hidden.tolist() == [True, True, True, False, False]
+
+
+def test_suppression_hides_until_the_hidden_sum_is_publishable() -> None:
+    # Primary 0..4, 0..4 and 2..6 (each reaches below 5): their sum, 2..14, is not
+    # publishable, so the next-smallest shown cell (20..30) is hidden as well.
+    counts = [1, 2, 4, 25, 60]
+    intervals = [[0, 4], [0, 4], [2, 6], [20, 30], [55, 65]]
+    hidden = disclosure.hidden_cells(counts, 5, intervals)
+    assert hidden.tolist() == [True, True, True, True, False]
+
+
+def test_suppression_stops_when_the_hidden_sum_is_provably_empty() -> None:
+    # Two exact zeros: their sum (0, 0) says nothing about anyone; nothing more is hidden.
+    assert disclosure.hidden_cells([0, 0, 10, 20], 5).tolist() == [True, True, False, False]
+
+
+def test_a_single_hidden_cell_is_never_left_alone_even_when_it_is_zero() -> None:
+    # One hidden cell is derivable from the total by subtraction, whatever its value.
+    assert disclosure.hidden_cells([0, 10, 20], 5).tolist() == [True, True, False]
+    assert disclosure.hidden_cells([3, 10, 20], 5).tolist() == [True, True, False]
+    # The next-smallest shown cell is the one hidden, not the first or the largest.
+    assert disclosure.hidden_cells([20, 10, 3, 12], 5).tolist() == [False, True, True, False]
+
+
+def test_suppression_of_nothing_or_everything_needs_no_complement() -> None:
+    assert disclosure.hidden_cells([10, 20, 30], 5).tolist() == [False, False, False]
+    assert disclosure.hidden_cells([1, 2], 5).tolist() == [True, True]
+
+
+def test_a_cell_is_judged_on_its_interval_not_its_count() -> None:
+    # Counts 12 and 11 whose intervals reach down to 3 and 2 are hidden (their sum, at
+    # least 8 given the total, is publishable); count 4 with 5..9 is shown.
+    hidden = disclosure.hidden_cells([12, 11, 4, 50], 5, [[3, 21], [2, 20], [5, 9], [40, 60]])
+    assert hidden.tolist() == [True, True, False, False]
+
+
+def _request(where: list[Condition], participants: int) -> AnalysisRequest:
+    # The whole-population path reads no survey, question or answer.
+    return AnalysisRequest(
+        survey=None,  # type: ignore[arg-type]
+        spec={"kind": "count"},
+        questions={},
+        where=where,
+        strata=[],
+        thresholds=None,  # type: ignore[arg-type]
+        participants=participants,
+    )
+
+
+def test_a_group_without_a_condition_is_every_participant_counted_exactly() -> None:
+    size = disclosure.group_size(_request([], 37))
+    assert size == disclosure.GroupSize(37.0, 37.0, 37.0, True)
+    assert size.ci95 == (37.0, 37.0)
+
+
+def test_an_empty_where_overrides_the_requests_condition() -> None:
+    # A panel's eligible pool without a condition: the whole population, even when the
+    # request itself has a condition.
+    request = _request([Condition("district", "in", {4})], 37)
+    assert disclosure.group_size(request, []) == disclosure.GroupSize.counted(37)
+
+
+def test_check_group_refuses_below_the_threshold_and_names_the_label() -> None:
+    disclosure.check_group(disclosure.GroupSize(12.0, 10.0, 14.0, False), 10)
+    with pytest.raises(disclosure.JobRefused) as refused:
+        disclosure.check_group(
+            disclosure.GroupSize(12.0, 9.0, 14.0, False), 10, label="stratum N: "
+        )
+    text = refused.value.reason
+    assert text.startswith("stratum N: the group this condition selects is too small")
+    assert "stratum N: " in text
+    assert "below 10" in text
