@@ -7,8 +7,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from consultations.keys import hash_key
 from consultations.models import ApiKey, Consultation, Organisation, PortalOrigin
-from consultations.services import hash_key
 
 
 def consultation_list(

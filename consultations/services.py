@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,12 +11,9 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from consultations.keys import forget_verified_keys, hash_key
 from consultations.models import ApiKey, AuditEvent, Consultation, Organisation, PortalOrigin
 from core.errors import Conflict, InvalidInput
-
-
-def hash_key(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -78,9 +74,6 @@ def api_key_revoke(*, api_key: ApiKey, actor: str = "system") -> ApiKey:
             action="api_key.revoke",
             target=api_key.prefix,
         )
-    # Imported here: the authentication module imports this one (hash_key).
-    from consultations.authentication import forget_verified_keys
-
     forget_verified_keys(api_key.prefix)
     return api_key
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
@@ -14,6 +15,7 @@ from consultations.admin import staff_actor
 from core.messages import localise_result, translate_notes
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
 from reconstruction.services import report_create
+from surveys.admin import SurveyAdmin
 from surveys.models import Survey
 
 JOB_FIELDS = (
@@ -191,3 +193,31 @@ class ReportAdmin(admin.ModelAdmin):
             table,
             table,
         )
+
+
+# Reports are started from the survey list too. The action lives here, with the other
+# report views, so that surveys (a lower layer) never imports reconstruction's services:
+# this app's admin extends the survey admin instead.
+admin.site.unregister(Survey)
+
+
+@admin.register(Survey)
+class SurveyReportAdmin(SurveyAdmin):
+    actions = [*SurveyAdmin.actions, "start_report"]
+
+    def has_report_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm("reconstruction.add_report"))
+
+    @admin.action(description="Start a report of the selected surveys", permissions=["report"])
+    def start_report(self, request: HttpRequest, queryset: QuerySet[Survey]) -> None:
+        for survey in queryset.select_related("consultation__organisation"):
+            report = report_create(
+                organisation=survey.consultation.organisation,
+                survey=survey,
+                requested_by=staff_actor(request),
+            )
+            self.message_user(
+                request,
+                f"Report {report.pk} of “{survey}” was queued; see Reports.",
+                level=messages.SUCCESS,
+            )

@@ -239,7 +239,7 @@ def job_execute(
         )
     job.refresh_from_db()
     if job.status in Job.FINISHED:
-        from webhooks.services import job_finished
+        from webhooks.events import job_finished
 
         job_finished(job)  # analysis.finished / report.finished to the organisation's webhooks
     return job

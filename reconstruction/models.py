@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.apps import apps
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
@@ -124,13 +125,16 @@ class AnalysisJob(Job):
         ]
 
     def clean(self) -> None:
-        """Refuse a kind the registry does not know (what a check constraint did before)."""
-        from reconstruction import registry  # the registry imports the models' app
+        """Refuse a kind the registry does not know (what a check constraint did before).
 
+        The registry imports this module, so it is read through the app's config
+        (``ReconstructionConfig.ready``), not imported.
+        """
         super().clean()
-        if self.kind not in registry.KINDS:
+        kinds = apps.get_app_config("reconstruction").analysis_kinds
+        if self.kind not in kinds:
             raise ValidationError(
-                {"kind": f"unknown kind {self.kind!r}; choose one of {', '.join(registry.KINDS)}"}
+                {"kind": f"unknown kind {self.kind!r}; choose one of {', '.join(kinds)}"}
             )
 
 

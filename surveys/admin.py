@@ -230,7 +230,7 @@ class SurveyAdmin(admin.ModelAdmin):
     list_filter = ["status", "kind", "consultation__organisation"]
     search_fields = ["title", "consultation__title"]
     inlines = [QuestionInline]
-    actions = ["open_surveys", "close_surveys", "start_report"]
+    actions = ["open_surveys", "close_surveys"]  # reconstruction.admin adds start_report
     change_form_template = "admin/surveys/survey/builder_change_form.html"
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
@@ -386,9 +386,6 @@ class SurveyAdmin(admin.ModelAdmin):
         if done:
             self.message_user(request, f"{verb} {done} survey(s).")
 
-    def has_report_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.has_perm("reconstruction.add_report"))
-
     @admin.action(description="Open the selected draft surveys", permissions=["change"])
     def open_surveys(self, request: HttpRequest, queryset: QuerySet[Survey]) -> None:
         self._transition(request, queryset, services.survey_open, "Opened")
@@ -396,22 +393,6 @@ class SurveyAdmin(admin.ModelAdmin):
     @admin.action(description="Close the selected open surveys", permissions=["change"])
     def close_surveys(self, request: HttpRequest, queryset: QuerySet[Survey]) -> None:
         self._transition(request, queryset, services.survey_close, "Closed")
-
-    @admin.action(description="Start a report of the selected surveys", permissions=["report"])
-    def start_report(self, request: HttpRequest, queryset: QuerySet[Survey]) -> None:
-        from reconstruction.services import report_create
-
-        for survey in queryset.select_related("consultation__organisation"):
-            report = report_create(
-                organisation=survey.consultation.organisation,
-                survey=survey,
-                requested_by=staff_actor(request),
-            )
-            self.message_user(
-                request,
-                f"Report {report.pk} of “{survey}” was queued; see Reports.",
-                level=messages.SUCCESS,
-            )
 
 
 class AnswerInline(ReadOnlyAdminMixin, admin.TabularInline):

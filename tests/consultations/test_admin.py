@@ -7,8 +7,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
+from consultations.keys import hash_key
 from consultations.models import ApiKey, AuditEvent
-from consultations.services import hash_key
 from surveys.models import Response, Survey
 from surveys.services import calibration_upload, responses_submit_bulk
 from tests.factories import good_answers, survey_factory
