@@ -89,22 +89,27 @@ class JobCollector:
         )
         queued.add_metric([], queued_total)
         yield queued
-        broker = broker_queue_length()
-        if broker is not None:
+        lanes = {lane: broker_queue_length(lane) for lane in settings.CELERY_LANE_NAMES}
+        if any(count is not None for count in lanes.values()):
             length = GaugeMetricFamily(
-                "consultations_queue_length", "Messages waiting in the broker's task queue."
+                "consultations_queue_length",
+                "Messages waiting in the broker, per lane (Celery queue).",
+                labels=["lane"],
             )
-            length.add_metric([], broker)
+            for lane, count in lanes.items():
+                if count is not None:
+                    length.add_metric([lane], count)
             yield length
 
 
-def broker_queue_length() -> int | None:
-    """Messages in the default Celery queue; ``None`` without a broker (in-process tasks)."""
+def broker_queue_length(queue: str | None = None) -> int | None:
+    """Messages in a Celery queue (the default lane unless named); ``None`` without a
+    broker (in-process tasks)."""
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return None
     from config.celery import app
 
-    queue = app.conf.task_default_queue
+    queue = queue or app.conf.task_default_queue
     url = settings.CELERY_BROKER_URL
     try:
         if url.startswith(("redis://", "rediss://")):

@@ -287,13 +287,74 @@ if CELERY_TASK_TIME_LIMIT <= CELERY_TASK_SOFT_TIME_LIMIT:
     raise ConfigurationError(
         "CELERY_TASK_TIME_LIMIT must be longer than CELERY_TASK_SOFT_TIME_LIMIT"
     )
-# A message not acknowledged within the visibility timeout is redelivered: it must
-# outlast the hard time limit or a long job would run twice.
-CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", CELERY_TASK_TIME_LIMIT + 300)
+# --- Lanes (docs/operators/scaling.md): every kind of work has its own queue, so a burst
+# of reports or slow webhook receivers never delays an analysis. A worker consumes the
+# lanes it is started with (`celery -A config worker -Q analyses,panels`); one worker may
+# consume them all (the embedded default and the integration tests' worker do). Each lane
+# has its time limits (CELERY_<LANE>_SOFT_TIME_LIMIT / CELERY_<LANE>_TIME_LIMIT, seconds;
+# by default the CELERY_TASK_* ones, webhooks 30 / 45); its workers' concurrency is their
+# command line's (docker-compose.yml reads CELERY_<LANE>_CONCURRENCY for each lane's worker).
+CELERY_LANE_NAMES = ("analyses", "panels", "reports", "webhooks", "ingest")
+# A delivery is one HTTP request (WEBHOOKS_TIMEOUT_SECONDS): its lane's limits are short.
+_LANE_DEFAULT_LIMITS = {
+    "webhooks": (min(30, CELERY_TASK_SOFT_TIME_LIMIT), min(45, CELERY_TASK_TIME_LIMIT))
 }
-if CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] <= CELERY_TASK_TIME_LIMIT:
-    raise ConfigurationError("CELERY_VISIBILITY_TIMEOUT must be longer than CELERY_TASK_TIME_LIMIT")
+CELERY_LANES: dict[str, dict[str, int]] = {}
+for _lane in CELERY_LANE_NAMES:
+    _soft, _hard = _LANE_DEFAULT_LIMITS.get(
+        _lane, (CELERY_TASK_SOFT_TIME_LIMIT, CELERY_TASK_TIME_LIMIT)
+    )
+    CELERY_LANES[_lane] = {
+        "soft_time_limit": env_int(f"CELERY_{_lane.upper()}_SOFT_TIME_LIMIT", _soft),
+        "time_limit": env_int(f"CELERY_{_lane.upper()}_TIME_LIMIT", _hard),
+    }
+    if CELERY_LANES[_lane]["time_limit"] <= CELERY_LANES[_lane]["soft_time_limit"]:
+        raise ConfigurationError(
+            f"CELERY_{_lane.upper()}_TIME_LIMIT must be longer than "
+            f"CELERY_{_lane.upper()}_SOFT_TIME_LIMIT"
+        )
+_LONGEST_LIMIT = max(lane["time_limit"] for lane in CELERY_LANES.values())
+# Which lane an analysis kind runs in (ANALYSIS_KIND_LANES=panel:panels,sample:panels);
+# kinds not listed run in `analyses`.
+ANALYSIS_KIND_LANES = {"panel": "panels"}
+for _item in env_list("ANALYSIS_KIND_LANES"):
+    _kind, _, _lane = _item.partition(":")
+    if _lane not in CELERY_LANE_NAMES:
+        raise ConfigurationError(
+            f"ANALYSIS_KIND_LANES: {_item!r} names no lane; lanes are "
+            + ", ".join(CELERY_LANE_NAMES)
+        )
+    ANALYSIS_KIND_LANES[_kind.strip()] = _lane.strip()
+# Tasks sent by name without a lane of their own choosing (beat, webhook deliveries) are
+# routed here; the job runner (reconstruction/jobs.py) sends jobs to their lane itself.
+CELERY_TASK_DEFAULT_QUEUE = "analyses"
+_TASK_LANES = {
+    "reconstruction.run_analysis": "analyses",
+    "reconstruction.run_aggregate_reconstruction": "analyses",
+    "reconstruction.run_report": "reports",
+    "reconstruction.refresh_open_survey_reports": "reports",
+    "reconstruction.requeue_stuck_jobs": "ingest",
+    "webhooks.deliver": "webhooks",
+}
+CELERY_TASK_ROUTES = {task: {"queue": lane} for task, lane in _TASK_LANES.items()}
+# The lane's limits apply on the worker that runs the task, whatever else it consumes.
+CELERY_TASK_ANNOTATIONS = {
+    task: {
+        "soft_time_limit": CELERY_LANES[lane]["soft_time_limit"],
+        "time_limit": CELERY_LANES[lane]["time_limit"],
+    }
+    for task, lane in _TASK_LANES.items()
+}
+# A message not acknowledged within the visibility timeout is redelivered: it must
+# outlast the longest hard time limit of any lane or a long job would run twice.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", _LONGEST_LIMIT + 300)
+}
+if CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] <= _LONGEST_LIMIT:
+    raise ConfigurationError(
+        "CELERY_VISIBILITY_TIMEOUT must be longer than every lane's hard time limit "
+        "(CELERY_TASK_TIME_LIMIT, CELERY_<LANE>_TIME_LIMIT)"
+    )
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_WORKER_SEND_TASK_EVENTS = False
@@ -307,7 +368,7 @@ JOBS_MAX_ACTIVE_PER_ORGANISATION = env_int("JOBS_MAX_ACTIVE_PER_ORGANISATION", 2
 JOBS_QUOTA_RETRY_SECONDS = env_int("JOBS_QUOTA_RETRY_SECONDS", 30)
 # A job still `running` this long after it started has lost its worker (the hard time
 # limit would have ended it): re-queued, or failed after JOBS_MAX_ATTEMPTS attempts.
-JOBS_LEASE_SECONDS = env_int("JOBS_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 60)
+JOBS_LEASE_SECONDS = env_int("JOBS_LEASE_SECONDS", _LONGEST_LIMIT + 60)
 JOBS_MAX_ATTEMPTS = env_int("JOBS_MAX_ATTEMPTS", 3)
 ANALYSIS_COST_BUDGET = env_int("ANALYSIS_COST_BUDGET", 1_000_000)
 AGGREGATE_MAX_CATEGORIES = env_int("AGGREGATE_MAX_CATEGORIES", 100)

@@ -81,15 +81,28 @@ class JobCancelled(Exception):
     and nothing is stored."""
 
 
-def job_send(task_name: str, job_id: int) -> None:
-    """Send the task ``task_name`` with ``job_id`` to the workers, under their own limits.
+def job_lane(task_name: str, kind: str | None = None) -> str:
+    """The lane (Celery queue) ``task_name`` runs in: an analysis kind's own lane
+    (``ANALYSIS_KIND_LANES``, panels by default), else the task's route in the settings."""
+    from django.conf import settings
+
+    if task_name == RUN_ANALYSIS and kind in settings.ANALYSIS_KIND_LANES:
+        return str(settings.ANALYSIS_KIND_LANES[kind])
+    route = settings.CELERY_TASK_ROUTES.get(task_name, {})
+    return str(route.get("queue", settings.CELERY_TASK_DEFAULT_QUEUE))
+
+
+def job_send(task_name: str, job_id: int, *, lane: str | None = None) -> None:
+    """Send the task ``task_name`` with ``job_id`` to the workers of its lane.
 
     The task is named, not imported, so the sender needs no task module. In the embedded
-    default (``task_always_eager``) the registered task runs in-process. Celery copies
-    the *sending* process's ``task_time_limit`` and ``task_soft_time_limit`` into the
-    message, where they override the worker's; the limits belong to the worker (its
-    visibility timeout is checked against them), so the message carries none.
+    default (``task_always_eager``) the registered task runs in-process. The message
+    carries its lane's time limits (``CELERY_LANES``, the same environment on web and
+    worker), never the sending process's ``task_time_limit``: a worker that consumes
+    several lanes applies each lane's own limits.
     """
+    from django.conf import settings
+
     app = current_app
     if app.conf.task_always_eager:
         # In-process (embedded default, unit tests): run the registered task; Celery's
@@ -98,16 +111,25 @@ def job_send(task_name: str, job_id: int) -> None:
             app.loader.import_default_modules()
         app.tasks[task_name].apply_async((job_id,), time_limit=None, soft_time_limit=None)
         return
-    app.send_task(task_name, args=(job_id,), time_limit=None, soft_time_limit=None)
+    lane = lane or job_lane(task_name)
+    limits = settings.CELERY_LANES[lane]
+    app.send_task(
+        task_name,
+        args=(job_id,),
+        queue=lane,
+        time_limit=limits["time_limit"],
+        soft_time_limit=limits["soft_time_limit"],
+    )
 
 
 def job_enqueue(job: Job, task_name: str) -> None:
-    """Queue ``task_name(job.pk)`` once the surrounding transaction commits.
+    """Queue ``task_name(job.pk)`` in its lane once the surrounding transaction commits.
 
     Queuing before the commit would let a fast worker look for a row that
     does not exist yet (or never will, if the transaction rolls back).
     """
-    transaction.on_commit(lambda: job_send(task_name, job.pk))
+    lane = job_lane(task_name, getattr(job, "kind", None))
+    transaction.on_commit(lambda: job_send(task_name, job.pk, lane=lane))
 
 
 def _progress_writer(model: type[J], job_id: int) -> Progress:
@@ -290,6 +312,11 @@ def jobs_requeue_stuck(
             status=Job.Status.QUEUED, progress=0.0
         )
         ids += again
+    kinds = (
+        dict(model.objects.filter(pk__in=ids).values_list("pk", "kind"))
+        if any(f.name == "kind" for f in model._meta.fields)
+        else {}
+    )
     for job_id in ids:
-        job_send(task_name, job_id)
+        job_send(task_name, job_id, lane=job_lane(task_name, kinds.get(job_id)))
     return len(ids)

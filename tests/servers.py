@@ -361,6 +361,9 @@ def redis_server(workdir: Path) -> Iterator[str]:
 
 # --------------------------------------------------------------------------- Celery worker
 
+LANES = ("analyses", "panels", "reports", "webhooks", "ingest")
+"""The Celery queues (config/settings.py, CELERY_LANE_NAMES); a test worker consumes all."""
+
 
 @dataclass
 class Worker:
@@ -390,8 +393,10 @@ def start_worker(
     concurrency: int = 1,
     extra_env: dict[str, str] | None = None,
     timeout: float = 60,
+    queues: tuple[str, ...] = LANES,
 ) -> Worker:
-    """Start ``celery -A config worker`` and wait until it answers a ping."""
+    """Start ``celery -A config worker`` on ``queues`` (every lane unless told) and wait
+    until it answers a ping."""
     log = workdir / f"{name}-{time.monotonic_ns()}.log"
     env = {**os.environ, **(extra_env or {})}
     if not env.get("CELERY_BROKER_URL"):
@@ -409,6 +414,8 @@ def start_worker(
                 "--loglevel=INFO",
                 f"--concurrency={concurrency}",
                 "--pool=prefork",
+                "-Q",
+                ",".join(queues),
                 "-n",
                 node,
                 "--without-gossip",

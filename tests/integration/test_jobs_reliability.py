@@ -1,8 +1,8 @@
 """Jobs on real Celery workers (PostgreSQL, Redis): duplicates, time limits, killed workers.
 
 Each test that needs special settings starts its own worker with ``start_worker``;
-while it runs, any other worker (the session worker) stops consuming the default
-queue, so the job goes to the worker under test.
+while it runs, any other worker (the session worker) stops consuming every lane,
+so the job goes to the worker under test.
 
 Long jobs are aggregate reconstructions with many categories: the 1000
 bootstrap replicates of their 95% interval repeat EM/AS on k x k channels.
@@ -72,15 +72,16 @@ def organisation() -> Organisation:
 
 @pytest.fixture
 def only_our_workers() -> Iterator[None]:
-    """Workers already running stop consuming the default queue during the test."""
+    """Workers already running stop consuming every lane during the test."""
     from config.celery import app
+    from tests.servers import LANES
 
     others = [name for reply in app.control.ping(timeout=1.0) or [] for name in reply]
-    if others:
-        app.control.cancel_consumer("celery", destination=others, reply=True, timeout=5)
+    for lane in LANES if others else ():
+        app.control.cancel_consumer(lane, destination=others, reply=True, timeout=5)
     yield
-    if others:
-        app.control.add_consumer("celery", destination=others, reply=True, timeout=5)
+    for lane in LANES if others else ():
+        app.control.add_consumer(lane, destination=others, reply=True, timeout=5)
 
 
 @pytest.fixture
