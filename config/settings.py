@@ -131,6 +131,17 @@ if env_str("DATABASE_REPLICA_URL"):
         **database_from_url(env_str("DATABASE_REPLICA_URL")),
         "TEST": {"MIRROR": "default"},
     }
+# Read-your-writes (docs/operators/scaling.md, "Standby"): an analysis waits at most this
+# many seconds for the standby to replay what the primary had when it was requested, then
+# reads the primary instead and says so (the job's read_from).
+try:
+    ANALYSIS_REPLICA_WAIT_SECONDS = float(env_str("ANALYSIS_REPLICA_WAIT_SECONDS") or "10")
+except ValueError:
+    raise ConfigurationError("ANALYSIS_REPLICA_WAIT_SECONDS must be a number of seconds") from None
+if not 0 <= ANALYSIS_REPLICA_WAIT_SECONDS <= 3600:
+    raise ConfigurationError(
+        f"ANALYSIS_REPLICA_WAIT_SECONDS must be 0-3600 seconds, got {ANALYSIS_REPLICA_WAIT_SECONDS}"
+    )
 # PgBouncer (or another pooler) in front of PostgreSQL: DATABASE_POOLER=transaction when it
 # runs in transaction mode. A server-side cursor outside a transaction would then outlive
 # the server connection it was opened on, so Django's QuerySet.iterator() falls back to
@@ -314,22 +325,21 @@ for _lane in CELERY_LANE_NAMES:
             f"CELERY_{_lane.upper()}_SOFT_TIME_LIMIT"
         )
 _LONGEST_LIMIT = max(lane["time_limit"] for lane in CELERY_LANES.values())
-# Which lane an analysis kind runs in (ANALYSIS_KIND_LANES=panel:panels,sample:panels);
-# kinds not listed run in `analyses`.
+# Which analysis kinds run in the panels lane instead of `analyses`
+# (ANALYSIS_KIND_LANES=panel:panels,sample:panels; panels by default).
 ANALYSIS_KIND_LANES = {"panel": "panels"}
 for _item in env_list("ANALYSIS_KIND_LANES"):
-    _kind, _, _lane = _item.partition(":")
-    if _lane not in CELERY_LANE_NAMES:
+    _kind, _, _lane = (part.strip() for part in _item.partition(":"))
+    if _lane not in ("analyses", "panels"):
         raise ConfigurationError(
-            f"ANALYSIS_KIND_LANES: {_item!r} names no lane; lanes are "
-            + ", ".join(CELERY_LANE_NAMES)
+            f"ANALYSIS_KIND_LANES: {_item!r}: an analysis kind runs in analyses or panels"
         )
-    ANALYSIS_KIND_LANES[_kind.strip()] = _lane.strip()
-# Tasks sent by name without a lane of their own choosing (beat, webhook deliveries) are
-# routed here; the job runner (reconstruction/jobs.py) sends jobs to their lane itself.
+    ANALYSIS_KIND_LANES[_kind] = _lane
+# Every task is routed to its lane by name; anything unnamed goes to `analyses`.
 CELERY_TASK_DEFAULT_QUEUE = "analyses"
 _TASK_LANES = {
     "reconstruction.run_analysis": "analyses",
+    "reconstruction.run_panel": "panels",
     "reconstruction.run_aggregate_reconstruction": "analyses",
     "reconstruction.run_report": "reports",
     "reconstruction.refresh_open_survey_reports": "reports",

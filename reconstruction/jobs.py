@@ -27,6 +27,7 @@ from django.utils.translation import gettext_noop
 
 from privacy.mechanisms.messages import Message
 from reconstruction.models import Job
+from surveys import statistics
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
 
 # Task names (``reconstruction/tasks.py`` registers them under these names).
 RUN_ANALYSIS = "reconstruction.run_analysis"
+RUN_PANEL = "reconstruction.run_panel"  # an analysis in the panels lane
 RUN_REPORT = "reconstruction.run_report"
 RUN_AGGREGATE_RECONSTRUCTION = "reconstruction.run_aggregate_reconstruction"
 
@@ -81,28 +83,36 @@ class JobCancelled(Exception):
     and nothing is stored."""
 
 
-def job_lane(task_name: str, kind: str | None = None) -> str:
-    """The lane (Celery queue) ``task_name`` runs in: an analysis kind's own lane
-    (``ANALYSIS_KIND_LANES``, panels by default), else the task's route in the settings."""
+def job_task(task_name: str, kind: str | None = None) -> str:
+    """The task that runs a job: an analysis whose kind has a lane of its own
+    (``ANALYSIS_KIND_LANES``: panels by default) runs as :data:`RUN_PANEL`, the same
+    computation routed to the ``panels`` lane under that lane's limits."""
     from django.conf import settings
 
-    if task_name == RUN_ANALYSIS and kind in settings.ANALYSIS_KIND_LANES:
-        return str(settings.ANALYSIS_KIND_LANES[kind])
+    if task_name == RUN_ANALYSIS and settings.ANALYSIS_KIND_LANES.get(kind) == "panels":
+        return RUN_PANEL
+    return task_name
+
+
+def job_lane(task_name: str) -> str:
+    """The lane (Celery queue) a task is routed to (``CELERY_TASK_ROUTES``)."""
+    from django.conf import settings
+
     route = settings.CELERY_TASK_ROUTES.get(task_name, {})
     return str(route.get("queue", settings.CELERY_TASK_DEFAULT_QUEUE))
 
 
-def job_send(task_name: str, job_id: int, *, lane: str | None = None) -> None:
+def job_send(task_name: str, job_id: int) -> None:
     """Send the task ``task_name`` with ``job_id`` to the workers of its lane.
 
-    The task is named, not imported, so the sender needs no task module. In the embedded
-    default (``task_always_eager``) the registered task runs in-process. The message
-    carries its lane's time limits (``CELERY_LANES``, the same environment on web and
-    worker), never the sending process's ``task_time_limit``: a worker that consumes
-    several lanes applies each lane's own limits.
+    The task is named, not imported, so the sender needs no task module; the settings'
+    routes put it in its lane. In the embedded default (``task_always_eager``) the
+    registered task runs in-process. Celery copies the *sending* process's
+    ``task_time_limit`` and ``task_soft_time_limit`` into the message, where they
+    override the worker's; the limits belong to the worker (each lane's, as task
+    annotations; its visibility timeout is checked against them), so the message
+    carries none.
     """
-    from django.conf import settings
-
     app = current_app
     if app.conf.task_always_eager:
         # In-process (embedded default, unit tests): run the registered task; Celery's
@@ -111,15 +121,7 @@ def job_send(task_name: str, job_id: int, *, lane: str | None = None) -> None:
             app.loader.import_default_modules()
         app.tasks[task_name].apply_async((job_id,), time_limit=None, soft_time_limit=None)
         return
-    lane = lane or job_lane(task_name)
-    limits = settings.CELERY_LANES[lane]
-    app.send_task(
-        task_name,
-        args=(job_id,),
-        queue=lane,
-        time_limit=limits["time_limit"],
-        soft_time_limit=limits["soft_time_limit"],
-    )
+    app.send_task(task_name, args=(job_id,), time_limit=None, soft_time_limit=None)
 
 
 def job_enqueue(job: Job, task_name: str) -> None:
@@ -128,8 +130,41 @@ def job_enqueue(job: Job, task_name: str) -> None:
     Queuing before the commit would let a fast worker look for a row that
     does not exist yet (or never will, if the transaction rolls back).
     """
-    lane = job_lane(task_name, getattr(job, "kind", None))
-    transaction.on_commit(lambda: job_send(task_name, job.pk, lane=lane))
+    task_name = job_task(task_name, getattr(job, "kind", None))
+    # Read-your-writes: the primary's WAL position now, which every write committed before
+    # this request lies behind; a worker reading a standby waits until it has replayed it.
+    position = statistics.primary_wal_position()
+    if position:
+        type(job).objects.filter(pk=job.pk).update(wal_lsn=position)
+    transaction.on_commit(lambda: job_send(task_name, job.pk))
+
+
+def job_read_alias(job: Job) -> str:
+    """Where this job's statistics are read: the standby (``replica``) once it has replayed
+    the primary's WAL up to the job's ``wal_lsn``, waiting at most
+    ``ANALYSIS_REPLICA_WAIT_SECONDS``; else the primary. The choice is stored on the job
+    (``read_from``: ``replica``, or ``primary`` when it fell back; empty with one
+    database), so nobody reads a result without its residents unknowingly."""
+    from django.conf import settings
+
+    if "replica" not in settings.DATABASES:
+        return "default"
+    if statistics.replica_has_replayed(
+        job.wal_lsn, wait_seconds=float(settings.ANALYSIS_REPLICA_WAIT_SECONDS)
+    ):
+        alias, read_from = "replica", "replica"
+    else:
+        alias, read_from = "default", "primary"
+        logger.warning(
+            "%s %s: the standby has not replayed %s within %s s; reading the primary",
+            type(job).__name__,
+            job.pk,
+            job.wal_lsn,
+            settings.ANALYSIS_REPLICA_WAIT_SECONDS,
+        )
+    type(job).objects.filter(pk=job.pk).update(read_from=read_from)
+    job.read_from = read_from
+    return alias
 
 
 def _progress_writer(model: type[J], job_id: int) -> Progress:
@@ -227,7 +262,8 @@ def job_execute(
         return model.objects.filter(pk=job_id).first()
 
     try:
-        result = compute(job, _progress_writer(model, job_id))
+        with statistics.reading_from(job_read_alias(job)):
+            result = compute(job, _progress_writer(model, job_id))
     except SoftTimeLimitExceeded:
         job_fail(model, job_id, TIME_LIMIT)
     except JobCancelled:
@@ -318,5 +354,5 @@ def jobs_requeue_stuck(
         else {}
     )
     for job_id in ids:
-        job_send(task_name, job_id, lane=job_lane(task_name, kinds.get(job_id)))
+        job_send(job_task(task_name, kinds.get(job_id)), job_id)
     return len(ids)

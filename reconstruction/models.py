@@ -51,6 +51,19 @@ class Job(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    wal_lsn = models.CharField(
+        max_length=32,
+        blank=True,
+        help_text="The primary's WAL position when the job was queued (PostgreSQL): a "
+        "standby must have replayed it before the job reads there.",
+    )
+    read_from = models.CharField(
+        max_length=16,
+        blank=True,
+        help_text="Where the job read its statistics: replica (a standby that had replayed "
+        "wal_lsn), primary (the standby lagged past ANALYSIS_REPLICA_WAIT_SECONDS), or empty "
+        "with one database.",
+    )
 
     class Meta:
         abstract = True

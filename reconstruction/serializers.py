@@ -25,6 +25,12 @@ class JobSerializer(serializers.Serializer[Job]):
     error = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField(read_only=True)
     finished_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    read_from = serializers.CharField(
+        read_only=True,
+        help_text="Where the job read its statistics: replica (a standby that had replayed "
+        "every write made before the request), primary (the standby lagged; docs/operators/"
+        "scaling.md), or empty with one database.",
+    )
 
     def get_error(self, job: Job) -> str | None:
         return job.error_text() or None

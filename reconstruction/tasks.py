@@ -72,6 +72,12 @@ def run_analysis(self: Task, job_id: int) -> None:
     _run_with_retries(self, job_id, lambda: services.analysis_run(job_id=job_id), AnalysisJob)
 
 
+@shared_task(bind=True, name=jobs.RUN_PANEL)
+def run_panel(self: Task, job_id: int) -> None:
+    """An analysis in the ``panels`` lane (its own queue and limits), otherwise the same."""
+    _run_with_retries(self, job_id, lambda: services.analysis_run(job_id=job_id), AnalysisJob)
+
+
 @shared_task(bind=True, name=jobs.RUN_REPORT)
 def run_report(self: Task, job_id: int) -> None:
     _run_with_retries(self, job_id, lambda: services.report_run(job_id=job_id), Report)

@@ -4,11 +4,12 @@ Run a command with the servers up::
 
     python -m tests.servers -- pytest -m integration
 
-starts a throw-away PostgreSQL cluster and a Redis server in a temporary
-directory, exports ``DATABASE_URL``, ``CELERY_BROKER_URL`` and ``CACHE_URL``,
-runs the command and stops both afterwards. Missing Debian packages
-(``postgresql``, ``redis-server``) are installed with apt-get when running as
-root; otherwise the run fails with a message saying what to install. Nothing
+starts a throw-away PostgreSQL cluster, a streaming hot standby of it
+(``pg_basebackup -R``) and a Redis server in a temporary directory, exports
+``DATABASE_URL``, ``STANDBY_DATABASE_URL``, ``STANDBY_READER_URL``,
+``CELERY_BROKER_URL`` and ``CACHE_URL``, runs the command and stops them afterwards.
+Missing Debian packages (``postgresql``, ``redis-server``) are installed with apt-get
+when running as root; otherwise the run fails with a message saying what to install. Nothing
 is ever skipped silently.
 """
 
@@ -91,10 +92,22 @@ def _tail(log: Path, lines: int = 30) -> str:
         return "(no log)"
 
 
-def _stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 15) -> None:
+def _stop(
+    process: subprocess.Popen[bytes],
+    sig: int = signal.SIGTERM,
+    timeout: float = 15,
+    *,
+    group: bool = False,
+) -> None:
+    """Signal ``process`` (its whole process group with ``group``: ``runuser`` passes no
+    SIGINT on, so PostgreSQL started through it only stops when the group is signalled)."""
     if process.poll() is not None:
         return
-    process.send_signal(sig)
+    if group:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+    else:
+        process.send_signal(sig)
     try:
         process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -119,6 +132,93 @@ def _postgres_bin() -> Path:
     return Path(candidates[-1]).parent
 
 
+def _as_postgres(*paths: Path) -> list[str]:
+    """The command prefix that runs a server tool as ``postgres`` when we are root
+    (PostgreSQL refuses to run as root); ``paths`` are handed to that user first."""
+    if not _is_root():
+        return []
+    try:
+        owner = pwd.getpwnam("postgres")
+    except KeyError:
+        raise ServerUnavailable(
+            "the postgres system user is missing; reinstall postgresql"
+        ) from None
+    for path in paths:
+        os.chown(path, owner.pw_uid, owner.pw_gid)
+    return ["runuser", "-u", "postgres", "--"]
+
+
+def _pg_settings(sockets: Path, durable: bool) -> list[str]:
+    settings = [
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        f"unix_socket_directories={sockets}",
+        "-c",
+        "max_connections=200",
+        "-c",
+        "shared_buffers=256MB",
+        # Streaming replication (a standby made with pg_basebackup -R): initdb's
+        # pg_hba.conf already trusts replication connections from loopback.
+        "-c",
+        "wal_level=replica",
+        "-c",
+        "max_wal_senders=5",
+        "-c",
+        "hot_standby=on",
+        "-c",
+        "hot_standby_feedback=on",
+    ]
+    if not durable:
+        settings += [
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+        ]
+    return settings
+
+
+@contextlib.contextmanager
+def _postgres_process(
+    bindir: Path, data: Path, sockets: Path, log: Path, prefix: list[str], durable: bool
+) -> Iterator[int]:
+    """Run ``postgres`` on ``data`` on a free loopback port until the block ends."""
+    port = free_port()
+    with open(log, "ab") as out:
+        process = subprocess.Popen(
+            [
+                *prefix,
+                str(bindir / "postgres"),
+                "-D",
+                str(data),
+                "-p",
+                str(port),
+                *_pg_settings(sockets, durable),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+
+        def ready() -> bool:
+            return (
+                subprocess.run(
+                    [str(bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-q"],
+                    check=False,
+                ).returncode
+                == 0
+            )
+
+        _wait_for(ready, "PostgreSQL", 60, process, log)
+        yield port
+    finally:
+        _stop(process, signal.SIGINT, group=True)  # SIGINT is PostgreSQL's "fast shutdown"
+
+
 @contextlib.contextmanager
 def postgres_server(workdir: Path, *, durable: bool = False) -> Iterator[str]:
     """Start a PostgreSQL cluster in ``workdir``; yield the database URL.
@@ -134,17 +234,7 @@ def postgres_server(workdir: Path, *, durable: bool = False) -> Iterator[str]:
     data.mkdir()
     sockets.mkdir()
     log.touch()
-    prefix: list[str] = []
-    if _is_root():
-        try:
-            owner = pwd.getpwnam("postgres")
-        except KeyError:
-            raise ServerUnavailable(
-                "the postgres system user is missing; reinstall postgresql"
-            ) from None
-        for path in (workdir, data, sockets, log):
-            os.chown(path, owner.pw_uid, owner.pw_gid)
-        prefix = ["runuser", "-u", "postgres", "--"]
+    prefix = _as_postgres(workdir, data, sockets, log)
     subprocess.run(
         [
             *prefix,
@@ -162,45 +252,7 @@ def postgres_server(workdir: Path, *, durable: bool = False) -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    port = free_port()
-    settings = [
-        "-c",
-        "listen_addresses=127.0.0.1",
-        "-c",
-        f"unix_socket_directories={sockets}",
-        "-c",
-        "max_connections=200",
-        "-c",
-        "shared_buffers=256MB",
-    ]
-    if not durable:
-        settings += [
-            "-c",
-            "fsync=off",
-            "-c",
-            "synchronous_commit=off",
-            "-c",
-            "full_page_writes=off",
-        ]
-    with open(log, "ab") as out:
-        process = subprocess.Popen(
-            [*prefix, str(bindir / "postgres"), "-D", str(data), "-p", str(port), *settings],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-
-        def ready() -> bool:
-            return (
-                subprocess.run(
-                    [str(bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-q"],
-                    check=False,
-                ).returncode
-                == 0
-            )
-
-        _wait_for(ready, "PostgreSQL", 60, process, log)
+    with _postgres_process(bindir, data, sockets, log, prefix, durable) as port:
         subprocess.run(
             [
                 str(bindir / "createdb"),
@@ -215,8 +267,88 @@ def postgres_server(workdir: Path, *, durable: bool = False) -> Iterator[str]:
             check=True,
         )
         yield f"postgres://postgres@127.0.0.1:{port}/consultations"
-    finally:
-        _stop(process, signal.SIGINT)  # SIGINT is PostgreSQL's "fast shutdown"
+
+
+READER = "analyses_reader"
+"""The standby's login role for analyses: reads everything (``pg_read_all_data``), and
+every transaction it opens is read-only (``default_transaction_read_only``)."""
+
+
+@contextlib.contextmanager
+def standby_server(workdir: Path, primary_url: str, *, durable: bool = False) -> Iterator[str]:
+    """A streaming hot standby of ``primary_url``'s cluster, on loopback; yields its URL.
+
+    ``pg_basebackup -R`` copies the primary and writes the standby's connection settings
+    (``standby.signal``, ``primary_conninfo``); the standby then replays the primary's WAL
+    as it streams and answers read-only queries (``hot_standby``). The primary gets the
+    role :data:`READER` first (replicated like everything else); the URL yielded logs in
+    as ``postgres``, whose transactions are not read-only (pausing replay needs it).
+    """
+    bindir = _postgres_bin()
+    primary = urlsplit(primary_url)
+    data = workdir / "standby"
+    sockets = workdir / "standbysock"
+    log = workdir / "standby.log"
+    sockets.mkdir()
+    log.touch()
+    prefix = _as_postgres(workdir, sockets, log)
+    reader = (
+        f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{READER}') THEN "
+        f"CREATE ROLE {READER} LOGIN; END IF; END $$; "
+        f"GRANT pg_read_all_data TO {READER}; "
+        f"ALTER ROLE {READER} SET default_transaction_read_only = on;"
+    )
+    subprocess.run(
+        [
+            str(bindir / "psql"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(primary.port),
+            "-U",
+            "postgres",
+            "-d",
+            primary.path.lstrip("/"),
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            reader,
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    copied = subprocess.run(
+        [
+            *prefix,
+            str(bindir / "pg_basebackup"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(primary.port),
+            "-U",
+            "postgres",
+            "-D",
+            str(data),
+            "-R",
+            "-X",
+            "stream",
+            "--checkpoint=fast",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    if copied.returncode != 0:
+        raise ServerUnavailable(f"pg_basebackup failed:\n{copied.stderr[-2000:]}")
+    with _postgres_process(bindir, data, sockets, log, prefix, durable) as port:
+        yield f"postgres://postgres@127.0.0.1:{port}/{primary.path.lstrip('/')}"
+
+
+def as_reader(url: str) -> str:
+    """The same database as the read-only analyses role (:data:`READER`)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=f"{READER}@{parts.hostname}:{parts.port}"))
 
 
 # --------------------------------------------------------------------------- PgBouncer
@@ -454,22 +586,35 @@ def start_worker(
 
 
 @contextlib.contextmanager
-def running_services(*, durable: bool = False) -> Iterator[dict[str, str]]:
-    """PostgreSQL and Redis in a temporary directory; yields the environment to use."""
+def running_services(*, durable: bool = False, standby: bool = True) -> Iterator[dict[str, str]]:
+    """PostgreSQL (a primary and, unless ``standby=False``, a streaming hot standby) and
+    Redis in a temporary directory; yields the environment to use.
+
+    The standby's URLs are exported as ``STANDBY_DATABASE_URL`` (superuser: pause and
+    resume replay) and ``STANDBY_READER_URL`` (the read-only analyses role), not as
+    ``DATABASE_REPLICA_URL``: the tests' own process writes in transactions the standby
+    never sees, so only the processes a test starts for it read the standby.
+    """
     workdir = Path(tempfile.mkdtemp(prefix="consultations-services-"))
     os.chmod(workdir, 0o755)
     try:
-        with (
-            postgres_server(_subdir(workdir, "pg"), durable=durable) as db_url,
-            redis_server(_subdir(workdir, "redis")) as redis_url,
-        ):
-            yield {
+        with contextlib.ExitStack() as stack:
+            db_url = stack.enter_context(postgres_server(_subdir(workdir, "pg"), durable=durable))
+            redis_url = stack.enter_context(redis_server(_subdir(workdir, "redis")))
+            env = {
                 "DATABASE_URL": db_url,
                 "CELERY_BROKER_URL": redis_url,
                 "CACHE_URL": redis_url.rsplit("/", 1)[0] + "/1",
                 "INTEGRATION_SERVICES": "1",
                 "INTEGRATION_WORKDIR": str(workdir),
             }
+            if standby:
+                standby_url = stack.enter_context(
+                    standby_server(_subdir(workdir, "standby"), db_url, durable=durable)
+                )
+                env["STANDBY_DATABASE_URL"] = standby_url
+                env["STANDBY_READER_URL"] = as_reader(standby_url)
+            yield env
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -490,8 +635,9 @@ def main(argv: list[str]) -> int:
     try:
         with running_services() as env:
             print(
-                "[servers] PostgreSQL at {DATABASE_URL}, Redis at {CELERY_BROKER_URL}".format(
-                    **env
+                "[servers] PostgreSQL at {DATABASE_URL} (standby {standby}), Redis at "
+                "{CELERY_BROKER_URL}".format(
+                    standby=env.get("STANDBY_DATABASE_URL", "none"), **env
                 ),
                 file=sys.stderr,
                 flush=True,

@@ -35,12 +35,22 @@ def test_every_task_is_routed_to_a_lane_a_worker_consumes() -> None:
 
 
 def test_jobs_go_to_their_lane() -> None:
-    assert jobs.job_lane(jobs.RUN_ANALYSIS, "count") == "analyses"
-    assert jobs.job_lane(jobs.RUN_ANALYSIS, "sample") == "analyses"
-    assert jobs.job_lane(jobs.RUN_ANALYSIS, "panel") == "panels"
-    assert jobs.job_lane(jobs.RUN_REPORT) == "reports"
-    assert jobs.job_lane(jobs.RUN_AGGREGATE_RECONSTRUCTION) == "analyses"
-    assert settings.CELERY_TASK_ROUTES["webhooks.deliver"] == {"queue": "webhooks"}
+    def lane(task: str, kind: str | None = None) -> str:
+        return jobs.job_lane(jobs.job_task(task, kind))
+
+    assert lane(jobs.RUN_ANALYSIS, "count") == "analyses"
+    assert lane(jobs.RUN_ANALYSIS, "sample") == "analyses"
+    assert lane(jobs.RUN_ANALYSIS, "panel") == "panels"
+    assert lane(jobs.RUN_REPORT) == "reports"
+    assert lane(jobs.RUN_AGGREGATE_RECONSTRUCTION) == "analyses"
+    assert lane("webhooks.deliver") == "webhooks"
+    # Each task carries its lane's limits to whichever worker runs it.
+    for task, route in settings.CELERY_TASK_ROUTES.items():
+        limits = settings.CELERY_LANES[route["queue"]]
+        assert settings.CELERY_TASK_ANNOTATIONS[task] == {
+            "soft_time_limit": limits["soft_time_limit"],
+            "time_limit": limits["time_limit"],
+        }
 
 
 def test_webhook_deliveries_have_short_limits_of_their_own() -> None:
@@ -90,7 +100,7 @@ def test_a_lane_limit_the_visibility_timeout_would_cut_short_is_refused() -> Non
     assert "CELERY_VISIBILITY_TIMEOUT must be longer than every lane" in done.stderr
     unknown = _settings_in_a_process({"ANALYSIS_KIND_LANES": "panel:fast"}, "1")
     assert unknown.returncode != 0
-    assert "ANALYSIS_KIND_LANES: 'panel:fast' names no lane" in unknown.stderr
+    assert "ANALYSIS_KIND_LANES: 'panel:fast': an analysis kind runs in" in unknown.stderr
 
 
 def test_compose_runs_a_worker_per_lane_or_one_on_all_lanes() -> None:
