@@ -586,9 +586,10 @@ def start_worker(
 
 
 @contextlib.contextmanager
-def running_services(*, durable: bool = False, standby: bool = True) -> Iterator[dict[str, str]]:
-    """PostgreSQL (a primary and, unless ``standby=False``, a streaming hot standby) and
-    Redis in a temporary directory; yields the environment to use.
+def running_services(*, durable: bool = False, standby: bool = False) -> Iterator[dict[str, str]]:
+    """PostgreSQL (a primary and, with ``standby``, a streaming hot standby of it) and
+    Redis in a temporary directory; yields the environment to use (the test runner,
+    :func:`main`, always starts the standby; benchmarks ask for it).
 
     The standby's URLs are exported as ``STANDBY_DATABASE_URL`` (superuser: pause and
     resume replay) and ``STANDBY_READER_URL`` (the read-only analyses role), not as
@@ -633,7 +634,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m tests.servers -- COMMAND [ARGS...]", file=sys.stderr)
         return 2
     try:
-        with running_services() as env:
+        with running_services(standby=True) as env:
             print(
                 "[servers] PostgreSQL at {DATABASE_URL} (standby {standby}), Redis at "
                 "{CELERY_BROKER_URL}".format(
