@@ -9,7 +9,7 @@ DEV := DJANGO_DEBUG=1
 # Unit tests always use the embedded default, whatever the caller's environment says.
 EMBEDDED := env -u DATABASE_URL -u CELERY_BROKER_URL -u CACHE_URL -u INTEGRATION_SERVICES $(DEV)
 
-.PHONY: gettext help demo test tour test-unit test-clients test-js test-integration test-slow test-mutation test-mutation-all lint lock bench serve worker clean messages
+.PHONY: gettext help demo test tour test-unit test-clients test-js test-integration test-slow test-mutation test-mutation-all lint lock bench serve worker clean messages docs dist
 
 help:
 	@echo "make demo    create .venv, migrate the SQLite default, run the demo consultation"
@@ -17,9 +17,11 @@ help:
 	@echo "make lint    ruff, mypy --strict on the pure maths, and their import contract (part of make test)"
 	@echo "make test-slow  strict statistical checks (two-sided coverage over hundreds of simulated surveys; minutes)"
 	@echo "make test-mutation  mutation testing (mutmut) of the privacy-critical modules changed against BASE (default main)"
-	@echo "make tour    refresh the README's admin screenshots (docs/tour/) from the browser tour test"
+	@echo "make tour    refresh the organisers' tour screenshots (docs/tour/) from the browser tour test"
 	@echo "make bench   the benchmarks (bench/run): a summary table, exit status 1 on a missed target"
-	@echo "make serve   runserver on the embedded default"
+	@echo "make serve   runserver on the embedded default (PORT=8000; make serve PORT=8080)"
+	@echo "make docs    serve the documentation site (MkDocs) at http://127.0.0.1:$(DOCS_PORT)"
+	@echo "make dist    the release files in dist/: server image context, npm tarball, Python wheel and sdist"
 	@echo "make messages  extract new translatable strings into locale/*/django.po, compile the .mo files"
 	@echo "make lock    re-pin requirements*.lock (with hashes) after changing requirements*.txt"
 
@@ -76,6 +78,7 @@ test: $(VENV)/.dev lint test-js test-unit test-integration
 
 test-js:
 	@command -v node >/dev/null || $(PY) -c 'from tests.servers import apt_install; apt_install("nodejs")'
+	@command -v npm >/dev/null || $(PY) -c 'from tests.servers import apt_install; apt_install("npm")'
 	node --test tests/js/ clients/js/test/
 
 test-unit: $(VENV)/.dev test-clients $(CATALOGUES)
@@ -118,9 +121,27 @@ tour: $(VENV)/.dev $(CATALOGUES)
 bench: $(VENV)/.dev
 	bash bench/run
 
+PORT ?= 8000
+SERVER_VERSION = $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 serve: $(VENV)/.runtime $(CATALOGUES)
 	$(EMBEDDED) $(PY) manage.py migrate --verbosity 0
-	$(EMBEDDED) $(PY) manage.py runserver
+	$(EMBEDDED) $(PY) manage.py runserver 127.0.0.1:$(PORT)
+
+# The documentation site (docs/, mkdocs.yml); `make test` builds it strictly (tests/test_docs.py).
+DOCS_PORT ?= 8001
+docs: $(VENV)/.dev
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:$(DOCS_PORT)
+
+# Release files (docs/reference/releases.md): the server's image context (the committed tree,
+# what `docker build` needs), the browser library's npm tarball and the Python client's wheel
+# and sdist, all built offline. Versions: the compatibility table in CHANGELOG.md.
+dist: $(VENV)/.dev
+	rm -rf dist && mkdir -p dist
+	git archive --format=tar.gz --prefix=consultations-server-$(SERVER_VERSION)/ -o dist/consultations-server-$(SERVER_VERSION).tar.gz HEAD
+	cd clients/js && npm pack --silent --pack-destination ../../dist >/dev/null
+	$(PY) -m build --no-isolation --wheel --sdist --outdir dist clients/python >/dev/null
+	rm -rf clients/python/build
+	@ls -1 dist
 
 clean:
-	rm -rf $(VENV) .bench-venv var staticfiles .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) var staticfiles site dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,7 +1,7 @@
 """Django settings, read from the environment through :mod:`config.env`.
 
-Production differs from development only by environment variables; the
-README's configuration table lists them all.
+Production differs from development only by environment variables;
+docs/operators/configuration.md lists them all (tests/test_docs.py fails on one it lacks).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ subprocess on a fresh SQLite file in a temporary VAR_DIR, at its smallest size.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from io import StringIO
@@ -114,7 +115,7 @@ def test_demo_runs_end_to_end_on_a_fresh_sqlite(tmp_path: Path) -> None:
     assert "Traceback" not in demo.stderr, demo.stderr[-3000:]
     # The comparison table is printed; at 2,000 residents disclosure control refuses or
     # suppresses some results, which the demo shows as "not published" and goes on.
-    table = demo.stdout[demo.stdout.index("quantity") :]
+    table = demo.stdout[demo.stdout.index("quantity") : demo.stdout.index("Admin site")]
     rows = [line for line in table.splitlines()[2:] if line.strip() and not line.startswith("[")]
     assert len(rows) >= 10, table
     assert rows[0].startswith("count: F, age <= 30, children"), table
@@ -124,3 +125,36 @@ def test_demo_runs_end_to_end_on_a_fresh_sqlite(tmp_path: Path) -> None:
     assert reports, (demo.stdout[-3000:], sorted(p.name for p in tmp_path.rglob("*")))
     assert "<html" in reports[0].read_text(errors="replace").lower()
     assert (tmp_path / "db.sqlite3").exists()
+    # The local admin login it prints works (a superuser on the embedded default).
+    username = re.search(r"^  username  (\S+)$", demo.stdout, re.M)
+    password = re.search(r"^  password  (\S+)", demo.stdout, re.M)
+    assert username and password, demo.stdout[-2000:]
+    check = subprocess.run(
+        [*manage, "shell", "-c",
+         "from django.contrib.auth import authenticate; "
+         f"u = authenticate(username={username[1]!r}, password={password[1]!r}); "
+         "print('login', bool(u and u.is_superuser and u.is_staff))"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert "login True" in check.stdout, (check.stdout, check.stderr[-2000:])
+
+
+@pytest.mark.django_db
+def test_the_demo_admin_login_is_made_only_on_the_embedded_default(settings) -> None:
+    """No password is ever printed for a database other than the local SQLite file: with
+    debug off (a deployment) the demo makes no login; on the embedded default it makes a
+    superuser whose password changes on every run."""
+    from django.contrib.auth import get_user_model
+
+    from config.management.commands.demo import demo_admin_login
+
+    settings.DEBUG = False
+    assert demo_admin_login() is None
+    assert not get_user_model().objects.filter(username="demo-admin").exists()
+    settings.DEBUG = True
+    first = demo_admin_login()
+    second = demo_admin_login()
+    assert first and second and first[0] == second[0] == "demo-admin" and first[1] != second[1]
+    user = get_user_model().objects.get(username="demo-admin")
+    assert user.is_superuser and user.check_password(second[1])
+    assert not user.check_password(first[1])

@@ -1,8 +1,9 @@
-"""The README's embed, run from a portal on another origin against the API (CORS).
+"""The documented embed (docs/portal/client-kit.md), run from a portal on another origin
+against the API (CORS).
 
 Two live servers on different ports: the API (Django) on ``localhost``, and portal pages on
-``127.0.0.1`` that serve the pinned package as the README says. The README's five-line
-embed works from the listed portal origin and is refused by the browser from an unlisted one.
+``127.0.0.1`` that serve the pinned package as the client kit page says. Its embed works
+from the listed portal origin and is refused by the browser from an unlisted one.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ DISTORT_JS = REPO / "clients" / "js" / "src" / "distort.js"
 
 
 def readme_embed() -> str:
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("### The client kit") :]
+    readme = (REPO / "docs" / "portal" / "client-kit.md").read_text()
+    section = readme[readme.index("## Embed it in a portal page") :]
     return re.search(r"```html\n(.*?)```", section, re.S).group(1)
 
 
@@ -75,7 +76,7 @@ def portal_pages(tmp_path):
         root = tmp_path / f"portal-{len(servers)}"
         root.mkdir()
         (root / "embed.html").write_text(html)
-        # The README's embed loads the pinned package from the portal's own /vendor/ path.
+        # The documented embed loads the pinned package from the portal's own /vendor/ path.
         for path in re.findall(r'"(/vendor/[^"]+\.js)"', html):
             target = root / path.lstrip("/")
             target.parent.mkdir(parents=True, exist_ok=True)

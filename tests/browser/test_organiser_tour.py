@@ -1,8 +1,9 @@
 """Browser test: an organiser builds a survey and asks for an analysis in the admin site,
-in headless Debian Chromium. The screenshots of the README's organiser's tour are taken
-here, so they always show the admin as it is: into a temporary directory by default (so
-`make test` leaves the working tree clean), into ``$TOUR_DIR`` when it is set; `make tour`
-sets it to docs/tour/ to refresh the README's images."""
+in headless Debian Chromium. The screenshots of the organisers' tour
+(docs/organisers/tour.md) are taken here, so they always show the admin as it is: into a
+temporary directory by default (so `make test` leaves the working tree clean), into
+``$TOUR_DIR`` when it is set; `make tour` sets it to docs/tour/ to refresh the tour page's
+images."""
 
 from __future__ import annotations
 
@@ -137,9 +138,9 @@ def test_organiser_builds_a_survey_and_asks_for_an_analysis(organiser, live_serv
     assert "method" in summary and job.result["method"] in summary
     assert "CSV" in page.inner_text("#analysis-result")
     shot(page, tour_dir, "04-analysis-result.png")
-    # The README's tour shows exactly the screenshots this test takes (and they are committed).
-    readme = (REPO / "README.md").read_text()
-    referenced = set(re.findall(r"\]\(docs/tour/([\w.-]+\.png)\)", readme))
+    # The organisers' tour page shows exactly the screenshots this test takes (committed).
+    readme = (REPO / "docs" / "organisers" / "tour.md").read_text()
+    referenced = set(re.findall(r"\]\(\.\./tour/([\w.-]+\.png)\)", readme))
     taken = {path.name for path in tour_dir.glob("*.png")} - {"failure.png"}
     assert referenced == taken, (referenced, taken)
     assert all((REPO / "docs" / "tour" / name).stat().st_size > 10_000 for name in referenced)

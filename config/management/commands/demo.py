@@ -10,11 +10,15 @@
    estimator and a stratified participant sample through the API, and prints
    the true value beside the naive and the reconstructed estimate.
 5. Writes the opinion survey's HTML report to ``var/reports/``.
+6. On the embedded default only (SQLite, debug), creates or resets the local superuser
+   ``demo-admin`` with a newly generated password and prints the login for the admin
+   site (``make serve``); against any other database it creates no login.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -26,8 +30,10 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import numpy as np
 import requests
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.management.base import BaseCommand, CommandParser
+from django.db import connection
 from django.utils import timezone
 
 from consultations.models import Organisation
@@ -164,6 +170,26 @@ def _interval(ci: list[float | None] | None) -> tuple[float, float] | None:
     if not ci or None in ci:
         return None
     return (float(ci[0]), float(ci[1]))  # type: ignore[arg-type]
+
+
+DEMO_ADMIN = "demo-admin"
+
+
+def demo_admin_login() -> tuple[str, str] | None:
+    """Create (or reset) the local demo superuser with a fresh random password.
+
+    Only on the embedded default (SQLite with DJANGO_DEBUG=1), a throw-away database on the
+    developer's own machine: a deployment's database never gets a login with a password
+    printed to a terminal (use ``createsuperuser`` there). Returns (username, password),
+    or None when no login was made."""
+    if connection.vendor != "sqlite" or not settings.DEBUG:
+        return None
+    password = secrets.token_urlsafe(12)
+    user, _ = get_user_model().objects.get_or_create(username=DEMO_ADMIN)
+    user.is_staff = user.is_superuser = user.is_active = True
+    user.set_password(password)
+    user.save()
+    return DEMO_ADMIN, password
 
 
 class Command(BaseCommand):
@@ -303,6 +329,17 @@ class Command(BaseCommand):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(html.text, encoding="utf-8")
         self.step(f"Report written to {path}")
+        login = demo_admin_login()
+        if login is None:
+            self.step("No local admin login made (not the embedded SQLite default).")
+        else:
+            self.stdout.write("")
+            self.stdout.write("Admin site (local demo login, embedded SQLite default only):")
+            self.stdout.write("  make serve            then open http://127.0.0.1:8000/admin/")
+            self.stdout.write("  make serve PORT=8080  for another port")
+            self.stdout.write(f"  username  {login[0]}")
+            self.stdout.write(f"  password  {login[1]}   (new on every `make demo`)")
+            self.stdout.write("")
         self.step("Done.")
 
     # -- simulation of opinions --------------------------------------------------------
