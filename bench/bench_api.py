@@ -73,7 +73,8 @@ def _prepare(env: dict[str, str]) -> tuple[int, str]:
     from tests.factories import seven_questions
 
     organisation = organisation_create(slug="bench", name="Benchmark")
-    key = api_key_create(organisation=organisation, role="portal", name="bench").key
+    # Bulks of 10,000 need a server-side key (a portal key may send 100 per call).
+    key = api_key_create(organisation=organisation, role="analyst", name="bench").key
     consultation = consultation_create(organisation=organisation, title="Benchmark")
     survey = survey_create(
         organisation=organisation,

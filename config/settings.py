@@ -210,6 +210,12 @@ if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
 
 # Request-size cap (bulk submissions of 10,000 responses fit comfortably); larger is a JSON 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_MAX_REQUEST_BYTES", 8 * 1024 * 1024)
+# A portal key sits in public pages (issue 27): its bulk submissions carry at most this
+# many responses and bytes (a 413 before the body is read); every response of a portal
+# bulk counts against the key's submissions quota (shared by all processes through the
+# cache). Larger ingests use an analyst key (up to 10,000 responses per call).
+PORTAL_BULK_MAX_ITEMS = env_int("PORTAL_BULK_MAX_ITEMS", 100)
+PORTAL_BULK_MAX_BYTES = env_int("PORTAL_BULK_MAX_BYTES", 512 * 1024)
 # Request parsing and survey shape limits (issue 13): JSON nesting depth, questions per
 # survey, categories per discrete question (each category costs a channel row and column).
 API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 32)

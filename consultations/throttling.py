@@ -127,3 +127,21 @@ class SubmissionRateThrottle(BaseThrottle):
 
     def wait(self) -> float | None:
         return self.wait_seconds
+
+
+def charge_submissions(request: Request, items: int) -> None:
+    """Count ``items`` more submissions against the key's ``submissions`` quota at once
+    (a portal key's bulk counts each response, not one request), exactly across
+    processes (the shared counter); over the limit: 429 with ``Retry-After``."""
+    from rest_framework.exceptions import Throttled
+
+    rate = api_settings.DEFAULT_THROTTLE_RATES.get(SubmissionRateThrottle.scope)
+    user = request.user
+    if not rate or items <= 0 or not isinstance(user, ApiKey):
+        return
+    limit, period = parse_rate(rate)
+    now = time.time()
+    window = int(now // period)
+    key = f"throttle:{SubmissionRateThrottle.scope}:{user.prefix}:{window}"
+    if _add(key, items, period + 1) > limit:
+        raise Throttled(wait=(window + 1) * period - now)

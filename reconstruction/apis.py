@@ -217,11 +217,7 @@ class AnalysisListCreateApi(ListAPIView[AnalysisJob]):
 
     @extend_schema(
         summary="List analyses",
-        parameters=[
-            OpenApiParameter("survey", int, description="only this survey's analyses"),
-            OpenApiParameter("kind", str, enum=list(registry.KINDS)),
-            OpenApiParameter("status", str, enum=list(Job.Status.values)),
-        ],
+        parameters=[AnalysisFilterSerializer],  # bounds included (survey: 64-bit id)
     )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().get(request, *args, **kwargs)
@@ -376,6 +372,39 @@ DOWNLOAD_TYPES = {
 }
 
 
+def report_html_in(report: Report, language: str) -> str:
+    """The report's HTML in ``language``: rendered when the report finished, or on the first
+    download in it and stored (one render per report and language, across processes: a
+    second download while the first renders gets a 503 with Retry-After)."""
+    from django.core.cache import cache
+
+    stored = (report.renderings or {}).get(language)
+    if stored is not None:
+        return str(stored)
+    lock = f"report-rendering:{report.pk}:{language}"
+    if not cache.add(lock, 1, timeout=300):
+        raise RenderingInProgress()
+    try:
+        report.refresh_from_db(fields=["renderings"])
+        html = (report.renderings or {}).get(language)
+        if html is None:
+            html = str(render_report_html(report.result or {}, language=language))
+            report.renderings = {**(report.renderings or {}), language: html}
+            report.save(update_fields=["renderings"])
+        return str(html)
+    finally:
+        cache.delete(lock)
+
+
+class RenderingInProgress(exceptions.APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "rendering"
+
+    def __init__(self) -> None:
+        super().__init__(_("The report is being prepared in this language; try again shortly."))
+        self.wait = 5
+
+
 def report_file(report: Report, fmt: str, language: str | None = None) -> HttpResponse:
     """A finished report as a download (shared by the API and the admin site); the HTML
     in ``language`` (rendered again from the stored document unless it is the default)."""
@@ -397,8 +426,7 @@ def report_file(report: Report, fmt: str, language: str | None = None) -> HttpRe
     if fmt == "json":
         response: HttpResponse = JsonResponse(localise_result(report.result))
     elif fmt == "html" and language and language != settings.LANGUAGE_CODE:
-        html = render_report_html(report.result or {}, language=language)
-        response = HttpResponse(html, content_type=DOWNLOAD_TYPES[fmt])
+        response = HttpResponse(report_html_in(report, language), content_type=DOWNLOAD_TYPES[fmt])
     elif fmt == "csv":  # formatted again from the document: formula cells neutralised
         from reconstruction.exports import safe_csv_lines
         from reconstruction.reports import report_csv

@@ -163,6 +163,10 @@ class Report(Job):
     )
     html = models.TextField(blank=True)
     csv = models.TextField(blank=True)
+    # The HTML in the other languages ({code: html}): the organisation's languages are
+    # rendered with the report, any other on its first download (a download never
+    # renders charts twice).
+    renderings = models.JSONField(default=dict, blank=True, editable=False)
 
     class Meta(Job.Meta):
         verbose_name = _("report")

@@ -246,6 +246,18 @@ def render_report_html(
         )
 
 
+def report_renderings(document: dict[str, Any], languages: Any) -> dict[str, str]:
+    """The report's HTML in each of ``languages`` other than the default (rendered when
+    the report finishes, so a download in them renders nothing)."""
+    supported = {code for code, _name in settings.LANGUAGES}
+    wanted = [str(code) for code in (languages or []) if code in supported]
+    return {
+        code: str(render_report_html(document, language=code))
+        for code in dict.fromkeys(wanted)
+        if code != settings.LANGUAGE_CODE
+    }
+
+
 def result_summary(result: dict[str, Any]) -> list[tuple[str, str]]:
     """The headline numbers of an analysis result, in words for the admin's result page."""
     rows: list[tuple[str, str]] = []

@@ -105,7 +105,9 @@ class AggregateReconstructionSerializer(StrictFieldsMixin, JobSerializer):
 class AnalysisFilterSerializer(serializers.Serializer[Any]):
     """``GET /analyses/`` filters: ids are positive 64-bit integers, names from their lists."""
 
-    survey = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+    survey = serializers.IntegerField(
+        required=False, min_value=1, max_value=2**63 - 1, help_text="only this survey's analyses"
+    )
     kind = serializers.ChoiceField(choices=list(registry.KINDS), required=False)
     status = serializers.ChoiceField(choices=Job.Status.choices, required=False)
 

@@ -215,7 +215,10 @@ def _compute_report(report: Report, progress: Progress) -> JobOutput:
         "reconstruction/report.html",
         {"report": document, "sections": sections, "language": settings.LANGUAGE_CODE},
     )
-    return JobOutput(result=document, fields={"html": html, "csv": csv})
+    from reconstruction.presentation import report_renderings
+
+    renderings = report_renderings(document, report.organisation.languages)
+    return JobOutput(result=document, fields={"html": html, "csv": csv, "renderings": renderings})
 
 
 def report_run(*, job_id: int) -> Report | None:

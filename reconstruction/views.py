@@ -10,7 +10,7 @@ from rest_framework.exceptions import ValidationError
 from consultations.admin_scoping import scope_queryset
 from core.i18n import request_language
 from reconstruction import selectors
-from reconstruction.apis import report_file
+from reconstruction.apis import RenderingInProgress, report_file
 
 
 def _require(request: HttpRequest, permission: str) -> None:
@@ -30,6 +30,8 @@ def admin_report_download(request: HttpRequest, report_id: int) -> HttpResponse:
         return report_file(report, request.GET.get("format", "html"), request_language(request))
     except ValidationError as exc:
         return HttpResponseBadRequest(str(exc.detail))
+    except RenderingInProgress as exc:
+        return HttpResponse(str(exc.detail), status=503, headers={"Retry-After": "5"})
 
 
 @staff_member_required

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpResponse, HttpResponseNotModified
 from django.http.response import HttpResponseBase
 from django.utils.http import parse_etags
@@ -24,7 +25,7 @@ from consultations.apibase import ApiView, not_found
 from consultations.apis import ERRORS, ID_PARAMETER, NOT_FOUND, PAGE_NOT_FOUND
 from consultations.selectors import consultation_get
 from consultations.serializers import ErrorSerializer
-from consultations.throttling import SubmissionRateThrottle
+from consultations.throttling import SubmissionRateThrottle, charge_submissions
 from core.errors import SurveyDomainError
 from surveys import selectors, services
 from surveys.models import Survey
@@ -475,11 +476,56 @@ class ResponseBulkApi(SubmissionApi):
     )
     def post(self, request: Request, pk: str) -> Response:
         self.open_survey(pk)  # 404 before reading a large body
+        if self.is_portal:
+            _portal_bulk_size(request)
         data = self.validated(BulkInputSerializer, request.data)
+        if self.is_portal:
+            _portal_bulk_items(request, len(data["responses"]))
         tokens = self.submit(pk, services.responses_submit_bulk, responses=data["responses"])
         return Response(
             {"created": len(tokens), "withdrawal_tokens": tokens}, status=status.HTTP_201_CREATED
         )
+
+
+def _portal_bulk_message(limit: int) -> str:
+    return _(
+        "A portal key may send at most %(limit)s responses per bulk submission; larger "
+        "ingests use an analyst key."
+    ) % {"limit": limit}
+
+
+class PortalBulkTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "portal_bulk_size"
+
+
+def _portal_bulk_size(request: Request) -> None:
+    """A portal key's bulk body above PORTAL_BULK_MAX_BYTES: 413 before it is read."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > settings.PORTAL_BULK_MAX_BYTES:
+        raise PortalBulkTooLarge(
+            {
+                "detail": _portal_bulk_message(settings.PORTAL_BULK_MAX_ITEMS),
+                "errors": {
+                    "responses": [
+                        _("A portal key's bulk submission is at most %(bytes)s bytes.")
+                        % {"bytes": settings.PORTAL_BULK_MAX_BYTES}
+                    ]
+                },
+            }
+        )
+
+
+def _portal_bulk_items(request: Request, items: int) -> None:
+    """At most PORTAL_BULK_MAX_ITEMS responses (400 naming ``responses``); each counts
+    against the key's submissions quota."""
+    if items > settings.PORTAL_BULK_MAX_ITEMS:
+        message = _portal_bulk_message(settings.PORTAL_BULK_MAX_ITEMS)
+        raise exceptions.ValidationError({"responses": [message]})
+    charge_submissions(request, items - 1)  # the request itself was counted
 
 
 class ResponseWithdrawApi(SubmissionApi):

@@ -237,7 +237,8 @@ class SurveyUpdateSerializer(StrictFieldsMixin, serializers.Serializer):
 
 
 class SurveyFilterSerializer(serializers.Serializer):
-    consultation = serializers.IntegerField(required=False, min_value=1)
+    # A database id is a positive 64-bit integer; beyond it the query overflowed (a 500).
+    consultation = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
     kind = serializers.ChoiceField(choices=Survey.Kind.choices, required=False)
     status = serializers.ChoiceField(choices=Survey.Status.choices, required=False)
 

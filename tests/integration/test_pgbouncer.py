@@ -179,7 +179,7 @@ def test_submissions_and_analyses_run_through_pgbouncer_in_transaction_mode(
                         for i in range(200)
                     ]
                 },
-                headers=as_portal,
+                headers=as_analyst,  # bulks of 200: a server-side key
                 timeout=60,
             )
             assert sent.status_code == 201, sent.text

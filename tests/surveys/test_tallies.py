@@ -130,7 +130,7 @@ def test_the_threshold_check_reads_the_tallies_not_the_answers(tenant, consultat
     from django.test.utils import CaptureQueriesContext
 
     survey = survey_factory(consultation, questions=_optional_questions())
-    assert _bulk(tenant.portal, survey, 0, n).status_code == 201
+    assert _bulk(tenant.analyst, survey, 0, n).status_code == 201
     with CaptureQueriesContext(connection) as queries:
         response = tenant.analyst.post(
             "/api/v1/analyses/",
@@ -177,7 +177,7 @@ def test_concurrent_writers_on_postgresql_keep_the_tallies_exact() -> None:
         try:
             barrier.wait()
             if index < 2:  # bulk batches (COPY)
-                _bulk(tenant.portal, survey, 200 * index, 150)
+                _bulk(tenant.analyst, survey, 200 * index, 150)  # > 100: analyst
             elif index < 4:  # single submissions
                 for i in range(10):
                     tenant.portal.post(
