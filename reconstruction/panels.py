@@ -272,6 +272,17 @@ def validate_panel(request: AnalysisRequest) -> None:
         )
     quotas = parse_quotas(request)
     raw = spec.get("quotas") or []
+    if not quotas and not spec.get("where"):  # the engine has no attribute to work on
+        raise AnalysisInputError(
+            {
+                "quotas": Message(
+                    gettext_noop(
+                        "a panel needs at least one quota or a where condition; for a plain "
+                        "random draw use kind sample"
+                    )
+                )
+            }
+        )
     _check_duplicates(quotas, raw)
     for j, (_where, low, _high) in enumerate(quotas):
         if low > size:

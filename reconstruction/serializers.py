@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from core.messages import localise_result, translate
 from core.strict import JSONIntegerField, JSONNumberField, StrictFieldsMixin
+from privacy.mechanisms.channels import channel_conditioning
 from reconstruction import registry
 from reconstruction.algorithms.methods import DISCRETE_METHODS, check_method
 from reconstruction.models import Job
@@ -40,6 +41,9 @@ class JobSerializer(serializers.Serializer[Job]):
         if isinstance(data.get("result"), dict):  # notes in the reader's language
             data["result"] = localise_result(data["result"])
         return data
+
+
+SINGULAR_CONDITION = 1e12
 
 
 class AggregateReconstructionSerializer(StrictFieldsMixin, JobSerializer):
@@ -99,6 +103,12 @@ class AggregateReconstructionSerializer(StrictFieldsMixin, JobSerializer):
         except ValueError as exc:
             field = "method" if "method" in str(exc) else "channel"
             raise serializers.ValidationError({field: translate(exc)}) from None
+        # A (numerically) singular channel leaves the true counts unidentified: refused
+        # here, not by a job that fails later (issue 27). Ill-conditioned ones below
+        # SINGULAR_CONDITION stay the analyst's choice.
+        conditioning = channel_conditioning(matrix, max_condition=SINGULAR_CONDITION)
+        if conditioning.problem is not None:
+            raise serializers.ValidationError({"channel": translate(conditioning.problem)})
         return attrs
 
 
