@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('reconstruction', '0007_verbose_names'),
+        ('reconstruction', '0008_job_read_consistency'),
     ]
 
     operations = [
