@@ -350,6 +350,7 @@ _TASK_LANES = {
     "reconstruction.run_report": "reports",
     "reconstruction.refresh_open_survey_reports": "reports",
     "reconstruction.requeue_stuck_jobs": "ingest",
+    "surveys.statistics_tables_vacuum": "ingest",  # after a large ingest (surveys.maintenance)
     "webhooks.deliver": "webhooks",
 }
 CELERY_TASK_ROUTES = {task: {"queue": lane} for task, lane in _TASK_LANES.items()}

@@ -11,6 +11,7 @@ residents' timestamps are coarsened to the hour (:func:`this_hour`).
 from __future__ import annotations
 
 import hmac
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from consultations.models import Consultation, Organisation
 from consultations.services import audit_record, consultation_create  # noqa: F401  (re-export)
 from core.errors import Conflict, InvalidInput, NotFound
-from surveys import schemes, tallies
+from surveys import maintenance, schemes, tallies
 from surveys.ingest import (  # noqa: F401  (StaleSurvey, this_hour, token hash: re-exported)
     Batch,
     StaleSurvey,
@@ -37,6 +38,7 @@ from surveys.ingest import (  # noqa: F401  (StaleSurvey, this_hour, token hash:
 )
 from surveys.models import CalibrationPair, Question, Response, Survey
 from surveys.selectors import survey_answer_form
+from surveys.tasks import statistics_tables_vacuum
 
 MAX_BULK = 10_000
 MAX_CALIBRATION_PAIRS = 100_000
@@ -274,6 +276,7 @@ def survey_close(*, survey: Survey, actor: str = "system") -> Survey:
     survey.status = Survey.Status.CLOSED
     survey.closed_at = timezone.now()
     survey.save(update_fields=["status", "closed_at"])
+    transaction.on_commit(_statistics_survey_closed)
     audit_record(
         organisation=survey.consultation.organisation,
         actor=actor,
@@ -281,6 +284,34 @@ def survey_close(*, survey: Survey, actor: str = "system") -> Survey:
         target=str(survey.pk),
     )
     return survey
+
+
+# --------------------------------------------------------------------------- statistics tables
+
+
+def statistics_tables_ingested(*, answers: int) -> None:
+    """After a bulk ingest commits: queue the statistics tables' vacuum once enough answers
+    have come (debounced until the submissions pause; :mod:`surveys.maintenance`).
+
+    The bulk API calls it; so should any loader that stores answers another way (a
+    ``COPY`` import, as ``bench/bench_scale.py`` does beyond the API's share).
+    """
+    if maintenance.answers_ingested(answers):
+        _queue_vacuum(countdown=maintenance.quiet_seconds())
+
+
+def _statistics_survey_closed() -> None:
+    if maintenance.survey_closed():
+        _queue_vacuum(countdown=0)
+
+
+def _queue_vacuum(*, countdown: float) -> None:
+    if statistics_tables_vacuum.app.conf.task_always_eager:
+        # No worker (the embedded default): autovacuum's settings (migration 0013) cover
+        # it rather than one submitter's request waiting for a vacuum.
+        maintenance.vacuum_not_queued()
+        return
+    statistics_tables_vacuum.apply_async(kwargs={"queued_at": time.time()}, countdown=countdown)
 
 
 # --------------------------------------------------------------------------- responses
@@ -400,6 +431,7 @@ def responses_submit_bulk(
         )
     batch = _validate(survey, responses)
     store(survey, batch, single=False)
+    transaction.on_commit(lambda: statistics_tables_ingested(answers=len(batch.answer_question)))
     audit_record(
         organisation=survey.consultation.organisation,
         actor=actor,

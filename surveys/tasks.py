@@ -1,0 +1,19 @@
+"""Celery task of the surveys app: the statistics tables' vacuum after a large ingest."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from surveys import maintenance
+
+
+@shared_task(name="surveys.statistics_tables_vacuum", ignore_result=True)
+def statistics_tables_vacuum(queued_at: float | None = None) -> None:
+    """Wait for the ingest to pause (re-queued while it goes on), then vacuum and analyse
+    the statistics tables (:mod:`surveys.maintenance`)."""
+    if queued_at is not None:
+        wait = maintenance.wait_seconds(queued_at)
+        if wait > 0:
+            statistics_tables_vacuum.apply_async(kwargs={"queued_at": queued_at}, countdown=wait)
+            return
+    maintenance.statistics_tables_vacuum()

@@ -1,0 +1,91 @@
+"""The statistics tables stay fit for index-only scans without an operator's VACUUM
+(issue 24, "Figures as users meet them"; surveys/maintenance.py): their autovacuum settings
+are in place, and a large bulk ingest makes the real worker vacuum and analyse them."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.core.cache import cache
+from django.db import connection
+
+from surveys import maintenance
+from tests.factories import consultation_factory, good_answers, survey_factory, tenant_factory
+from tests.servers import Worker
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+API = "/api/v1/"
+
+
+def _table_state(table: str) -> tuple[int, int, int]:
+    """(manual vacuums, manual analyses, pages marked all-visible) of ``table``."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.vacuum_count, s.analyze_count, c.relallvisible "
+            "FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid "
+            "WHERE s.relname = %s",
+            [table],
+        )
+        row = cursor.fetchone()
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+def test_the_statistics_tables_autovacuum_after_one_percent_of_inserts() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, reloptions FROM pg_class WHERE relname = ANY(%s)",
+            [list(maintenance.TABLES)],
+        )
+        options = {name: set(values or []) for name, values in cursor.fetchall()}
+    assert set(options) == set(maintenance.TABLES)
+    for table in maintenance.TABLES:
+        assert {
+            "autovacuum_vacuum_insert_scale_factor=0.01",
+            "autovacuum_vacuum_insert_threshold=10000",
+            "autovacuum_analyze_scale_factor=0.01",
+            "autovacuum_analyze_threshold=10000",
+        } <= options[table], (table, options[table])
+
+
+def test_a_large_bulk_ingest_has_the_worker_vacuum_and_analyse_the_tables(
+    celery_worker_process: Worker, settings
+) -> None:
+    # A "large" ingest made small: 2 requests of 1,000 responses (8 answers each).
+    settings.STATISTICS_VACUUM_AFTER_ANSWERS = 12_000
+    for key in (maintenance._PENDING, maintenance._QUEUED, maintenance._LAST_INGEST):
+        cache.delete(key)
+    tenant = tenant_factory()
+    survey = survey_factory(consultation_factory(tenant.organisation, title="Register"))
+    before = _table_state("surveys_answer")
+    for first in (0, 1000):
+        created = tenant.portal.post(
+            f"{API}surveys/{survey.pk}/responses/bulk/",
+            {
+                "responses": [
+                    {"participant": f"r-{i}", "answers": good_answers(i)}
+                    for i in range(first, first + 1000)
+                ]
+            },
+            format="json",
+        )
+        assert created.status_code == 201, created.content
+        if first == 0:  # 8,000 answers: below the threshold, nothing queued yet
+            assert cache.get(maintenance._QUEUED) is None
+    assert cache.get(maintenance._QUEUED) is not None  # 16,000: queued, debounced
+
+    deadline = time.monotonic() + 60
+    after = before
+    while time.monotonic() < deadline:
+        after = _table_state("surveys_answer")
+        if after[0] > before[0] and after[1] > before[1]:
+            break
+        time.sleep(0.5)
+    assert after[0] > before[0], "the answers table was not vacuumed"
+    assert after[1] > before[1], "the answers table was not analysed"
+    assert after[2] > 0, "no page of the answers table is marked all-visible"
+    for table in ("surveys_response", "surveys_participant"):
+        assert _table_state(table)[0] > 0, table
+    assert "surveys.statistics_tables_vacuum" in celery_worker_process.output()
+    assert cache.get(maintenance._QUEUED) is None  # the next large ingest queues again
