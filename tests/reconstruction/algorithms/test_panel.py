@@ -479,16 +479,16 @@ def _banded_quotas() -> list[Quota]:
 
 
 def _counting_fits(monkeypatch) -> list[int]:  # type: ignore[no-untyped-def]
-    from reconstruction.algorithms import queries as queries_module
+    from reconstruction.algorithms.queries import posteriors as posteriors_module
 
     calls: list[int] = []
-    real = queries_module._joint_fit
+    real = posteriors_module._fit
 
     def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(queries_module, "_joint_fit", counted)
+    monkeypatch.setattr(posteriors_module, "_fit", counted)
     return calls
 
 

@@ -514,7 +514,7 @@ def test_averaged_count_interval_is_centred_on_the_averaged_count() -> None:
     # n = 1,000 (batches of 300 up to 98.3%). They are now shifted so that their
     # weighted mean is the averaged count: the interval moves with the count it is given
     # for, keeps the mixture's percentiles, and stays in [0, n].
-    from reconstruction.algorithms.queries import _averaged_interval
+    from reconstruction.algorithms.queries.counts import _averaged_interval
 
     rng = np.random.default_rng(3)
     lattice, intervals = rng.normal(110.0, 19.0, 200), rng.normal(103.0, 17.0, 200)

@@ -56,11 +56,11 @@ def test_count_from_table_equals_the_array_count(
 ) -> None:
     # The array count may average the interval model with the lattice of whole numbers
     # when the reports of an undeclared continuous attribute cannot settle which holds
-    # (queries._lattice_weights reads the reports' fine histogram, which a plan's table
+    # (counts._lattice_weights reads the reports' fine histogram, which a plan's table
     # does not hold; issue 10). With that averaging off, both fit the same model.
-    from reconstruction.algorithms import queries
+    from reconstruction.algorithms.queries import counts
 
-    monkeypatch.setattr(queries, "_lattice_weights", lambda table, names: {})
+    monkeypatch.setattr(counts, "_lattice_weights", lambda table, names: {})
     plan = tables.plan_cells(SPECS, where, n=N)
     from_table = tables.count_from_table(plan, table_for(plan), rng=np.random.default_rng(3))
     from_arrays = count_joint(TABLE, where, rng=np.random.default_rng(3))
