@@ -709,3 +709,33 @@ def test_the_po_files_are_the_only_source_and_the_image_compiles_them(tmp_path):
         assert {e.msgid: e.msgstr for e in mo if e.msgid and not e.msgid_plural} == {
             e.msgid: e.msgstr for e in po if not e.obsolete and not e.msgid_plural
         }
+
+
+# Different English strings that may share one translation: the language has one word
+# for both (German "API-Schlüssel" is singular and plural; Polish "przedział" is both a
+# quota's band and an interval).
+SHARED_TRANSLATIONS = {
+    "de": [{"API key", "API keys"}],
+    "pl": [{"Panel size", "the panel size"}, {"Draw a panel", "Draw the panel"},
+           {"Band", "interval"}],
+}  # fmt: skip
+
+
+def test_no_two_different_strings_share_one_translation():
+    """A translation copied onto the wrong entry (a merge's fuzzy match accepted, a row of
+    a table pasted one line off) shows as two different English strings with one German
+    or Polish text: "No distortion" and "iterations" were both "Iterationen", and the
+    mechanism "Randomised response" was "Mindestzahl der Antworten" (min responses)."""
+    for language in ("de", "pl"):
+        po = polib.pofile(str(LOCALE / language / "LC_MESSAGES" / "django.po"))
+        by_text: dict[str, set[str]] = {}
+        for entry in po:
+            if not entry.obsolete and not entry.msgid_plural and entry.msgstr:
+                by_text.setdefault(entry.msgstr.strip().lower(), set()).add(entry.msgid)
+        shared = [
+            msgids
+            for msgids in by_text.values()
+            if len({m.lower().strip(" .") for m in msgids}) > 1
+            and msgids not in SHARED_TRANSLATIONS[language]
+        ]
+        assert shared == [], (language, shared)
