@@ -379,6 +379,13 @@ CELERY_WORKER_SEND_TASK_EVENTS = False
 WEBHOOKS_ALLOW_HTTP = env_bool("WEBHOOKS_ALLOW_HTTP", False)
 WEBHOOKS_ALLOW_PRIVATE = env_bool("WEBHOOKS_ALLOW_PRIVATE", False)
 WEBHOOKS_TIMEOUT_SECONDS = env_int("WEBHOOKS_TIMEOUT_SECONDS", 10)
+# docs/operators/webhooks.md: ports besides the scheme's standard one the server may call
+# ("8443,9443"; "*" any), deliveries one organisation may have waiting, and the embedded
+# default's sender thread (deliveries never run inside a job).
+WEBHOOKS_ALLOWED_PORTS = env_list("WEBHOOKS_ALLOWED_PORTS")
+WEBHOOKS_MAX_PENDING_PER_ORGANISATION = env_int("WEBHOOKS_MAX_PENDING_PER_ORGANISATION", 50)
+WEBHOOKS_EMBEDDED_SENDER = env_bool("WEBHOOKS_EMBEDDED_SENDER", True)
+WEBHOOKS_EMBEDDED_POLL_SECONDS = env_int("WEBHOOKS_EMBEDDED_POLL_SECONDS", 5)
 JOBS_STUCK_AFTER_SECONDS = env_int("JOBS_STUCK_AFTER_SECONDS", 600)
 # Quotas and the cost model (issue 13; README "Quotas and cost limits").
 JOBS_MAX_ACTIVE_PER_ORGANISATION = env_int("JOBS_MAX_ACTIVE_PER_ORGANISATION", 20)

@@ -433,9 +433,7 @@ def report_file(report: Report, fmt: str, language: str | None = None) -> HttpRe
 
         document = report.result or {}
         text = (
-            report_csv(document)
-            if "questions" in document
-            else "".join(safe_csv_lines(report.csv))
+            report_csv(document) if "questions" in document else "".join(safe_csv_lines(report.csv))
         )
         response = HttpResponse(text, content_type=DOWNLOAD_TYPES[fmt])
     else:

@@ -310,9 +310,11 @@ def jobs_requeue_stuck(
     older_than_seconds: float,
     lease_seconds: float | None = None,
     max_attempts: int = 3,
+    pks: list[int] | None = None,
 ) -> int:
     """Queue again the jobs that sat in ``queued`` too long (their message was lost),
-    and deal with the jobs ``running`` past their lease (their worker died).
+    and deal with the jobs ``running`` past their lease (their worker died); only the
+    jobs ``pks`` when given.
 
     A job still ``running`` ``lease_seconds`` after it started cannot be running any more
     (the hard time limit would have stopped it): it goes back to ``queued`` and is sent
@@ -321,13 +323,12 @@ def jobs_requeue_stuck(
     """
     now = timezone.now()
     cutoff = now - timedelta(seconds=older_than_seconds)
+    jobs = model.objects.all() if pks is None else model.objects.filter(pk__in=pks)
     ids = list(
-        model.objects.filter(status=Job.Status.QUEUED, created_at__lt=cutoff).values_list(
-            "pk", flat=True
-        )
+        jobs.filter(status=Job.Status.QUEUED, created_at__lt=cutoff).values_list("pk", flat=True)
     )
     if lease_seconds is not None:
-        expired = model.objects.filter(
+        expired = jobs.filter(
             status=Job.Status.RUNNING, started_at__lt=now - timedelta(seconds=lease_seconds)
         )
         expired.filter(attempts__gte=max_attempts).update(
@@ -356,3 +357,57 @@ def jobs_requeue_stuck(
     for job_id in ids:
         job_send(job_task(task_name, kinds.get(job_id)), job_id)
     return len(ids)
+
+
+TASKS = {
+    "analysisjob": RUN_ANALYSIS,
+    "report": RUN_REPORT,
+    "aggregatereconstruction": RUN_AGGREGATE_RECONSTRUCTION,
+}
+"""The task that runs each job model (by ``_meta.model_name``)."""
+
+
+def _requeue_options() -> dict[str, Any]:
+    from django.conf import settings
+
+    return {
+        "older_than_seconds": settings.JOBS_STUCK_AFTER_SECONDS,
+        "lease_seconds": settings.JOBS_LEASE_SECONDS,
+        "max_attempts": settings.JOBS_MAX_ATTEMPTS,
+    }
+
+
+def jobs_requeue_all_stuck() -> int:
+    """:func:`jobs_requeue_stuck` for every job model (beat, a starting worker, the
+    embedded default's first request)."""
+    from django.apps import apps
+
+    return sum(
+        jobs_requeue_stuck(apps.get_model("reconstruction", name), task, **_requeue_options())
+        for name, task in TASKS.items()
+    )
+
+
+def job_requeue_if_stale(job: J | None) -> J | None:
+    """The embedded default (tasks in-process) has no worker to notice a job its dead
+    process left ``running`` (or ``queued``): reading such a job past its lease
+    (``JOBS_LEASE_SECONDS``; ``JOBS_STUCK_AFTER_SECONDS`` for ``queued``) runs it again
+    here, or fails it after ``JOBS_MAX_ATTEMPTS``. With a broker, workers and beat do it."""
+    from django.conf import settings
+
+    if job is None or not settings.CELERY_TASK_ALWAYS_EAGER or job.status in Job.FINISHED:
+        return job
+    options = _requeue_options()
+    now = timezone.now()
+    if job.status == Job.Status.RUNNING:
+        stale = bool(
+            job.started_at and job.started_at < now - timedelta(seconds=options["lease_seconds"])
+        )
+    else:
+        stale = job.created_at < now - timedelta(seconds=options["older_than_seconds"])
+    if not stale:
+        return job
+    logger.warning("%s %s was left %s; running it again", type(job).__name__, job.pk, job.status)
+    jobs_requeue_stuck(type(job), TASKS[job._meta.model_name], pks=[job.pk], **options)
+    job.refresh_from_db()
+    return job

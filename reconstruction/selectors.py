@@ -1,7 +1,8 @@
 """Reads of the reconstruction app: jobs scoped to an organisation.
 
-Views and the admin read jobs only through these functions; the answers themselves
-are read through :mod:`surveys.selectors` (and the SQL statistics there).
+Views and the admin read jobs only through these functions (in the embedded default a
+job its dead process left behind is run again when read: jobs.job_requeue_if_stale); the
+answers themselves are read through :mod:`surveys.selectors` (and the SQL statistics there).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from consultations.models import Organisation
+from reconstruction.jobs import job_requeue_if_stale
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
 from surveys.models import Survey
 
@@ -42,12 +44,14 @@ def analysis_list(
 
 def analysis_get(*, organisation: Organisation, pk: Any) -> AnalysisJob | None:
     pk = _pk(pk)
-    return AnalysisJob.objects.filter(pk=pk, organisation=organisation).first() if pk else None
+    job = AnalysisJob.objects.filter(pk=pk, organisation=organisation).first() if pk else None
+    return job_requeue_if_stale(job)  # the embedded default's dead-process check
 
 
 def report_get(*, organisation: Organisation, pk: Any) -> Report | None:
     pk = _pk(pk)
-    return Report.objects.filter(pk=pk, organisation=organisation).first() if pk else None
+    report = Report.objects.filter(pk=pk, organisation=organisation).first() if pk else None
+    return job_requeue_if_stale(report)
 
 
 def report_get_for_staff(*, pk: Any) -> Report | None:
@@ -62,7 +66,8 @@ def aggregate_reconstruction_get(
     pk = _pk(pk)
     if not pk:
         return None
-    return AggregateReconstruction.objects.filter(pk=pk, organisation=organisation).first()
+    job = AggregateReconstruction.objects.filter(pk=pk, organisation=organisation).first()
+    return job_requeue_if_stale(job)
 
 
 def surveys_needing_report() -> QuerySet[Survey]:

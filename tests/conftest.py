@@ -71,6 +71,17 @@ def _forget_cached_surveys() -> None:
 
 
 @pytest.fixture(autouse=True)
+def _no_webhook_sender_thread() -> Iterator[None]:
+    """The embedded default sends webhook deliveries from a thread of its own
+    (webhooks/sender.py); in the tests, whose transactions that thread cannot see, the
+    tests send them (tests/webhooks). A test that wants the thread overrides this."""
+    from django.test import override_settings
+
+    with override_settings(WEBHOOKS_EMBEDDED_SENDER=False):
+        yield
+
+
+@pytest.fixture(autouse=True)
 def _default_language() -> Iterator[None]:
     """End each test in the default language: a request with ``Accept-Language`` or
     ``?lang=`` leaves its language active in the thread (LocaleMiddleware activates, nothing

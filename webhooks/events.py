@@ -3,14 +3,26 @@
 Above both ``services`` (a delivery's attempts) and ``tasks`` (the Celery task that makes
 them): creating the deliveries of an event and queueing them imports the task, and the task
 imports the services, so neither imports the other.
+
+A finished job only queues its deliveries, never sends one (docs/operators/webhooks.md):
+with a broker they go to the ``webhooks`` lane's workers; in the embedded default (tasks
+in-process) to the process's sender thread (``webhooks/sender.py``). An organisation has at
+most ``WEBHOOKS_MAX_PENDING_PER_ORGANISATION`` deliveries waiting; further ones are
+recorded as not sent, with the reason.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from celery import current_app
+from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext_noop
 
+from privacy.mechanisms.messages import Message
+from webhooks import sender
 from webhooks.models import Delivery, Webhook
 from webhooks.tasks import deliver
 
@@ -47,10 +59,45 @@ def job_finished(job: Any) -> int:
     }
     if hasattr(job, "kind"):
         data["kind"] = job.kind
-    created = [
-        Delivery.objects.create(webhook=hook, event=event, payload={"event": event, "data": data})
-        for hook in hooks
-    ]
+    cap = int(settings.WEBHOOKS_MAX_PENDING_PER_ORGANISATION)
+    waiting = Delivery.objects.filter(
+        webhook__organisation_id=job.organisation_id, status=Delivery.Status.PENDING
+    ).count()
+    now = timezone.now()
+    created = []
+    for hook in hooks:
+        payload = {"event": event, "data": data}
+        if waiting >= cap:
+            reason = Message(
+                gettext_noop(
+                    "Not sent: %(count)s deliveries of this organisation were still waiting "
+                    "(WEBHOOKS_MAX_PENDING_PER_ORGANISATION)."
+                ),
+                {"count": waiting},
+            )
+            Delivery.objects.create(
+                webhook=hook,
+                event=event,
+                payload=payload,
+                status=Delivery.Status.FAILED,
+                error=str(reason),
+                error_message=reason.as_json(),
+            )
+            continue
+        created.append(
+            Delivery.objects.create(webhook=hook, event=event, payload=payload, next_attempt_at=now)
+        )
+        waiting += 1
     for delivery in created:
-        transaction.on_commit(lambda pk=delivery.pk: deliver.delay(pk))
+        transaction.on_commit(lambda pk=delivery.pk: delivery_queue(pk))
     return len(created)
+
+
+def delivery_queue(delivery_id: int) -> None:
+    """Hand a queued delivery to what sends it, outside the job that finished: the
+    ``webhooks`` lane's workers, or in the embedded default this process's sender thread
+    (an in-process Celery task would run inside the job)."""
+    if current_app.conf.task_always_eager:
+        sender.wake()
+        return
+    deliver.delay(delivery_id)

@@ -64,11 +64,14 @@ class Delivery(models.Model):
     error_message = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     delivered_at = models.DateTimeField(null=True, blank=True)
+    # When the embedded default's sender (webhooks/sender.py) attempts it next.
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = _("delivery")
         verbose_name_plural = _("deliveries")
         ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "next_attempt_at"], name="delivery_due")]
 
     def __str__(self) -> str:
         return f"{self.event} → {self.webhook.url} ({self.status}, {self.attempts} attempts)"

@@ -1,4 +1,7 @@
-"""Celery task: one delivery attempt per run; retries with exponential backoff."""
+"""Celery task: one delivery attempt per run; retries with exponential backoff.
+
+Routed to the ``webhooks`` lane (config/settings.py) under that lane's time limits.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from celery import Task, shared_task
 from webhooks import services
 
 
-@shared_task(bind=True, name="webhooks.deliver", max_retries=services.MAX_ATTEMPTS - 1)
+@shared_task(bind=True, name=services.DELIVER, max_retries=services.MAX_ATTEMPTS - 1)
 def deliver(self: Task, delivery_id: int) -> None:
     outcome = services.delivery_attempt(delivery_id)
     if outcome is not False:

@@ -4,7 +4,11 @@ exactly the address that was checked.
 A URL that resolves to a private, loopback, link-local or otherwise non-global address
 would let an organisation make the server call into its own network (server-side
 request forgery); it is refused unless ``WEBHOOKS_ALLOW_PRIVATE`` is set (development,
-tests). Plain http is refused unless ``WEBHOOKS_ALLOW_HTTP`` is set. The check runs when
+tests). IPv6 forms of IPv4 addresses (NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16``,
+IPv4-mapped) are judged by the IPv4 address they embed, and other special-purpose IPv6
+ranges (Teredo, local-use NAT64, deprecated forms) are refused. Only the scheme's standard
+port (443, or 80 for http) is called unless ``WEBHOOKS_ALLOWED_PORTS`` lists others.
+Plain http is refused unless ``WEBHOOKS_ALLOW_HTTP`` is set. The check runs when
 a webhook is registered and again before every delivery (DNS may have changed).
 
 Checking a name and then letting the HTTP library resolve it again leaves a window (DNS
@@ -79,7 +83,8 @@ def checked_target(url: str) -> Target:
         raise UnsafeUrl(gettext_noop("%(url)s has no host."), url=repr(url))
     if parts.username or parts.password:
         raise UnsafeUrl(gettext_noop("Webhook URLs may not carry a user name or password."))
-    port = port or (443 if parts.scheme == "https" else 80)
+    standard = 443 if parts.scheme == "https" else 80
+    port = port or standard
     try:
         infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
     except (OSError, UnicodeError):
@@ -90,24 +95,87 @@ def checked_target(url: str) -> Target:
     allow_private = bool(getattr(settings, "WEBHOOKS_ALLOW_PRIVATE", False))
     for info in infos:
         text = str(info[4][0]).split("%")[0]
-        address = ipaddress.ip_address(text)
-        if not allow_private and (not address.is_global or address.is_multicast):
-            raise UnsafeUrl(
-                gettext_noop(
-                    "The host %(host)s resolves to %(address)s, a private or loopback "
-                    "address; webhooks may only call public addresses "
-                    "(WEBHOOKS_ALLOW_PRIVATE allows it)."
-                ),
-                host=repr(host),
-                address=str(address),
-            )
+        if not allow_private:
+            _refuse_non_public(host, ipaddress.ip_address(text))
         if text not in addresses:
             addresses.append(text)
     if not addresses:
         raise UnsafeUrl(gettext_noop("The host %(host)s does not resolve."), host=repr(host))
+    allowed = [str(p) for p in getattr(settings, "WEBHOOKS_ALLOWED_PORTS", [])]
+    if port != standard and "*" not in allowed and str(port) not in allowed:
+        raise UnsafeUrl(
+            gettext_noop(
+                "Webhook URLs use the standard port %(standard)s, got %(port)s "
+                "(WEBHOOKS_ALLOWED_PORTS allows others)."
+            ),
+            standard=standard,
+            port=port,
+        )
     # IPv4 first: the receivers we know of listen there at least.
     addresses.sort(key=lambda a: ":" in a)
     return Target(url, parts.scheme, host, port, tuple(addresses))
+
+
+# IPv6 ranges that carry an IPv4 address inside (RFC 6052 NAT64, RFC 3056 6to4, RFC 4291
+# IPv4-mapped): the address is judged by the IPv4 address it leads to.
+_EMBEDS_IPV4 = {
+    ipaddress.IPv6Network("64:ff9b::/96"): lambda a: ipaddress.IPv4Address(int(a) & 0xFFFFFFFF),
+    ipaddress.IPv6Network("::ffff:0:0/96"): lambda a: a.ipv4_mapped,
+    ipaddress.IPv6Network("2002::/16"): lambda a: a.sixtofour,
+}
+# Special-purpose IPv6 ranges never called (IANA's registry): local-use NAT64 (RFC 8215),
+# Teredo tunnels (RFC 4380), the deprecated IPv4-compatible and site-local ranges, the
+# IPv4-translated range (RFC 2765), discard-only (RFC 6666) and documentation prefixes.
+_SPECIAL_IPV6 = tuple(
+    ipaddress.IPv6Network(net)
+    for net in (
+        "64:ff9b:1::/48",
+        "2001::/32",
+        "::/96",
+        "::ffff:0:0:0/96",
+        "fec0::/10",
+        "100::/64",
+        "2001:db8::/32",
+        "3fff::/20",
+    )
+)
+
+
+def _refuse_non_public(host: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> None:
+    """Raise :class:`UnsafeUrl` unless ``address`` (and any IPv4 address it embeds) is a
+    public unicast address outside IPv6's special-purpose ranges."""
+    shown = str(address)
+    special = None
+    if isinstance(address, ipaddress.IPv6Address):
+        for network, embedded in _EMBEDS_IPV4.items():
+            if address in network:
+                inner = embedded(address)
+                shown = f"{address} (IPv4 {inner})"
+                address = inner
+                break
+        else:
+            special = next((net for net in _SPECIAL_IPV6 if address in net), None)
+    if not address.is_global or address.is_multicast:
+        raise UnsafeUrl(
+            gettext_noop(
+                "The host %(host)s resolves to %(address)s, a private or loopback "
+                "address; webhooks may only call public addresses "
+                "(WEBHOOKS_ALLOW_PRIVATE allows it)."
+            ),
+            host=repr(host),
+            address=shown,
+        )
+    if special is not None:
+        raise UnsafeUrl(
+            gettext_noop(
+                "The host %(host)s resolves to %(address)s, in the special-purpose IPv6 "
+                "range %(range)s; webhooks may only call public addresses "
+                "(WEBHOOKS_ALLOW_PRIVATE allows it)."
+            ),
+            host=repr(host),
+            address=shown,
+            range=str(special),
+        )
 
 
 def check_url(url: str) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
+import redis
 from rest_framework.test import APIClient
 
 from consultations.models import Organisation
@@ -30,6 +31,7 @@ from surveys.services import responses_submit_bulk
 from tests.factories import consultation_factory, survey_factory
 from tests.reconstruction.data import distorted_consultation
 from tests.servers import LANES, Worker, start_worker
+from webhooks.models import Delivery, Webhook
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -257,9 +259,15 @@ def test_an_analysis_right_after_a_submission_waits_for_the_standby_to_replay_it
 ) -> None:
     """The same with a long bound: the job waits (running) while replay is paused, and
     once replay resumes it reads the standby, new residents included. A worker on the
-    analyses lane alone also leaves a report queued meanwhile (lanes)."""
+    analyses lane alone also leaves a report queued meanwhile, and the six webhook
+    deliveries the analysis queued wait in the webhooks lane: none ran in the job."""
     organisation = organisation_create(slug="waiting", name="Waiting")
     survey = _survey_with_residents(organisation, 300)
+    for i in range(6):  # unreachable receivers: the lane's workers would time out on them
+        Webhook.objects.create(organisation=organisation, url=f"https://10.255.0.{i}/hook",
+                               events=["analysis.finished"], secret="s")  # fmt: skip
+    broker = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
+    broker.delete("webhooks")
     client = _analyst(organisation)
     worker = standby_workers("waiting", wait_seconds=600, queues=("analyses",))
     _caught_up(replay)
@@ -276,3 +284,6 @@ def test_an_analysis_right_after_a_submission_waits_for_the_standby_to_replay_it
     assert job.result["population"] == 500
     # The report's lane has no worker here: it waits, and it held up nothing.
     assert Report.objects.get(pk=report.pk).status == Job.Status.QUEUED
+    deliveries = Delivery.objects.filter(webhook__organisation=organisation)
+    assert sorted(deliveries.values_list("status", "attempts")) == [("pending", 0)] * 6
+    assert broker.llen("webhooks") == 6

@@ -1,5 +1,6 @@
 """Webhooks: registration refuses unsafe URLs; finished jobs are delivered signed, retried
-with backoff and recorded (a real HTTP receiver on 127.0.0.1, Celery tasks in-process)."""
+with backoff and recorded (a real HTTP receiver on 127.0.0.1, Celery tasks in-process;
+deliveries are queued by the job and sent here with :func:`deliver_all`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import ssl
 import subprocess
 import threading
 import time
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -18,12 +20,14 @@ import pytest
 import requests
 from django.contrib.auth.models import User
 from django.test import override_settings
+from django.utils import timezone
 
 from consultations.models import AuditEvent
 from consultations.services import consultation_create
+from reconstruction.models import AnalysisJob
 from surveys.services import responses_submit_bulk, survey_create, survey_open
 from tests.factories import tenant_factory
-from webhooks import services, signing
+from webhooks import sender, services, signing
 from webhooks.models import Delivery, Webhook
 from webhooks.urlcheck import NO_PROXIES
 
@@ -56,6 +60,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+def deliver_all():
+    """Send every queued delivery with its retries, as the embedded default's sender thread
+    (off in the unit tests) or the webhooks lane's workers would, backoff skipped."""
+    for day in range(1, services.MAX_ATTEMPTS + 2):
+        services.deliveries_send_due(timezone.now() + timedelta(days=day))
 
 
 @pytest.fixture
@@ -144,7 +155,9 @@ def test_unknown_events_are_refused(tenant):
     assert response.status_code == 400 and "events" in response.json()["errors"]
 
 
-@override_settings(WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True)
+@override_settings(
+    WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True, WEBHOOKS_ALLOWED_PORTS=["*"]
+)
 def test_a_finished_report_is_delivered_signed_and_recorded(
     tenant, open_survey, receiver, django_capture_on_commit_callbacks
 ):
@@ -155,6 +168,7 @@ def test_a_finished_report_is_delivered_signed_and_recorded(
     with django_capture_on_commit_callbacks(execute=True):
         created = tenant.analyst.post(f"/api/v1/surveys/{open_survey.pk}/reports/")
     assert created.status_code == 202
+    deliver_all()
     (request,) = receiver.received
     headers, body = request["headers"], request["body"]
     assert headers["X-Webhook-Event"] == "report.finished"
@@ -173,7 +187,9 @@ def test_a_finished_report_is_delivered_signed_and_recorded(
     assert int(headers["X-Webhook-Delivery"]) == delivery.pk
 
 
-@override_settings(WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True)
+@override_settings(
+    WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True, WEBHOOKS_ALLOWED_PORTS=["*"]
+)
 @pytest.mark.parametrize("receiver", [[503]], indirect=True)
 def test_a_failing_receiver_is_retried_then_the_delivery_is_marked_failed(
     tenant, open_survey, receiver, django_capture_on_commit_callbacks
@@ -184,6 +200,7 @@ def test_a_failing_receiver_is_retried_then_the_delivery_is_marked_failed(
     )  # fmt: skip
     with django_capture_on_commit_callbacks(execute=True):
         tenant.analyst.post(f"/api/v1/surveys/{open_survey.pk}/reports/")
+    deliver_all()
     delivery = Delivery.objects.get()
     assert len(receiver.received) == services.MAX_ATTEMPTS
     assert (delivery.status, delivery.attempts) == ("failed", services.MAX_ATTEMPTS)
@@ -192,7 +209,9 @@ def test_a_failing_receiver_is_retried_then_the_delivery_is_marked_failed(
     assert {r["headers"]["X-Webhook-Delivery"] for r in receiver.received} == {str(delivery.pk)}
 
 
-@override_settings(WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True)
+@override_settings(
+    WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True, WEBHOOKS_ALLOWED_PORTS=["*"]
+)
 @pytest.mark.parametrize("receiver", [[500, 200]], indirect=True)
 def test_a_retry_that_succeeds_is_recorded_with_its_attempts(
     tenant, open_survey, receiver, django_capture_on_commit_callbacks, client
@@ -203,6 +222,7 @@ def test_a_retry_that_succeeds_is_recorded_with_its_attempts(
     )  # fmt: skip
     with django_capture_on_commit_callbacks(execute=True):
         tenant.analyst.post(f"/api/v1/surveys/{open_survey.pk}/reports/")
+    deliver_all()
     delivery = Delivery.objects.get()
     assert (delivery.status, delivery.attempts) == ("succeeded", 2)
     # The organiser sees it in the admin and in the API.
@@ -214,7 +234,9 @@ def test_a_retry_that_succeeds_is_recorded_with_its_attempts(
     assert [(d["status"], d["attempts"]) for d in listed] == [("succeeded", 2)]
 
 
-@override_settings(WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True)
+@override_settings(
+    WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True, WEBHOOKS_ALLOWED_PORTS=["*"]
+)
 def test_a_finished_analysis_is_delivered_signed_whether_it_succeeded_or_was_refused(
     tenant, open_survey, receiver, django_capture_on_commit_callbacks
 ):
@@ -239,6 +261,7 @@ def test_a_finished_analysis_is_delivered_signed_whether_it_succeeded_or_was_ref
             format="json",
         )  # fmt: skip
         tenant.analyst.post(f"/api/v1/surveys/{open_survey.pk}/reports/")  # not listened for
+    deliver_all()
     assert done.status_code == refused.status_code == 202, (done.json(), refused.json())
     statuses = {}
     for request in receiver.received:
@@ -270,8 +293,10 @@ def test_an_address_refused_at_delivery_time_is_recorded_in_the_readers_language
     hook = Webhook.objects.create(organisation=tenant.organisation,
                                   url="https://10.20.30.40/hook", events=["report.finished"],
                                   secret="s")  # fmt: skip
-    with translation.override("en"), django_capture_on_commit_callbacks(execute=True):
-        tenant.analyst.post(f"/api/v1/surveys/{open_survey.pk}/reports/")
+    with translation.override("en"):
+        with django_capture_on_commit_callbacks(execute=True):
+            tenant.analyst.post(f"/api/v1/surveys/{open_survey.pk}/reports/")
+        deliver_all()  # in the worker (in English)
     delivery = Delivery.objects.get()
     assert (delivery.status, delivery.attempts, delivery.response_status) == ("failed", 1, None)
     assert delivery.error.startswith("The host '10.20.30.40' resolves to 10.20.30.40, a private")
@@ -374,7 +399,9 @@ def test_a_name_that_resolves_to_loopback_is_refused(tenant, url):
     assert not Webhook.objects.exists()
 
 
-@override_settings(WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True)
+@override_settings(
+    WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True, WEBHOOKS_ALLOWED_PORTS=["*"]
+)
 def test_a_name_that_resolves_to_loopback_is_called_when_allowed(tenant, open_survey, receiver):
     port = receiver.server_address[1]
     hook = services.webhook_create(
@@ -388,7 +415,9 @@ def test_a_name_that_resolves_to_loopback_is_called_when_allowed(tenant, open_su
     assert json.loads(request["body"])["delivery"] == delivery.pk
 
 
-@override_settings(WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True)
+@override_settings(
+    WEBHOOKS_ALLOW_HTTP=True, WEBHOOKS_ALLOW_PRIVATE=True, WEBHOOKS_ALLOWED_PORTS=["*"]
+)
 def test_the_delivery_connects_to_the_address_that_was_checked(tenant, open_survey, monkeypatch):
     """DNS rebinding: the name resolves to one address when checked and to another a
     moment later; the delivery goes to the checked one (resolved once per attempt)."""
@@ -444,7 +473,7 @@ def tls_receiver(tmp_path, monkeypatch):
     stop(server)
 
 
-@override_settings(WEBHOOKS_ALLOW_PRIVATE=True)
+@override_settings(WEBHOOKS_ALLOW_PRIVATE=True, WEBHOOKS_ALLOWED_PORTS=["*"])
 def test_a_pinned_https_delivery_verifies_the_certificate_for_the_name(
     tenant, open_survey, tls_receiver, monkeypatch
 ):
@@ -468,4 +497,195 @@ def test_a_pinned_https_delivery_verifies_the_certificate_for_the_name(
     failing = Delivery.objects.create(webhook=other, event="report.finished", payload={})
     assert services.delivery_attempt(failing.pk) is False
     failing.refresh_from_db()
-    assert "SSLError" in failing.error and len(tls_receiver.received) == 1
+    # The same text as any other network failure (issue 27): TLS is not told apart.
+    assert failing.error == str(services.UNREACHABLE) and len(tls_receiver.received) == 1
+
+
+# --------------------------------------------------------------------------- hardening (issue 27)
+# Webhooks off the analysis path, capped per organisation, one text for every network
+# failure, and no IPv6 or port detours to internal services.
+
+LOCAL = {"WEBHOOKS_ALLOW_HTTP": True, "WEBHOOKS_ALLOW_PRIVATE": True,
+         "WEBHOOKS_ALLOWED_PORTS": ["*"]}  # fmt: skip
+
+
+class Blackhole:
+    """A loopback port that accepts connections and never answers (a receiver that hangs)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/hook"
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def closed_port_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/hook"  # nothing listens there now: refused
+
+
+def count_body(survey) -> dict:
+    return {"survey": survey.pk, "kind": "distribution", "attribute": "visits"}
+
+
+@override_settings(**LOCAL)
+def test_six_unreachable_webhooks_do_not_hold_up_an_analysis(
+    tenant, open_survey, django_capture_on_commit_callbacks
+):
+    """The job queues its deliveries and finishes; none is attempted in it (they would
+    wait WEBHOOKS_TIMEOUT_SECONDS each, with retries: 37.5 s per analysis before)."""
+    holes = [Blackhole() for _ in range(6)]
+    try:
+        for hole in holes:
+            services.webhook_create(organisation=tenant.organisation, url=hole.url,
+                                    events=["analysis.finished"], actor="t")  # fmt: skip
+        with django_capture_on_commit_callbacks(execute=True):
+            posted = tenant.analyst.post("/api/v1/analyses/", count_body(open_survey),
+                                         format="json")  # fmt: skip
+        assert posted.status_code == 202, posted.json()
+        job = AnalysisJob.objects.get(pk=posted.json()["id"])
+        assert job.status == "succeeded", job.error
+        deliveries = Delivery.objects.filter(webhook__organisation=tenant.organisation)
+        assert deliveries.count() == 6
+        assert {(d.status, d.attempts) for d in deliveries} == {("pending", 0)}
+    finally:
+        for hole in holes:
+            hole.close()
+
+
+@override_settings(**LOCAL, WEBHOOKS_MAX_PENDING_PER_ORGANISATION=4)
+def test_an_organisation_has_at_most_the_cap_of_deliveries_waiting(
+    tenant, open_survey, django_capture_on_commit_callbacks
+):
+    for i in range(6):
+        Webhook.objects.create(organisation=tenant.organisation, url=f"http://10.0.0.{i}/",
+                               events=["analysis.finished"], secret="s")  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True):
+        tenant.analyst.post("/api/v1/analyses/", count_body(open_survey), format="json")
+    statuses = sorted(Delivery.objects.values_list("status", flat=True))
+    assert statuses == ["failed"] * 2 + ["pending"] * 4
+    refused = Delivery.objects.filter(status="failed").first()
+    assert refused.attempts == 0
+    assert refused.error.startswith("Not sent: 4 deliveries of this organisation")
+    german = tenant.analyst.get(
+        f"/api/v1/webhooks/{refused.webhook_id}/deliveries/", HTTP_ACCEPT_LANGUAGE="de"
+    ).json()[0]["error"]
+    assert german != refused.error and "4" in german
+
+
+@override_settings(**LOCAL, WEBHOOKS_TIMEOUT_SECONDS=1)
+def test_every_network_failure_is_stored_with_the_same_text(tenant, receiver):
+    """Refused (closed port), timed out (a receiver that never answers) and a TLS
+    handshake with a plain-http server: one text, so errors map no ports or services."""
+    hole = Blackhole()
+    try:
+        port = receiver.server_address[1]
+        urls = [closed_port_url(), hole.url, f"https://127.0.0.1:{port}/hook"]
+        errors = set()
+        for url in urls:
+            hook = services.webhook_create(organisation=tenant.organisation, url=url,
+                                           events=["report.finished"], actor="t")  # fmt: skip
+            delivery = Delivery.objects.create(webhook=hook, event="report.finished", payload={})
+            assert services.delivery_attempt(delivery.pk) is False
+            delivery.refresh_from_db()
+            errors.add((delivery.error, str(delivery.error_message)))
+        assert errors == {
+            ("The receiver could not be reached.", str(services.UNREACHABLE.as_json()))
+        }
+        polish = tenant.analyst.get(f"/api/v1/webhooks/{hook.pk}/deliveries/?lang=pl").json()[0][
+            "error"
+        ]
+        assert polish != "The receiver could not be reached."
+    finally:
+        hole.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        # NAT64 (RFC 6052) of 127.0.0.1, 169.254.169.254 and 10.0.0.1
+        ("https://[64:ff9b::7f00:1]/hook", "(IPv4 127.0.0.1), a private or loopback"),
+        ("https://[64:ff9b::a9fe:a9fe]/hook", "(IPv4 169.254.169.254), a private"),
+        ("https://[64:ff9b::a00:1]/hook", "(IPv4 10.0.0.1), a private"),
+        # 6to4 (RFC 3056) of 127.0.0.1 and 192.168.1.1; IPv4-mapped 10.0.0.1
+        ("https://[2002:7f00:1::1]/hook", "(IPv4 127.0.0.1), a private"),
+        ("https://[2002:c0a8:101::]/hook", "(IPv4 192.168.1.1), a private"),
+        ("https://[::ffff:10.0.0.1]/hook", "(IPv4 10.0.0.1), a private"),
+        # Special-purpose ranges: local-use NAT64, IPv4-compatible, site-local, Teredo
+        ("https://[64:ff9b:1::808:808]/hook", "special-purpose IPv6 range 64:ff9b:1::/48"),
+        ("https://[::808:808]/hook", "special-purpose IPv6 range ::/96"),
+        ("https://[fec0::1]/hook", "special-purpose IPv6 range fec0::/10"),
+        ("https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/hook", "a private or loopback"),
+        # Ports other than the scheme's standard one
+        ("https://93.184.216.34:8443/hook", "standard port 443, got 8443"),
+        ("https://93.184.216.34:6379/hook", "standard port 443, got 6379"),
+    ],
+)
+def test_ipv6_forms_of_internal_addresses_and_other_ports_are_refused(tenant, url, message):
+    response = tenant.analyst.post(
+        "/api/v1/webhooks/", {"url": url, "events": ["report.finished"]}, format="json"
+    )
+    assert response.status_code == 400, response.json()
+    assert message in response.json()["errors"]["url"][0]
+    assert not Webhook.objects.exists()
+    german = tenant.analyst.post(
+        "/api/v1/webhooks/?lang=de", {"url": url, "events": ["report.finished"]}, format="json"
+    ).json()["detail"]
+    assert german != response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://[64:ff9b::5db8:d822]/hook",  # NAT64 of the public 93.184.216.34
+        "https://[2002:5db8:d822::1]/hook",  # its 6to4 form
+        "https://93.184.216.34/hook",
+    ],
+)
+def test_public_addresses_in_ipv6_forms_are_accepted(tenant, url):
+    response = tenant.analyst.post(
+        "/api/v1/webhooks/", {"url": url, "events": ["report.finished"]}, format="json"
+    )
+    assert response.status_code == 201, response.json()
+
+
+@override_settings(WEBHOOKS_ALLOWED_PORTS=["8443"])
+def test_an_operator_allows_other_ports(tenant):
+    allowed = tenant.analyst.post(
+        "/api/v1/webhooks/",
+        {"url": "https://93.184.216.34:8443/hook", "events": ["report.finished"]},
+        format="json",
+    )
+    assert allowed.status_code == 201, allowed.json()
+    other = tenant.analyst.post(
+        "/api/v1/webhooks/",
+        {"url": "https://93.184.216.34:8444/hook", "events": ["report.finished"]},
+        format="json",
+    )
+    assert other.status_code == 400  # fmt: skip
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(**LOCAL, WEBHOOKS_EMBEDDED_SENDER=True, WEBHOOKS_EMBEDDED_POLL_SECONDS=1)
+def test_the_embedded_default_sends_queued_deliveries_from_its_own_thread(
+    tenant, open_survey, receiver
+):
+    """Without a broker, a background thread of the process sends what the job queued."""
+    services.webhook_create(organisation=tenant.organisation, url=receiver.url,
+                            events=["analysis.finished"], actor="t")  # fmt: skip
+    posted = tenant.analyst.post("/api/v1/analyses/", count_body(open_survey), format="json")
+    assert posted.status_code == 202
+    assert AnalysisJob.objects.get(pk=posted.json()["id"]).status == "succeeded"
+    deadline = time.monotonic() + 60  # a ceiling against a hang, not a timing
+    while not Delivery.objects.filter(status="succeeded").exists():
+        assert time.monotonic() < deadline, list(Delivery.objects.values())
+        time.sleep(0.05)
+    assert len(receiver.received) == 1
+    assert any(t.name == "webhook-sender" for t in threading.enumerate())
+    sender.stop()
+    assert not any(t.name == "webhook-sender" for t in threading.enumerate())

@@ -171,6 +171,7 @@ def test_usable_channels_are_accepted_and_wide_ones_carry_a_note() -> None:
 
 # --- input checks and messages that mutation testing found untested (issue 33) ------------
 
+
 @pytest.mark.parametrize("k", [2.5, 3.0, "3", True, None])
 def test_k_must_be_an_integer_number_of_categories(k: object) -> None:
     with pytest.raises(ValueError, match=f"k must be an integer number of categories, got {k!r}"):
