@@ -284,6 +284,10 @@ def test_an_analysis_right_after_a_submission_waits_for_the_standby_to_replay_it
     assert job.result["population"] == 500
     # The report's lane has no worker here: it waits, and it held up nothing.
     assert Report.objects.get(pk=report.pk).status == Job.Status.QUEUED
+    # The job queues its deliveries just after it finished: wait for the six messages.
+    deadline = time.monotonic() + HANG
+    while broker.llen("webhooks") < 6:
+        assert time.monotonic() < deadline, worker.output()
+        time.sleep(0.05)
     deliveries = Delivery.objects.filter(webhook__organisation=organisation)
     assert sorted(deliveries.values_list("status", "attempts")) == [("pending", 0)] * 6
-    assert broker.llen("webhooks") == 6
