@@ -28,7 +28,7 @@ from scipy.optimize import linprog
 from reconstruction.algorithms.panel import limits
 from reconstruction.algorithms.panel.problem import _Problem
 from reconstruction.algorithms.panel.results import Objective, Progress
-from reconstruction.algorithms.panel.warm_start import _lp_bound, _warm_start
+from reconstruction.algorithms.panel.warm_start import _lp_bound, _order, _repair, _systematic
 
 # A probability within this of the level counts as tight (LEXIMIN), and fixed levels are
 # imposed with this slack so that LP round-off cannot make a later round infeasible.
@@ -66,6 +66,9 @@ _WARM_PANELS = 400
 
 
 _WARM_SEED = 0x5EA7_2021
+
+
+_WARM_OFFSETS = 50  # panels per random order of the types (evenly spaced offsets)
 
 
 @dataclass
@@ -590,3 +593,38 @@ def optimise(
     optimum_pi = weights @ a
     optimum = float(optimum_pi[selectable].min())
     return _Optimum(cg, weights, float(bound), selectable, optimum)
+
+
+def _warm_start(
+    cg: _ColumnGeneration, x: NDArray[np.float64], count: int, rng: np.random.Generator
+) -> int:
+    """Seed the columns with panels rounded from the LP relaxation's expected seats.
+
+    Each panel rounds ``x`` (:func:`_round_panel`) and repairs the quotas by one-seat
+    moves (:func:`_repair`); the panels' average is close to ``x``, whose lowest
+    probability is the LP bound, so the master LP starts near the optimum and few
+    pricing MILPs remain. Returns the number of new panels.
+    """
+    problem = cg.problem
+    rows = problem.rows()
+    added = 0
+    # Herding: each panel rounds x plus the seats every type is owed so far (``m x``
+    # minus the seats the first m panels gave it), so the repairs' moves are paid back
+    # and every type's total stays within about a seat of ``m x_t``.
+    owed = np.zeros_like(x)
+    order = _order(x.size, rng, problem.posteriors)
+    for m in range(count):
+        if m % _WARM_OFFSETS == 0:
+            # A progress report (which may cancel the run) and the time budget.
+            cg.report(0.05 + 0.05 * m / count)
+            if m and cg.out_of_time():
+                break
+            order = _order(x.size, rng, problem.posteriors)
+        target = np.clip(x + owed, 0.0, problem.sizes)
+        rounded = _systematic(target, problem.size, order, float(rng.random()), problem.sizes)
+        panel = _repair(problem, rounded, rows, rng)
+        if panel is None:
+            continue
+        owed += x - panel
+        added += cg.add(panel)
+    return added

@@ -6,13 +6,12 @@ The LP relaxation over types (fractional expected seats per type, maximin level 
 with ``x_t >= z n_t``, :func:`_lp_bound`) bounds the optimum of Flanigan et al.'s
 maximin (Nature 2021) before any MILP, and hundreds of panels rounded from its seats
 (systematic rounding along types sorted by posteriors, :func:`_systematic`; quotas
-repaired by one-seat moves, :func:`_repair`; :func:`_warm_start`) seed the master LP.
+repaired by one-seat moves, :func:`_repair`; :func:`~.maximin._warm_start`) seed the master LP.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -20,12 +19,6 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 from reconstruction.algorithms.panel.problem import _Problem
-
-if TYPE_CHECKING:
-    from reconstruction.algorithms.panel.maximin import _ColumnGeneration
-
-
-_WARM_OFFSETS = 50  # panels per random order of the types (evenly spaced offsets)
 
 
 def _lp_bound(
@@ -169,38 +162,3 @@ def _repair(
         panel[occupied[s]] -= 1
         panel[room[t]] += 1
     return None
-
-
-def _warm_start(
-    cg: _ColumnGeneration, x: NDArray[np.float64], count: int, rng: np.random.Generator
-) -> int:
-    """Seed the columns with panels rounded from the LP relaxation's expected seats.
-
-    Each panel rounds ``x`` (:func:`_round_panel`) and repairs the quotas by one-seat
-    moves (:func:`_repair`); the panels' average is close to ``x``, whose lowest
-    probability is the LP bound, so the master LP starts near the optimum and few
-    pricing MILPs remain. Returns the number of new panels.
-    """
-    problem = cg.problem
-    rows = problem.rows()
-    added = 0
-    # Herding: each panel rounds x plus the seats every type is owed so far (``m x``
-    # minus the seats the first m panels gave it), so the repairs' moves are paid back
-    # and every type's total stays within about a seat of ``m x_t``.
-    owed = np.zeros_like(x)
-    order = _order(x.size, rng, problem.posteriors)
-    for m in range(count):
-        if m % _WARM_OFFSETS == 0:
-            # A progress report (which may cancel the run) and the time budget.
-            cg.report(0.05 + 0.05 * m / count)
-            if m and cg.out_of_time():
-                break
-            order = _order(x.size, rng, problem.posteriors)
-        target = np.clip(x + owed, 0.0, problem.sizes)
-        rounded = _systematic(target, problem.size, order, float(rng.random()), problem.sizes)
-        panel = _repair(problem, rounded, rows, rng)
-        if panel is None:
-            continue
-        owed += x - panel
-        added += cg.add(panel)
-    return added

@@ -44,13 +44,13 @@ from numpy.typing import ArrayLike, NDArray
 
 from privacy.mechanisms.messages import Note, gettext_noop
 from reconstruction.algorithms.continuous import (
-    _forward,
     axis_model,
     default_smoothing,
     fixed_point,
     smoothing_matrix,
     whole_number_step,
 )
+from reconstruction.algorithms.continuous.em import _forward
 from reconstruction.algorithms.queries.conditions import (
     Attribute,
     Condition,

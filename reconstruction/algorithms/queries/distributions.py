@@ -24,9 +24,8 @@ from reconstruction.algorithms.continuous import (
     LATTICE_SMOOTHING,
     IntervalReconstruction,
     default_smoothing,
-    fixed_point,
+    reconstruct_bins,
     reconstruct_continuous,
-    smoothing_matrix,
     whole_number_step,
 )
 from reconstruction.algorithms.counts import reported_counts
@@ -234,54 +233,19 @@ def _overall_intervals(
     max_iter: int,
     generator: np.random.Generator,
 ) -> IntervalReconstruction:
-    """As :func:`~.continuous.reconstruct_continuous` on the reported bin counts."""
+    """:func:`~reconstruction.algorithms.continuous.reconstruct_bins` on the axis's
+    reported bin counts (AS or EM/EMS, 001_28af1923c784b480.txt, Sections III-B2/3)."""
     assert axis.edges is not None and axis.reported_edges is not None
-    stopping = cast(Literal["em", "as"], method)
-    smoother = [smoothing_matrix(axis.edges, strength)] if strength > 0 else None
-    n = float(counts.sum())
-    theta, iterations, converged = fixed_point(
-        counts, [axis.channel], stopping=stopping, tol=tol, max_iter=max_iter, smoothing=smoother
+    return reconstruct_bins(
+        counts,
+        axis.channel,
+        axis.edges,
+        axis.reported_edges,
+        method=cast(Literal["em", "as"], method),
+        strength=strength,
+        tol=tol,
+        max_iter=max_iter,
+        ci=ci,
+        n_boot=n_boot,
+        rng=generator,
     )
-    if ci:
-        draws = generator.multinomial(int(n), counts / n, size=n_boot).astype(np.float64)
-        boot, _, _ = fixed_point(
-            draws,
-            [axis.channel],
-            stopping=stopping,
-            tol=tol,
-            max_iter=max_iter,
-            initial=theta if stopping == "em" else None,
-            smoothing=smoother,
-        )
-        interval = percentile_interval(boot * n)
-    else:
-        interval = np.full((theta.size, 2), np.nan)
-    notes: tuple[str, ...] = ()
-    if strength > 0:
-        notes = (
-            Note(
-                gettext_noop(
-                    "EMS: EM with a smoothing step of strength %(strength)s (Silverman et al.)"
-                ),
-                strength=f"{strength:g}",
-            ),
-        )
-    if not converged:
-        notes = (
-            *notes,
-            Note(
-                gettext_noop("the %(method)s stopping rule was not met in %(max_iter)s iterations"),
-                method=stopping.upper(),
-                max_iter=max_iter,
-            ),
-        )
-    result = Reconstruction(
-        counts=theta * n,
-        proportions=theta,
-        ci95=np.asarray(interval, dtype=np.float64),
-        iterations=iterations,
-        converged=converged,
-        method=stopping,
-        notes=notes,
-    )
-    return IntervalReconstruction(result, axis.edges, axis.reported_edges)
