@@ -33,15 +33,11 @@ from reconstruction.algorithms.continuous.intervals import noise_scale
 
 Stopping = Literal["em", "as"]
 
-
 _DEFAULT_TOL: dict[str, float] = {"em": 1e-6, "as": 0.01}
-
 
 _KRON_MAX_ENTRIES = 2_000_000
 
-
 _KRON_MAX_RATIO = 8
-
 
 DEFAULT_SMOOTHING = 0.05
 

@@ -21,7 +21,6 @@ from privacy.mechanisms import NoiseModel
 
 _MIN_INTERVALS = 20
 
-
 _MAX_INTERVALS = 40
 
 

@@ -35,7 +35,6 @@ from reconstruction.algorithms.continuous.lattice import (
 # the lattice shifted by half a step by more than this many log-likelihood units ...
 _WHOLE_MIN_GAIN = 10.0
 
-
 _WHOLE_MIN_Z = 2.5
 
 

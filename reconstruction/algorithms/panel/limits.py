@@ -41,7 +41,6 @@ MAX_ROUNDS = 16
 # milliseconds; past the deadline, the diagnosis and the tightening ask nothing more.
 DECIDE_FLOOR = 1.0
 
-
 _HIGHS_STATUS = re.compile(r"HiGHS Status (\d+)")
 
 

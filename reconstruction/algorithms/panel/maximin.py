@@ -44,7 +44,6 @@ _MAXIMIN_GAP = 2e-3
 # "converged" means the same here as in the reference implementation.
 _MAXIMIN_ABS_GAP = 5e-4
 
-
 _NASH_GAP = 1e-4
 
 
@@ -64,9 +63,7 @@ _NEIGHBOURS = 15
 # Panels rounded from the LP relaxation's expected seats to seed the column generation.
 _WARM_PANELS = 400
 
-
 _WARM_SEED = 0x5EA7_2021
-
 
 _WARM_OFFSETS = 50  # panels per random order of the types (evenly spaced offsets)
 

@@ -27,7 +27,6 @@ from reconstruction.algorithms.queries import Condition
 
 Objective = Literal["maximin", "nash", "leximin"]
 
-
 OBJECTIVES: tuple[str, ...] = ("maximin", "nash", "leximin")
 
 

@@ -69,7 +69,6 @@ from reconstruction.algorithms.uncertainty import percentile_interval
 
 Resolution = Literal["fine", "thresholds"]
 
-
 _JOINT_MAX_CELLS = 20_000
 
 

@@ -27,15 +27,11 @@ from privacy.mechanisms import (
     validate_stochastic,
 )
 from privacy.mechanisms.messages import InputError, Message, gettext_noop
-from reconstruction.algorithms.continuous import (
-    lattice_points,
-)
+from reconstruction.algorithms.continuous import lattice_points
 
 Op = Literal["in", "gt", "lte", "between"]
 
-
 _DISCRETE_OPS = frozenset({"in"})
-
 
 _CONTINUOUS_OPS = frozenset({"gt", "lte", "between"})
 

@@ -52,7 +52,6 @@ from reconstruction.algorithms.uncertainty import default_rng
 
 MeanMethod = Literal["unbiased", "figure3", "naive"]
 
-
 _Z95 = 1.959963984540054
 
 
@@ -89,7 +88,6 @@ def moments_mean(
 
 
 NAIVE_MEAN_NOTE = "biased: misreported members dilute the group"
-
 
 FIGURE3_MEAN_NOTE = "biased: misassigned members dilute the group"
 

@@ -20,9 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from reconstruction.algorithms.continuous import (
-    whole_number_step,
-)
+from reconstruction.algorithms.continuous import whole_number_step
 from reconstruction.algorithms.queries.cells import (
     CellPlan,
     CellTable,
