@@ -2,7 +2,8 @@
 
 Production differs from development only by environment variables; every
 setting the project reads goes through these helpers so that a wrong value
-fails at start-up with a message naming the variable.
+fails at start-up with a message naming the variable. A new variable needs its row in
+docs/operators/configuration.md: tests/test_docs.py fails, naming it, until it has one.
 """
 
 from __future__ import annotations
