@@ -11,6 +11,9 @@ accesslog = "-"
 # Method, path, status, size, duration: no %(h)s (address), no %(a)s (user agent).
 access_log_format = '"%(m)s %(U)s" %(s)s %(B)s %(M)sms'
 errorlog = "-"
+# No client address in the error log either: gunicorn writes "Invalid request from
+# ip=..." on a malformed request; config/logfilters.py removes every address (issue 27).
+logger_class = "config.logfilters.GunicornLogger"
 forwarded_allow_ips = os.environ.get("GUNICORN_FORWARDED_ALLOW_IPS", "127.0.0.1")
 worker_class = "gthread"
 

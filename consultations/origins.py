@@ -3,14 +3,23 @@
 ``django-cors-headers`` answers preflights (``OPTIONS`` with
 ``Access-Control-Request-Method``) before authentication, so a browser needs no key for
 them; it adds the ``Access-Control-Allow-*`` headers only for an origin that
-:func:`origin_is_allowed` accepts (its ``check_request_enabled`` signal). Every other
-origin gets none, and the browser refuses the response.
+:func:`cors_allow_listed_origins` accepts (its ``check_request_enabled`` signal). Every
+other origin gets none, and the browser refuses the response.
+
+Origins belong to organisations (issue 27): an origin gets the headers only for objects
+of an organisation that lists it. For a survey's paths (``/api/v1/surveys/{id}/...``:
+the scheme, submissions, withdrawals) that is the survey's organisation; for any other
+request with a key, the key's organisation (the only one whose objects it reaches). A
+preflight to a path that names no survey carries no data and passes for any listed
+origin; the actual request is checked again.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,7 +27,7 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.utils.translation import gettext as _
 
-from consultations.models import PortalOrigin
+from consultations.models import ApiKey, PortalOrigin
 
 
 class BadOrigin(ValueError):
@@ -59,7 +68,7 @@ def normalise_origin(origin: Any) -> str:
 
 # Listed origins, read at most every CORS_ORIGINS_CACHE_SECONDS per process (every
 # cross-origin request asks); a change made in this process is seen at once.
-_cache: dict[str, Any] = {"origins": frozenset(), "until": 0.0}
+_cache: dict[str, Any] = {"origins": frozenset(), "owners": {}, "surveys": {}, "until": 0.0}
 _lock = threading.Lock()
 
 
@@ -68,16 +77,26 @@ def forget_allowed_origins() -> None:
         _cache["until"] = 0.0
 
 
-def allowed_origins() -> frozenset[str]:
+def origin_owners() -> dict[str, frozenset[int]]:
+    """Listed origin -> the organisations that list it."""
     now = time.monotonic()
     with _lock:
         if now < _cache["until"]:
-            return frozenset(_cache["origins"])
-    origins = frozenset(PortalOrigin.objects.values_list("origin", flat=True))
+            return dict(_cache["owners"])
+    owners: dict[str, set[int]] = {}
+    for origin, organisation in PortalOrigin.objects.values_list("origin", "organisation_id"):
+        owners.setdefault(origin, set()).add(organisation)
+    frozen = {origin: frozenset(ids) for origin, ids in owners.items()}
     with _lock:
-        _cache["origins"] = origins
+        _cache["owners"] = frozen
+        _cache["origins"] = frozenset(frozen)
+        _cache["surveys"] = {}
         _cache["until"] = now + float(getattr(settings, "CORS_ORIGINS_CACHE_SECONDS", 5))
-    return origins
+    return frozen
+
+
+def allowed_origins() -> frozenset[str]:
+    return frozenset(origin_owners())
 
 
 def origin_is_allowed(origin: str) -> bool:
@@ -87,7 +106,55 @@ def origin_is_allowed(origin: str) -> bool:
         return False
 
 
+_survey_owner: Callable[[int], int | None] | None = None
+
+
+def set_survey_owner(lookup: Callable[[int], int | None]) -> None:
+    """Called by ``SurveysConfig.ready``: survey id -> its organisation id (or None)."""
+    global _survey_owner
+    _survey_owner = lookup
+
+
+_SURVEY_PATH = re.compile(r"^/api/v1/surveys/(\d{1,18})/")
+
+
+def _survey_organisation(survey_id: int) -> int | None:
+    with _lock:
+        surveys = _cache.setdefault("surveys", {})
+        if survey_id in surveys:
+            return surveys[survey_id]  # type: ignore[no-any-return]
+    # The surveys app (above this one) registers how a survey's organisation is found.
+    found = _survey_owner(survey_id) if _survey_owner is not None else None
+    with _lock:
+        surveys = _cache.setdefault("surveys", {})
+        if len(surveys) > 10_000:
+            surveys.clear()
+        surveys[survey_id] = found
+    return found
+
+
+def owner_of_request(request: HttpRequest) -> int | None:
+    """The organisation whose object ``request`` asks for: the survey's for a survey's
+    paths, else the key's; ``None`` when neither is known (a keyless preflight)."""
+    match = _SURVEY_PATH.match(request.path_info)
+    if match:
+        return _survey_organisation(int(match.group(1))) or -1
+    user = getattr(request, "user", None)
+    if isinstance(user, ApiKey):
+        return int(user.organisation_id)
+    return None
+
+
 def cors_allow_listed_origins(sender: Any, request: HttpRequest, **kwargs: Any) -> bool:
     """Receiver of ``corsheaders.signals.check_request_enabled`` (see ``apps.py``)."""
     origin = request.headers.get("Origin")
-    return bool(origin) and request.path_info.startswith("/api/") and origin_is_allowed(origin)
+    if not origin or not request.path_info.startswith("/api/"):
+        return False
+    try:
+        owners = origin_owners().get(normalise_origin(origin))
+    except BadOrigin:
+        return False
+    if not owners:
+        return False
+    owner = owner_of_request(request)
+    return owner is None or owner in owners

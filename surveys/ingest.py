@@ -97,10 +97,8 @@ def _already_answered(survey: Survey, references: Sequence[str]) -> dict[str, bo
 
 def _conflict(batch: Batch, answered: dict[str, bool], single: bool) -> Conflict:
     def why(ref: str) -> str:
-        if answered.get(ref, False):
-            return _(
-                "Participant %(participant)s withdrew from this survey and cannot answer again."
-            ) % {"participant": repr(ref)}
+        # The same words whether or not the reference withdrew (issue 27): anyone with the
+        # public portal key could otherwise learn who withdrew.
         return _("Participant %(participant)s has already answered this survey.") % {
             "participant": repr(ref)
         }

@@ -120,3 +120,41 @@ def test_normalise_origin() -> None:
     assert normalise_origin("http://[::1]:80") == "http://[::1]"
     with pytest.raises(BadOrigin, match="no path"):
         normalise_origin("https://a.org/x")
+
+
+# ------------------------------------------------- origins belong to organisations (issue 27)
+
+OTHER = "https://www.york.gov.uk"
+
+
+@pytest.fixture
+def two_councils(tenant, other_tenant, listed):
+    """Leeds lists ALLOWED and owns ``listed``; York lists OTHER and owns a survey too."""
+    portal_origin_add(organisation=other_tenant.organisation, origin=OTHER)
+    york = survey_factory(consultation_factory(other_tenant.organisation))
+    return {"leeds": listed, "york": york}
+
+
+def _cors(response) -> list[str]:
+    return [h for h in response.headers if h.lower().startswith("access-control-")]
+
+
+def test_another_councils_origin_gets_no_headers_on_a_survey(tenant, two_councils) -> None:
+    """Fails on the old code: York's origin was allowed on every council's paths."""
+    leeds = two_councils["leeds"]
+    assert not _cors(preflight(f"/api/v1/surveys/{leeds.pk}/responses/", OTHER))
+    actual = tenant.portal.get(f"/api/v1/surveys/{leeds.pk}/scheme/", HTTP_ORIGIN=OTHER)
+    assert actual.status_code == 200 and not _cors(actual)
+    own = preflight(f"/api/v1/surveys/{two_councils['york'].pk}/responses/", OTHER)
+    assert own["Access-Control-Allow-Origin"] == OTHER
+
+
+def test_other_objects_answer_the_keys_organisations_origins(
+    tenant, other_tenant, two_councils
+) -> None:
+    mine = tenant.analyst.get("/api/v1/consultations/", HTTP_ORIGIN=ALLOWED)
+    assert mine["Access-Control-Allow-Origin"] == ALLOWED
+    theirs = tenant.analyst.get("/api/v1/consultations/", HTTP_ORIGIN=OTHER)
+    assert not _cors(theirs)
+    york = other_tenant.analyst.get("/api/v1/consultations/", HTTP_ORIGIN=OTHER)
+    assert york["Access-Control-Allow-Origin"] == OTHER
