@@ -31,6 +31,14 @@ if not SECRET_KEY:
             "DJANGO_DEBUG=1 for development."
         )
     SECRET_KEY = "development-only-key-never-used-in-production-0123456789abcdefghij"
+# The placeholder of .env.example (and any "change-me" value) is public: production
+# (DJANGO_DEBUG off) refuses to start with it (issue 27).
+PLACEHOLDER_SECRETS = ("change-me", "development-only-key-never-used-in-production")
+if not DEBUG and any(SECRET_KEY.startswith(p) for p in PLACEHOLDER_SECRETS):
+    raise ConfigurationError(
+        "DJANGO_SECRET_KEY is the placeholder from .env.example, which anyone can read; set "
+        "it to a long random string (python -c 'import secrets; print(secrets.token_urlsafe(50))')."
+    )
 
 ALLOWED_HOSTS = env_list(
     "DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"] if DEBUG else []

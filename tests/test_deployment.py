@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,26 @@ def test_server_processes_run_blas_on_one_thread_unless_told_otherwise() -> None
         check=True,
     )
     assert kept.stdout.split()[0] == "2"
+
+
+def test_production_refuses_the_placeholder_secret() -> None:
+    """DJANGO_DEBUG off with .env.example's DJANGO_SECRET_KEY: settings refuse to load, so
+    neither gunicorn nor `check --deploy` starts (issue 27; the old settings accepted it)."""
+    placeholder = next(
+        line.split("=", 1)[1].strip()
+        for line in (REPO / ".env.example").read_text().splitlines()
+        if line.startswith("DJANGO_SECRET_KEY=")
+    )
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_"))}
+    run = {"capture_output": True, "text": True, "check": False, "timeout": 120, "cwd": REPO}
+    command = [sys.executable, "manage.py", "check", "--deploy"]
+    refused = subprocess.run(
+        command, env={**base, "DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": placeholder}, **run
+    )
+    assert refused.returncode != 0
+    assert "placeholder" in refused.stderr
+    secret = "a-real-secret-" + "k" * 50
+    accepted = subprocess.run(
+        command, env={**base, "DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": secret}, **run
+    )
+    assert "placeholder" not in accepted.stderr
