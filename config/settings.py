@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "corsheaders",
+    "csp",
     "consultations",
     "surveys",
     "privacy",
@@ -80,6 +81,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
 ]
 
 # --- Observability (README, "Operating"): Prometheus metrics at /metrics (config/metrics.py),
@@ -284,6 +286,33 @@ SPECTACULAR_SETTINGS = {
         "JobStatusEnum": "reconstruction.models.Job.Status",
     },
 }
+
+# --- Content-Security-Policy (django-csp, issue 27) on every page: the admin, the API
+# docs (Swagger UI from the sidecar, its settings script served as a file), the example
+# portal page (its one inline module script carries the request's nonce). Scripts only
+# from this origin or with the nonce; inline styles are allowed (the admin's and Swagger
+# UI's style attributes, matplotlib's SVG charts); no plugins, no framing, forms and
+# fetches to this origin only. CSP_REPORT_ONLY=1 sends it as Report-Only.
+from csp.constants import NONCE, NONE, SELF  # noqa: E402
+
+_CSP = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, "'unsafe-inline'"],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+if env_bool("CSP_REPORT_ONLY", False):
+    CONTENT_SECURITY_POLICY_REPORT_ONLY = _CSP
+else:
+    CONTENT_SECURITY_POLICY = _CSP
 
 # --- CORS: portals call the API from their own origin. Each organisation lists its origins
 # (admin, /api/v1/portal-origins/); consultations.origins allows exactly those, and a
