@@ -1,4 +1,11 @@
 from django.apps import AppConfig
+from django.contrib.admin.apps import AdminConfig
+
+
+class StaffAdminConfig(AdminConfig):
+    """Django's admin with the staff sign-in of config/signin.py (TOTP, optional SSO)."""
+
+    default_site = "config.signin.StaffAdminSite"
 
 
 class ConfigConfig(AppConfig):

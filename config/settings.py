@@ -46,7 +46,7 @@ ALLOWED_HOSTS = env_list(
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "config.apps.StaffAdminConfig",  # django.contrib.admin with TOTP / SSO (config/signin.py)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -57,6 +57,9 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "corsheaders",
     "csp",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "mozilla_django_oidc",
     "consultations",
     "surveys",
     "privacy",
@@ -79,6 +82,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -286,6 +290,38 @@ SPECTACULAR_SETTINGS = {
         "JobStatusEnum": "reconstruction.models.Job.Status",
     },
 }
+
+# --- Staff sign-in (config/signin.py, config/oidc.py): the admin's second factor is a TOTP
+# code, required for superusers (ADMIN_2FA=superusers, the default), for every staff
+# member (staff) or only for those who enrolled a device (off).
+ADMIN_2FA = env_str("ADMIN_2FA", "superusers")
+if ADMIN_2FA not in ("superusers", "staff", "off"):
+    raise ConfigurationError("ADMIN_2FA must be superusers, staff or off.")
+OTP_TOTP_ISSUER = env_str("OTP_TOTP_ISSUER", "Consultations")
+# OpenID Connect single sign-on for staff (config/oidc.py), on when OIDC_RP_CLIENT_ID is
+# set: the provider's endpoints, its signing algorithm and key source, and whether its
+# sign-in counts as the second factor (OIDC_TRUSTED_MFA, when the provider enforces one).
+OIDC_RP_CLIENT_ID = env_str("OIDC_RP_CLIENT_ID")
+OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID)
+OIDC_RP_CLIENT_SECRET = env_str("OIDC_RP_CLIENT_SECRET")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("OIDC_OP_AUTHORIZATION_ENDPOINT")
+OIDC_OP_TOKEN_ENDPOINT = env_str("OIDC_OP_TOKEN_ENDPOINT")
+OIDC_OP_USER_ENDPOINT = env_str("OIDC_OP_USER_ENDPOINT")
+OIDC_OP_JWKS_ENDPOINT = env_str("OIDC_OP_JWKS_ENDPOINT") or None
+OIDC_RP_SIGN_ALGO = env_str("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env_str("OIDC_RP_SCOPES", "openid email")
+# Existing accounts only (matched on the e-mail claim) unless OIDC_CREATE_USER is on; a
+# created account is neither staff nor superuser until an administrator says so.
+OIDC_CREATE_USER = env_bool("OIDC_CREATE_USER", False)
+OIDC_TRUSTED_MFA = env_bool("OIDC_TRUSTED_MFA", False)
+OIDC_VERIFY_SSL = env_bool("OIDC_VERIFY_SSL", True)
+LOGIN_REDIRECT_URL = "/admin/"
+LOGIN_REDIRECT_URL_FAILURE = "/admin/login/"
+LOGOUT_REDIRECT_URL = "/admin/login/"
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "config.oidc.StaffOIDCBackend",  # answers only the OIDC callback, only when enabled
+]
 
 # --- Content-Security-Policy (django-csp, issue 27) on every page: the admin, the API
 # docs (Swagger UI from the sidecar, its settings script served as a file), the example

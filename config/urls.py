@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from config import oidc
 from config.health import healthz
 from reconstruction.views import (
     admin_analysis_export,
@@ -40,6 +41,10 @@ urlpatterns = [
         name="admin-panel-probabilities",
     ),
     path("admin/", admin.site.urls),
+    # Staff single sign-on (config/oidc.py): 404 unless OIDC_RP_CLIENT_ID is set.
+    path("oidc/authenticate/", oidc.authenticate_view, name="oidc_authentication_init"),
+    path("oidc/callback/", oidc.callback_view, name="oidc_authentication_callback"),
+    path("oidc/logout/", oidc.logout_view, name="oidc_logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include(api_v1)),

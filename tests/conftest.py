@@ -10,10 +10,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 INTEGRATION = os.environ.get("INTEGRATION_SERVICES") == "1"
+
 LOCALE = Path(__file__).resolve().parents[1] / "locale"
 
 
@@ -53,6 +55,14 @@ if INTEGRATION:
 
         with django_db_blocker.unblock():  # type: ignore[attr-defined]
             call_command("migrate", verbosity=0)
+
+
+@pytest.fixture(autouse=True)
+def _admin_second_factor_off(settings: Any) -> None:
+    """The suite's superusers sign in with a password; production asks them for a TOTP
+    code (ADMIN_2FA=superusers, config/signin.py), which tests/test_staff_signin.py sets
+    back and checks."""
+    settings.ADMIN_2FA = "off"
 
 
 @pytest.fixture(autouse=True)

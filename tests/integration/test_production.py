@@ -152,6 +152,9 @@ def production_server(tmp_path: Path, celery_worker_process: Worker) -> Iterator
         PORTAL_EXAMPLE_ENABLED="1",
         PORTAL_EXAMPLE_KEY=portal_key,
         PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "prometheus"),
+        # .env.example's secret is a public placeholder that production refuses (issue 27):
+        # an operator sets their own, as here.
+        DJANGO_SECRET_KEY="integration-" + "s3cr3t" * 10,
     )
     assert web["command"] == command, "compose runs the image's command"
     log = tmp_path / "gunicorn.log"
