@@ -282,13 +282,13 @@ def _describe(spec: dict[str, object]) -> str:
 def _costs(survey_id: int, specs, n: int) -> list[tuple[int, dict[str, object]]]:
     from dataclasses import replace
 
-    from reconstruction import analysis, cost
+    from reconstruction import cost, pipeline
     from surveys.models import Survey
 
     survey = Survey.objects.get(pk=survey_id)
     out = []
     for spec in specs:
-        request = replace(analysis.resolve(survey, spec), participants=n)
+        request = replace(pipeline.resolve(survey, spec), participants=n)
         if spec["kind"] == "panel":
             out.append((cost.panel_cost(request), spec))
         else:
@@ -434,7 +434,7 @@ def reading_rates(survey_id: int, n: int) -> list[tuple[str, int, float]]:
     benchmark's own connection (no HTTP, no queue): the rate per participant and
     attribute is what ``READ_UNITS`` must cover (README, "Cost model").
     """
-    from reconstruction import analysis
+    from reconstruction import analysis, pipeline
     from surveys import statistics
     from surveys.models import Survey
 
@@ -446,7 +446,7 @@ def reading_rates(survey_id: int, n: int) -> list[tuple[str, int, float]]:
         ["sex", "age", "income"],
         ["sex", "district", "age", "income"],
     ):
-        request = analysis.resolve(
+        request = pipeline.resolve(
             survey, {"survey": survey_id, "kind": "count", "where": _where(keys)}
         )
         plan = analysis.plan(request, n)
@@ -464,7 +464,7 @@ def reading_rates(survey_id: int, n: int) -> list[tuple[str, int, float]]:
             )
         )
     keys = ["sex", "age"]
-    request = analysis.resolve(
+    request = pipeline.resolve(
         survey, {"survey": survey_id, "kind": "count", "where": _where(keys)}
     )
     plan = analysis.plan(request, n)

@@ -13,6 +13,7 @@ from django.utils.html import format_html
 
 from consultations.admin import staff_actor
 from core.messages import localise_result, translate_notes
+from reconstruction import registry
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
 from reconstruction.services import report_create
 from surveys.admin import SurveyAdmin
@@ -96,7 +97,8 @@ class AnalysisJobAdmin(JobAdmin):
                 else "",
                 exports=reverse("admin-analysis-export", args=[job.pk]),
             )
-            if job.kind == "panel" and job.status == Job.Status.SUCCEEDED:
+            kind = registry.KINDS.get(job.kind)
+            if kind is not None and kind.attachment and job.status == Job.Status.SUCCEEDED:
                 from reconstruction.presentation import (
                     panel_caveat,
                     panel_chart_svg,
@@ -104,12 +106,13 @@ class AnalysisJobAdmin(JobAdmin):
                     panel_quota_rows,
                 )
 
+                asked = kind.parse({**job.spec, "kind": job.kind})  # the stored request, typed
                 context.update(
                     panel=localise_result(result),
                     quota_rows=panel_quota_rows(result),
                     # max_outside asked for: each quota's level (a quota without one
                     # kept its plain band).
-                    outside_levels=job.spec.get("max_outside") is not None,
+                    outside_levels=getattr(asked, "max_outside", None) is not None,
                     caveat=panel_caveat(),
                     chart=mark_safe(  # matplotlib's own SVG
                         panel_chart_svg(result, panel_probabilities(job.attachment))

@@ -23,12 +23,13 @@ from consultations.admin import staff_actor
 from consultations.admin_scoping import scope_queryset
 from reconstruction import registry, services
 from reconstruction.analysis import AnalysisInputError
+from reconstruction.conditions import OPERATORS
 from reconstruction.serializers import AnalysisRequestSerializer
 from surveys import selectors as survey_selectors
 from surveys.models import Survey
 
 CONDITION_ROWS = 3
-OPS = [("in", "in"), ("gt", ">"), ("lte", "≤"), ("between", "between [a, b)")]
+OPS = [(name, op.symbol) for name, op in OPERATORS.items()]
 
 
 def admin_kinds() -> list[tuple[str, str]]:
@@ -36,7 +37,7 @@ def admin_kinds() -> list[tuple[str, str]]:
     return [
         (name, name)
         for name, kind in registry.KINDS.items()
-        if not kind.sampling and name != "panel"
+        if not kind.sampling and kind.admin_form
     ]
 
 

@@ -1,276 +1,104 @@
 """Analyses of distorted survey data: from an analyst's request to a publishable result.
 
-This module joins the domain (questions, answers, thresholds) to the pure
-engine (``reconstruction.algorithms``): it turns api.md's JSON conditions
-into engine conditions, loads the answers as numpy arrays through the
-selectors, runs the estimator and applies disclosure control
-(002_f0fd5869fe299975.txt) before anything leaves the worker.
+This module joins the domain (questions, answers, thresholds) to the pure engine
+(``reconstruction.algorithms``) for every kind (:mod:`reconstruction.kinds`): the request
+resolved against the schema (:class:`AnalysisRequest`; conditions are checked in
+:mod:`reconstruction.conditions`), the SQL reads the kinds' ``gather`` stages share (cell
+tables of a plan, participant counts, the whole-number tests, the answers of the
+participants for the methods that assign values to them), and the result helpers.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
-from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from core.errors import InvalidInput
-from core.messages import message_of, translate
-from privacy.mechanisms.messages import Message, note_json
+from core.messages import message_of
+from privacy.mechanisms.messages import Message
 from reconstruction.algorithms import tables
 from reconstruction.algorithms.continuous import (
-    IntervalReconstruction,
     WholeNumberEvidence,
     half_unit_evidence,
     noise_scale,
     whole_numbers_testable,
     whole_threshold_note,
 )
-from reconstruction.algorithms.methods import check_method, reconstruct
+from reconstruction.algorithms.methods import check_method
 from reconstruction.algorithms.queries import (
     Attribute,
     Condition,
     ContinuousAttribute,
-    CountResult,
     DiscreteAttribute,
     whole_number_weight,
 )
 from reconstruction.algorithms.queries import _whole_number_note as whole_number_note
-from reconstruction.algorithms.result import Reconstruction
+from reconstruction.conditions import (
+    AnalysisInputError,
+    ConditionSpec,
+    Thresholds,
+    attribute_questions,
+    parse_where,
+)
 from surveys import selectors, statistics, tallies
 from surveys.models import Question, Survey
 
-DISCRETE_OPS = ("in",)
-CONTINUOUS_OPS = ("gt", "lte", "between")
+
+class Kind(Protocol):
+    """What this module and the cost model read of a request's kind
+    (:class:`reconstruction.kinds.base.AnalysisKind`)."""
+
+    name: str
+    default_method: str | None
+    interval: bool
+    judges_group: bool
+    overall_alone: bool
+    streams: bool
+    figure3_bootstrap: bool
+
+    def validate(self, request: AnalysisRequest) -> None: ...
+
+    def whole_number_tests(self, request: AnalysisRequest) -> tuple[list[str], bool]: ...
 
 
-class AnalysisInputError(InvalidInput, ValueError):
-    """A request that cannot be analysed; ``errors`` names the offending fields.
+class Params(Protocol):
+    """What this module reads of a kind's typed request
+    (:class:`reconstruction.kinds.base.KindRequest`)."""
 
-    A domain error (HTTP 400 through ``config.errors``); in a worker it is a
-    ``ValueError`` and fails the job with the same message.
-    """
+    kind: str
+    method: str | None
+    attribute: str | None
+    asked_method: bool
+    where: Sequence[ConditionSpec]
+    strata: Sequence[Any]
 
-    def __init__(self, errors: Mapping[str, Message | str]) -> None:
-        # A problem is a translatable Message (template + parameters), so a worker that
-        # meets it stores the template and the reader sees it in their own language;
-        # ``errors`` and ``detail`` are in the active language (the request's).
-        field, problem = next(iter(errors.items()))
-        self.message: Message | str = (
-            Message(_FIELD_PROBLEM, {"field": field, "problem": problem})
-            if isinstance(problem, Message)
-            else f"{field}: {problem}"
-        )
-        shown = {key: translate(value) for key, value in errors.items()}
-        detail = _("Invalid input: %(problem)s") % {"problem": translate(self.message)}
-        super().__init__(detail, shown)
-
-    def __str__(self) -> str:
-        return translate(self.message)
-
-
-_FIELD_PROBLEM = gettext_noop("%(field)s: %(problem)s")
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """A consultation's disclosure thresholds (002: question-level 10, option-level 5)."""
-
-    min_responses: int
-    min_cell: int
-
-    @classmethod
-    def of(cls, survey: Survey) -> Thresholds:
-        consultation = survey.consultation
-        return cls(min_responses=consultation.min_responses, min_cell=consultation.min_cell)
-
-
-# --------------------------------------------------------------------------- requests
-
-
-def attribute_questions(survey: Survey, keys: Sequence[str], field: str) -> dict[str, Question]:
-    """The questions the attributes name (the survey's own, else the profile survey's)."""
-    found: dict[str, Question] = {}
-    for key in keys:
-        if key in found:
-            continue
-        try:
-            found[key] = selectors.attribute_question(survey, key)
-        except ValueError as exc:
-            raise AnalysisInputError({field: message_of(exc)}) from None
-    return found
-
-
-def _label_codes(question: Question, values: Any, field: str) -> frozenset[int]:
-    labels = [str(label) for label in question.categories]
-    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)):
-        raise AnalysisInputError(
-            {
-                field: Message(
-                    gettext_noop("'in' needs a list of categories of %(key)s"),
-                    {"key": repr(question.key)},
-                )
-            }
-        )
-    if not values:
-        raise AnalysisInputError(
-            {field: Message(gettext_noop("'in' needs at least one category (empty condition)"))}
-        )
-    codes = set()
-    for value in values:
-        if str(value) not in labels:
-            raise AnalysisInputError(
-                {
-                    field: Message(
-                        gettext_noop("%(value)s is not a category of %(key)s (%(categories)s)"),
-                        {
-                            "value": repr(value),
-                            "key": repr(question.key),
-                            "categories": ", ".join(labels),
-                        },
-                    )
-                }
-            )
-        codes.add(labels.index(str(value)))
-    return frozenset(codes)
-
-
-def parse_where(
-    where: Sequence[Mapping[str, Any]], questions: Mapping[str, Question], field: str = "where"
-) -> list[Condition]:
-    """Turn api.md conditions into engine conditions, rejecting what makes no sense.
-
-    Checked here, so no job is created for them: an operator that does not fit the
-    attribute's type, an unknown category, non-numeric thresholds, and a
-    contradictory conjunction (no value can satisfy it, e.g. ``gt 40`` and
-    ``lte 30``, ``between [5, 3)``, ``in [F]`` and ``in [M]``, or a range outside
-    the question's declared range).
-    """
-    conditions: list[Condition] = []
-    for index, item in enumerate(where):
-        item_field = f"{field}[{index}]"
-        question = questions[item["attribute"]]
-        op = item["op"]
-        if question.is_discrete and op not in DISCRETE_OPS:
-            raise AnalysisInputError(
-                {
-                    item_field: Message(
-                        gettext_noop("%(key)s is %(type)s: use op 'in', not %(op)s"),
-                        {"key": repr(question.key), "type": question.type, "op": repr(op)},
-                    )
-                }
-            )
-        if not question.is_discrete and op not in CONTINUOUS_OPS:
-            raise AnalysisInputError(
-                {
-                    item_field: Message(
-                        gettext_noop("%(key)s is continuous: use gt, lte or between, not %(op)s"),
-                        {"key": repr(question.key), "op": repr(op)},
-                    )
-                }
-            )
-        value = item.get("value")
-        if op == "in":
-            value = _label_codes(question, value, item_field)
-        try:
-            conditions.append(Condition(question.key, op, value))
-        except ValueError as exc:
-            raise AnalysisInputError({item_field: message_of(exc)}) from None
-    _check_satisfiable(conditions, questions, field)
-    return conditions
-
-
-def _check_satisfiable(
-    conditions: Sequence[Condition], questions: Mapping[str, Question], field: str
-) -> None:
-    by_attribute: dict[str, list[Condition]] = {}
-    for condition in conditions:
-        by_attribute.setdefault(condition.attribute, []).append(condition)
-    for key, group in by_attribute.items():
-        question = questions[key]
-        if question.is_discrete:
-            allowed = frozenset(range(len(question.categories)))
-            for condition in group:
-                allowed &= condition.value  # type: ignore[operator]
-            if not allowed:
-                raise AnalysisInputError(
-                    {
-                        field: Message(
-                            gettext_noop(
-                                "contradictory condition: no category of %(key)s meets all of it"
-                            ),
-                            {"key": repr(key)},
-                        )
-                    }
-                )
-            continue
-        # Intersect the half-open pieces with the declared range [low, high].
-        low, low_open = float(question.range_low), False
-        high, high_open = float(question.range_high), False
-        for condition in group:
-            if condition.op == "gt":
-                t = float(condition.value)  # type: ignore[arg-type]
-                if t >= low:
-                    low, low_open = t, True
-            elif condition.op == "lte":
-                t = float(condition.value)  # type: ignore[arg-type]
-                if t < high or (t == high and high_open):
-                    high, high_open = t, False
-            else:
-                t1, t2 = condition.value  # type: ignore[misc]
-                if t1 > low or (t1 == low and not low_open):
-                    low, low_open = t1, False
-                if t2 <= high:
-                    high, high_open = t2, True
-        if low > high or (low == high and (low_open or high_open)):
-            raise AnalysisInputError(
-                {
-                    field: Message(
-                        gettext_noop(
-                            "contradictory condition: no value of %(key)s in its range "
-                            "[%(low)s, %(high)s] meets all of it"
-                        ),
-                        {
-                            "key": repr(key),
-                            "low": f"{question.range_low:g}",
-                            "high": f"{question.range_high:g}",
-                        },
-                    )
-                }
-            )
-
-
-def condition_keys(spec: Mapping[str, Any]) -> list[str]:
-    keys = [item["attribute"] for item in spec.get("where", [])]
-    for stratum in spec.get("strata", []):
-        keys += [item["attribute"] for item in stratum["where"]]
-    for quota in spec.get("quotas", []):  # a panel's quota categories
-        keys += [item["attribute"] for item in quota["where"]]
-    return keys
+    def condition_keys(self) -> list[str]: ...
 
 
 @dataclass(frozen=True)
 class AnalysisRequest:
-    """A request resolved against the survey's schema: questions and engine conditions.
+    """A typed request resolved against the survey's schema: questions and engine
+    conditions. Building one reads the questions, never an answer.
 
-    Building one reads the questions, never an answer.
+    ``kind`` is the kind's entry (:mod:`reconstruction.kinds`), ``params`` its typed,
+    frozen request (parsed once from the serializer's validated data).
     """
 
     survey: Survey
-    spec: Mapping[str, Any]
+    kind: Kind
+    params: Params
     questions: dict[str, Question]
     where: list[Condition]
     strata: list[tuple[list[Condition], int]]
     thresholds: Thresholds
     participants: int = 0
     """Participants who answered every attribute (set once counted)."""
-    read: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
-    """Cell tables already read for this request (shared by its ``replace`` copies)."""
     whole_numbers: tuple[str, ...] = ()
     """Continuous attributes without a declared step whose reports show whole numbers
     (:func:`detect_whole_numbers`): planned on the lattice of whole numbers."""
@@ -280,18 +108,13 @@ class AnalysisRequest:
     (:func:`detect_whole_numbers` with ``average``): a joint count averages both models."""
 
     @property
-    def kind(self) -> str:
-        return str(self.spec["kind"])
-
-    @property
     def method(self) -> str | None:
-        method = self.spec.get("method")
-        return None if method is None else str(method)
+        """The method asked for, else the kind's default (``None``: chosen by the question)."""
+        return self.params.method
 
     @property
     def attribute(self) -> str | None:
-        attribute = self.spec.get("attribute")
-        return None if attribute is None else str(attribute)
+        return self.params.attribute
 
     @property
     def target(self) -> Question | None:
@@ -301,33 +124,41 @@ class AnalysisRequest:
     @property
     def keys(self) -> list[str]:
         """Every attribute the request names, the target first, each once."""
-        keys = condition_keys(self.spec)
+        keys = self.params.condition_keys()
         if self.attribute:
             keys = [self.attribute, *keys]
         return list(dict.fromkeys(keys))
 
+    def with_participants(self, n: int) -> AnalysisRequest:
+        return dataclasses.replace(self, participants=int(n))
 
-def resolve(survey: Survey, spec: Mapping[str, Any]) -> AnalysisRequest:
-    """Resolve a request's attributes and conditions against the survey's schema.
+
+def resolve(
+    survey: Survey,
+    kind: Kind,
+    params: Params,
+    where: Sequence[ConditionSpec],
+    strata: Sequence[tuple[Sequence[ConditionSpec], int]] = (),
+) -> AnalysisRequest:
+    """Resolve a typed request's attributes and conditions against the survey's schema.
 
     Raises :class:`AnalysisInputError` for unknown attributes and conditions that do not
     fit their questions (see :func:`parse_where`).
     """
-    keys = condition_keys(spec)
-    if spec.get("attribute"):
-        keys = [spec["attribute"], *keys]
+    keys = params.condition_keys()
+    if params.attribute:
+        keys = [params.attribute, *keys]
     questions = attribute_questions(survey, keys, "where")
-    where = parse_where(spec.get("where", []), questions)
-    strata = [
-        (parse_where(stratum["where"], questions, f"strata[{i}].where"), int(stratum["size"]))
-        for i, stratum in enumerate(spec.get("strata", []))
-    ]
     return AnalysisRequest(
         survey=survey,
-        spec=spec,
+        kind=kind,
+        params=params,
         questions=questions,
-        where=where,
-        strata=strata,
+        where=parse_where(where, questions),
+        strata=[
+            (parse_where(conds, questions, f"strata[{i}].where"), int(size))
+            for i, (conds, size) in enumerate(strata)
+        ],
         thresholds=Thresholds.of(survey),
     )
 
@@ -341,10 +172,6 @@ class PreparedAnalysis:
     table: dict[str, Attribute]
 
     # Shorthands the kinds' computations read.
-    @property
-    def spec(self) -> Mapping[str, Any]:
-        return self.request.spec
-
     @property
     def where(self) -> list[Condition]:
         return self.request.where
@@ -441,30 +268,41 @@ def participant_count(request: AnalysisRequest) -> int:
     )
 
 
-def counted_with_cells(request: AnalysisRequest, target: str | None) -> int:
-    """:func:`participant_count`, read off the request's own cell table.
+@dataclass(frozen=True)
+class CellsRead:
+    """A cell table read while counting (:func:`counted_with_cells`), for the plan it
+    was read for: :func:`cells` of the same plan returns it instead of reading again."""
+
+    key: Any
+    table: tables.CellTable
+
+
+def counted_with_cells(
+    request: AnalysisRequest, target: str | None
+) -> tuple[int, CellsRead | None]:
+    """:func:`participant_count`, read off the request's own cell table, and that table.
 
     The cells of the request's condition (and ``target``) count exactly the participants
     :func:`participant_count` counts (everyone who answered every attribute), so one
     ``GROUP BY`` gives both. The plan is chosen for the tallies' upper bound on ``n``
     (:func:`participant_bound`); when the plan for the exact count has the same reported
     cells (the interval count stops depending on ``n`` past a few thousand answers),
-    the table is kept for :func:`cells`, else it is read again for the exact plan.
+    the table is returned for :func:`cells`, else it is read again for the exact plan.
     """
     bound = participant_bound(request)
     if bound < 1 or not (request.where or target):
-        return participant_count(request)
+        return participant_count(request), None
     try:
         guess = plan(request, bound, target=target)
     except ValueError:
-        return participant_count(request)
+        return participant_count(request), None
     table = cells(request, guess)
     n = table.n
     if n >= 1:
         exact = plan(request, n, target=target)
         if _same_cells(exact, guess):
-            request.read[_cells_key(request, exact)] = table
-    return n
+            return n, CellsRead(_cells_key(request, exact), table)
+    return n, None
 
 
 def _same_cells(a: tables.CellPlan, b: tables.CellPlan) -> bool:
@@ -541,16 +379,8 @@ def whole_number_tests(request: AnalysisRequest) -> tuple[list[str], bool]:
     (:func:`~reconstruction.algorithms.continuous.whole_numbers_testable`). The cost
     model prices these tests and models (:mod:`reconstruction.cost`).
     """
-    kind = request.kind
-    if kind == "count" and (request.method or "joint") == "joint":
-        keys, average = [c.attribute for c in request.where], True
-    elif request.where and (
-        (kind == "mean" and (request.method or "unbiased") == "unbiased") or kind == "distribution"
-    ):
-        keys, average = request.keys, False
-    elif kind == "distribution" and request.attribute:  # overall (overall_distribution)
-        keys, average = [request.attribute], False
-    else:
+    keys, average = request.kind.whole_number_tests(request)
+    if not keys:
         return [], False
     tested = []
     for key in dict.fromkeys(keys):
@@ -632,26 +462,32 @@ def whole_number_verdict(
     return evidence is not None and evidence.detected, evidence
 
 
-def count_models(request: AnalysisRequest) -> CountResult:
-    """The joint count averaged over whole numbers and intervals for the attributes of
-    :attr:`AnalysisRequest.lattice_weights` (the array API's ``count_joint``).
-
-    One cell table per model (the plan with ``step=1`` on the attributes the model puts
-    on whole numbers), each one ``GROUP BY`` (:func:`cells`; the interval model's table
-    is the one :func:`counted_with_cells` already read), fitted and averaged by the
-    array API's own code (:func:`~reconstruction.algorithms.tables.averaged_count_from_tables`,
-    :func:`~reconstruction.algorithms.queries.averaged_count`): O(cells) per model.
-    """
-
-    def read(choice: Mapping[str, bool]) -> tuple[tables.CellPlan, tables.CellTable]:
-        lattice = tuple(key for key, on in choice.items() if on)
+def model_tables(
+    request: AnalysisRequest, read: CellsRead | None = None
+) -> dict[tuple[tuple[str, bool], ...], tuple[tables.CellPlan, tables.CellTable]]:
+    """The cell tables of every model of :attr:`AnalysisRequest.lattice_weights`: each
+    combination of whole numbers (the plan with ``step=1`` on the attributes a model puts
+    on whole numbers) and intervals, one ``GROUP BY`` each (:func:`cells`; the interval
+    model's table is the one :func:`counted_with_cells` read), keyed by
+    :func:`model_key`. A joint count averages them
+    (:func:`~reconstruction.algorithms.tables.averaged_count_from_tables`)."""
+    keys = [key for key, _weight in request.lattice_weights]
+    out = {}
+    for choice in itertools.product((True, False), repeat=len(keys)):
+        lattice = tuple(key for key, on in zip(keys, choice, strict=True) if on)
         model = dataclasses.replace(
             request, whole_numbers=(*request.whole_numbers, *lattice), lattice_weights=()
         )
         cell_plan = plan(model, request.participants)
-        return cell_plan, cells(model, cell_plan)
+        out[model_key(dict(zip(keys, choice, strict=True)))] = (
+            cell_plan,
+            cells(model, cell_plan, read),
+        )
+    return out
 
-    return tables.averaged_count_from_tables(dict(request.lattice_weights), read)
+
+def model_key(choice: Mapping[str, bool]) -> tuple[tuple[str, bool], ...]:
+    return tuple(sorted(choice.items()))
 
 
 def whole_number_notes(request: AnalysisRequest) -> list[str]:
@@ -688,16 +524,18 @@ def whole_threshold_notes(request: AnalysisRequest) -> list[str]:
     return notes
 
 
-def cells(request: AnalysisRequest, cell_plan: tables.CellPlan) -> tables.CellTable:
+def cells(
+    request: AnalysisRequest, cell_plan: tables.CellPlan, read: CellsRead | None = None
+) -> tables.CellTable:
     """Count the plan's cells in the database; with a target, its per-cell moments too.
 
     Only participants who answered every attribute of the request count, whichever of
     them the plan's axes are (as in the array API, whose table holds all of them).
-    A table :func:`counted_with_cells` read for the same cells is not read again.
+    A table :func:`counted_with_cells` read for the same cells (``read``) is not read
+    again.
     """
-    key = _cells_key(request, cell_plan)
-    if key in request.read:
-        return request.read.pop(key)  # type: ignore[no-any-return]
+    if read is not None and read.key == _cells_key(request, cell_plan):
+        return read.table
     axes = [
         statistics.Axis(
             request.questions[name],
@@ -756,171 +594,3 @@ def _finite(value: float) -> float | None:
 
 def interval_json(pair: Any) -> list[float | None]:
     return [_finite(float(pair[0])), _finite(float(pair[1]))]
-
-
-def suppress_cells(
-    counts: np.ndarray[Any, Any], min_cell: int, intervals: Any | None = None
-) -> np.ndarray[Any, np.dtype[np.bool_]]:
-    """Which cells of a distribution to hide: decided on each cell's interval.
-
-    See :func:`reconstruction.disclosure.hidden_cells` (the threshold point): primary
-    suppression hides a cell whose 95% interval reaches below ``min_cell`` (002's
-    option-level threshold; without ``intervals`` the counts are exact), complementary
-    suppression the next-smallest cell when only one was hidden.
-    """
-    from reconstruction.disclosure import hidden_cells
-
-    return hidden_cells(counts, min_cell, intervals)
-
-
-def distribution_payload(
-    result: Reconstruction | IntervalReconstruction,
-    question: Question,
-    min_cell: int,
-    *,
-    exact: bool = False,
-) -> dict[str, Any]:
-    """api.md's distribution result with disclosure control applied.
-
-    ``exact``: the answers (target and condition) were collected undistorted, so each
-    cell's size is its count (a degenerate interval); otherwise each cell is judged on
-    its 95% interval.
-    """
-    from reconstruction.disclosure import hidden_total, suppression_reason
-
-    counts = np.asarray(result.counts, dtype=np.float64)
-    rec = result.reconstruction if isinstance(result, IntervalReconstruction) else result
-    bounds = np.stack([counts, counts], axis=1) if exact else np.asarray(rec.ci95)
-    hidden = suppress_cells(counts, min_cell, bounds)
-    payload: dict[str, Any] = {}
-    if isinstance(result, IntervalReconstruction):
-        payload["intervals"] = [[float(a), float(b)] for a, b in result.intervals]
-    else:
-        payload["categories"] = [str(label) for label in question.categories]
-    total = float(counts.sum())
-    payload.update(
-        counts=[None if h else float(c) for c, h in zip(counts, hidden, strict=True)],
-        proportions=[
-            None if h else (float(c) / total if total else None)
-            for c, h in zip(counts, hidden, strict=True)
-        ],
-        ci95=[None if h else interval_json(pair) for pair, h in zip(rec.ci95, hidden, strict=True)],
-        suppressed=[bool(h) for h in hidden],
-        method=rec.method,
-        iterations=int(rec.iterations),
-        converged=bool(rec.converged),
-        notes=[note_json(note) for note in rec.notes],
-        n=total,
-    )
-    if hidden.any():
-        payload["suppression"] = suppression_reason(min_cell)
-        # The hidden cells' sum is derivable from the total; its (publishable) interval
-        # lets the query audit judge it (reconstruction/auditing.py).
-        payload["suppressed_total_ci95"] = interval_json(hidden_total(bounds, hidden, total))
-    return payload
-
-
-def calibration_of(question: Question) -> np.ndarray[Any, Any] | None:
-    """The calibration pairs a manual negative question's channel was estimated from."""
-    if question.mechanism != "negative_manual":
-        return None
-    return selectors.calibration_pairs(question)
-
-
-def overall_distribution(
-    survey: Survey, question: Question, method: str | None
-) -> tuple[Reconstruction | IntervalReconstruction, np.ndarray[Any, np.dtype[np.float64]]]:
-    """A question's distribution over the survey's live participants who answered it.
-
-    Returns the reconstruction and the naive counts (the reported answers counted as if
-    they were true, in the same categories or intervals). Both come from one SQL
-    ``GROUP BY`` of reported cells: codes, or the reported bins of the engine's plan.
-    """
-    using = statistics.analysis_alias()
-    if question.is_discrete:
-        counts = statistics.cell_statistics(survey, [statistics.Axis(question)], using=using)
-        return distribution_from_counts(question, method, counts.counts)
-    n = statistics.participant_count(survey, [question], using=using)
-    if n < 1:
-        raise ValueError(f"nobody answered {question.key!r}")
-    # As the array API's distribution: reports that show whole numbers (no declared
-    # step) put the cells on the lattice of whole numbers, and the result says so.
-    whole, _evidence = whole_number_verdict(survey, question)
-    cell_plan = overall_plan(question, n, whole_numbers=whole)
-    counted = statistics.cell_statistics(
-        survey, [statistics.Axis(question, overall_inner_edges(cell_plan))], using=using
-    )
-    result, naive = distribution_from_counts(question, method, counted.counts, cell_plan)
-    if whole:
-        result = with_whole_number_note(result, question)
-    return result, naive
-
-
-def with_whole_number_note(
-    result: Reconstruction | IntervalReconstruction, question: Question
-) -> IntervalReconstruction:
-    """A continuous question's overall distribution planned on whole numbers by detection
-    (:func:`whole_number_verdict`), with the array API's note saying so (the survey
-    report, :mod:`reconstruction.reports`, adds it as :func:`overall_distribution` does)."""
-    assert isinstance(result, IntervalReconstruction)
-    inner = result.reconstruction
-    notes = (*inner.notes, whole_number_note(question.key))
-    return dataclasses.replace(result, reconstruction=dataclasses.replace(inner, notes=notes))
-
-
-def overall_plan(question: Question, n: int, *, whole_numbers: bool = False) -> tables.CellPlan:
-    """The engine's plan of a continuous question's reported bins for ``n`` answers
-    (``whole_numbers``: on the lattice of whole numbers, ``step=1``)."""
-    spec = question_spec(question)
-    if whole_numbers and isinstance(spec, tables.ContinuousSpec) and spec.step is None:
-        spec = dataclasses.replace(spec, step=1.0)
-    return tables.plan_cells({question.key: spec}, (), n=n, target=question.key)
-
-
-def overall_inner_edges(cell_plan: tables.CellPlan) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """The inner edges the database cuts an overall plan's reported values at."""
-    bins = cell_plan.reported_edges[0]
-    assert bins is not None
-    return statistics.finite_edges(bins)
-
-
-def distribution_from_counts(
-    question: Question,
-    method: str | None,
-    counts: np.ndarray[Any, Any],
-    cell_plan: tables.CellPlan | None = None,
-) -> tuple[Reconstruction | IntervalReconstruction, np.ndarray[Any, np.dtype[np.float64]]]:
-    """:func:`overall_distribution` from counts already read: a discrete question's
-    codes, or a continuous one's reported bins of ``cell_plan`` (:func:`overall_plan`)."""
-    if question.is_discrete:
-        naive = np.asarray(counts, dtype=np.float64)
-        result: Reconstruction | IntervalReconstruction = reconstruct(
-            naive,
-            selectors.question_channel(question),
-            method=method or "em_as",
-            calibration_pairs=calibration_of(question),
-        )
-        return result, naive
-    assert cell_plan is not None
-    bins = cell_plan.reported_edges[0]
-    assert bins is not None
-    interval = tables.distribution_from_table(
-        cell_plan,
-        tables.CellTable(counts),
-        method="em" if method is None else method,  # type: ignore[arg-type]
-    )
-    assert isinstance(interval, IntervalReconstruction)
-    return interval, fold_naive(counts, bins, interval.edges)
-
-
-def fold_naive(
-    reported: np.ndarray[Any, Any], bins: np.ndarray[Any, Any], edges: np.ndarray[Any, Any]
-) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """Counts of reported bins as counts of the true intervals, values outside the
-    declared range counted in the nearest interval (``np.histogram`` of clipped values)."""
-    first = int(np.flatnonzero(bins == edges[0])[0])
-    m = edges.size - 1
-    naive = np.asarray(reported[first : first + m], dtype=np.float64).copy()
-    naive[0] += float(reported[:first].sum())
-    naive[-1] += float(reported[first + m :].sum())
-    return naive

@@ -317,7 +317,7 @@ class PanelProbabilitiesApi(APIView):
 
 def panel_probabilities_file(job: AnalysisJob) -> StreamingHttpResponse:
     """A panel's selection probabilities as a streamed CSV (the API and the admin site)."""
-    if job.kind != "panel":
+    if job.kind not in registry.KINDS or not registry.KINDS[job.kind].attachment:
         raise exceptions.NotFound(_("Only a panel has selection probabilities."))
     if job.status != Job.Status.SUCCEEDED:
         raise exceptions.ValidationError(

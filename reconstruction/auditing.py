@@ -17,7 +17,6 @@ analyses finishing at once are judged one after the other.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,127 +25,26 @@ from django.utils import timezone
 from django.utils.translation import gettext_noop
 
 from privacy.mechanisms.messages import Message
-from reconstruction import analysis
+from reconstruction import analysis, registry
 from reconstruction.algorithms.audit import Box, Continuous, Discrete, Published, audit
 from reconstruction.analysis import AnalysisInputError, AnalysisRequest
 from reconstruction.jobs import JobRefused
+from reconstruction.kinds import base, distribution
+from reconstruction.kinds.base import KindRequest
 from reconstruction.models import AnalysisJob, Job, Report
 from surveys import selectors as survey_selectors
 from surveys.models import Question, Survey
 
-
-class _Unknown(Exception):
-    """A published result names something the audit cannot place (skipped)."""
-
-
-def _conditions(
-    raw: Sequence[Mapping[str, Any]], questions: Mapping[str, Question]
-) -> list[tuple[str, str, object]]:
-    out: list[tuple[str, str, object]] = []
-    for condition in raw:
-        key, op, value = condition["attribute"], condition["op"], condition["value"]
-        question = questions.get(key)
-        if question is None:
-            raise _Unknown(key)
-        if op == "in":
-            labels = list(question.categories)
-            try:
-                value = {labels.index(label) for label in value}
-            except ValueError:
-                raise _Unknown(key) from None
-        out.append((key, op, value))
-    return out
-
-
-def _interval(pair: Any, estimate: float) -> tuple[float, float]:
-    """A published size's 95% interval, as the audit must assume it.
-
-    A missing bound (``null``: not finite) is unbounded on that side, never the point
-    estimate: a result is judged on what is known about it (issue 10, the threshold
-    point). Only a result stored without any interval (an exact count, or a result
-    stored before its kind published one) is taken at its value.
-    """
-    if isinstance(pair, (list, tuple)) and len(pair) == 2:
-        low = -math.inf if pair[0] is None else float(pair[0])
-        high = math.inf if pair[1] is None else float(pair[1])
-        return low, high
-    return estimate, estimate
-
-
-def _sized(box: Box, estimate: Any, pair: Any) -> Published:
-    """A group's size published with its 95% interval (``pair``; see :func:`_interval`)."""
-    value = float(estimate)
-    low, high = _interval(pair, value)
-    return Published(box, value, low, high)
+_Unknown = base.UnknownAttribute
 
 
 def results_of(
     kind: str, spec: Mapping[str, Any], payload: Mapping[str, Any], questions: Mapping[str, Any]
 ) -> list[Published]:
-    """The boxes (with estimates and intervals) that one analysis result publishes."""
-    where = _conditions(spec.get("where") or [], questions)
-    box = Box.of(where)
-    out: list[Published] = []
-    if kind == "count":
-        if payload.get("estimate") is not None:
-            out.append(_sized(box, payload["estimate"], payload.get("ci95")))
-    elif kind == "mean":
-        # The group's size on its interval (issue 10: a group is judged on its size's
-        # 95% interval, in the audit as in the per-query rule).
-        if payload.get("group_size") is not None:
-            out.append(_sized(box, payload["group_size"], payload.get("group_size_ci95")))
-    elif kind == "sample":
-        if payload.get("pool_estimate") is not None:
-            out.append(_sized(box, payload["pool_estimate"], payload.get("pool_ci95")))
-    elif kind == "panel":
-        # The eligible pool on its interval; a panel stored before it published one
-        # counts its listed candidates (exactly the group on undistorted answers).
-        if (
-            payload.get("eligible_ci95") is not None
-            and payload.get("expected_eligible") is not None
-        ):
-            out.append(_sized(box, payload["expected_eligible"], payload["eligible_ci95"]))
-        elif payload.get("candidates") is not None:
-            out.append(Published.exact(box, float(payload["candidates"])))
-    elif kind == "distribution":
-        key = spec["attribute"]
-        question = questions.get(key)
-        if question is None:
-            raise _Unknown(key)
-        if where and payload.get("n") is not None:
-            # The group's size on the interval it was judged on.
-            out.append(_sized(box, payload["n"], payload.get("group_size_ci95")))
-        counts = payload.get("counts") or []
-        ci95 = payload.get("ci95") or [None] * len(counts)
-        intervals = payload.get("intervals")
-
-        def cell_of(first: int, last: int) -> tuple[str, str, object]:
-            if intervals is None:
-                return (key, "in", set(range(first, last + 1)))
-            a, b = float(intervals[first][0]), float(intervals[last][1])
-            top = b >= float(question.range_high)
-            return (key, "between_closed" if top else "between", (a, b))
-
-        hidden = []
-        for index, (value, pair) in enumerate(zip(counts, ci95, strict=False)):
-            if value is None:
-                hidden.append(index)
-                continue  # suppressed: not published
-            out.append(_sized(Box.of([*where, cell_of(index, index)]), value, pair))
-        total = payload.get("suppressed_total_ci95")
-        if hidden and isinstance(total, list) and None not in total:
-            # The hidden cells' sum is derivable from the total: published with the
-            # interval the distribution judged it on (a box when it is one: any set of
-            # categories, or one run of intervals).
-            if intervals is None:
-                box = Box.of([*where, (key, "in", set(hidden))])
-            elif hidden == list(range(hidden[0], hidden[-1] + 1)):
-                box = Box.of([*where, cell_of(hidden[0], hidden[-1])])
-            else:
-                return out
-            low, high = float(total[0]), float(total[1])
-            out.append(Published(box, (low + high) / 2, low, high))
-    return out
+    """The boxes (with estimates and intervals) that one stored analysis result
+    publishes: its kind's ``published`` of the stored request, parsed as when it ran."""
+    entry = registry.get(kind)
+    return entry.published(entry.parse({**spec, "kind": kind}), payload, questions)
 
 
 def _universe(questions: Mapping[str, Question]) -> dict[str, Discrete | Continuous]:
@@ -168,10 +66,10 @@ def _questions_of(survey: Survey, keys: Sequence[str], known: dict[str, Question
             raise _Unknown(key) from None
 
 
-def _keys(spec: Mapping[str, Any]) -> list[str]:
-    keys = [c["attribute"] for c in spec.get("where") or []]
-    if spec.get("attribute"):
-        keys.append(spec["attribute"])
+def _keys(params: KindRequest) -> list[str]:
+    keys = [c.attribute for c in params.where]
+    if params.attribute:
+        keys.append(params.attribute)
     return keys
 
 
@@ -181,8 +79,9 @@ def report_results(document: Mapping[str, Any], questions: Mapping[str, Any]) ->
     for section in document.get("questions") or []:
         if not section.get("published") or section.get("key") not in questions:
             continue
-        spec = {"kind": "distribution", "attribute": section["key"]}
-        out += results_of("distribution", spec, section.get("reconstructed") or {}, questions)
+        out += distribution.question_published(
+            section["key"], section.get("reconstructed") or {}, questions
+        )
     return out
 
 
@@ -194,8 +93,10 @@ def published_results(job: AnalysisJob, questions: dict[str, Question]) -> list[
     earlier = AnalysisJob.objects.filter(**mine, status=Job.Status.SUCCEEDED).exclude(pk=job.pk)
     for spec, kind, result in earlier.values_list("spec", "kind", "result"):
         try:
-            _questions_of(survey, _keys(spec), questions)
-            published += results_of(kind, spec, result or {}, questions)
+            entry = registry.get(kind)
+            params = entry.parse({**spec, "kind": kind})  # the stored request, typed
+            _questions_of(survey, _keys(params), questions)
+            published += entry.published(params, result or {}, questions)
         except (_Unknown, KeyError, TypeError, ValueError):
             continue  # a result the audit cannot place is left out (README: limits)
     reports = Report.objects.filter(**mine, status=Job.Status.SUCCEEDED)
@@ -228,7 +129,7 @@ def publish(job: AnalysisJob, prepared: AnalysisRequest, payload: dict[str, Any]
     with transaction.atomic():
         Survey.objects.select_for_update().filter(pk=job.survey_id).first()
         questions = dict(prepared.questions)
-        new = results_of(job.kind, prepared.spec, payload, questions)
+        new = registry.get(job.kind).published(prepared.params, payload, questions)
         published = published_results(job, questions)
         finding = audit(_universe(questions), published, new, threshold) if new else None
         if finding is not None:

@@ -51,20 +51,24 @@ from django.conf import settings
 from django.utils.translation import gettext_noop
 
 from privacy.mechanisms.messages import Message
-from reconstruction.analysis import AnalysisInputError, AnalysisRequest, whole_number_tests
+from reconstruction.analysis import (
+    AnalysisInputError,
+    AnalysisRequest,
+    ConditionSpec,
+    whole_number_tests,
+)
 
 N_BOOT = 200
 JOINT_MAX_CELLS = 20_000
 MAX_INTERVALS = 40
-WITH_INTERVAL = ("count", "mean", "distribution")
 
 
-def _thresholds(conditions: Sequence[Mapping[str, Any]], key: str) -> int:
+def _thresholds(conditions: Sequence[ConditionSpec], key: str) -> int:
     count = 0
     for condition in conditions:
-        if condition.get("attribute") != key:
+        if condition.attribute != key:
             continue
-        value = condition.get("value")
+        value = condition.value
         count += len(value) if isinstance(value, (list, tuple)) else 1
     return count
 
@@ -146,8 +150,8 @@ the 0.2-0.35 bench/bench_scale.py measured end to end at 10^7 (README, "Cost mod
 It was 0.05 (3 microseconds), which refused every analysis at 10^7."""
 
 
-def _keys_of(conditions: Sequence[Mapping[str, Any]]) -> list[str]:
-    return list(dict.fromkeys(c["attribute"] for c in conditions))
+def _keys_of(conditions: Sequence[ConditionSpec]) -> list[str]:
+    return list(dict.fromkeys(c.attribute for c in conditions))
 
 
 def reads(request: AnalysisRequest) -> int:
@@ -158,13 +162,13 @@ def reads(request: AnalysisRequest) -> int:
     the reading does, and dominates requests with many groups at 10^6 (a sample of 50
     strata counts 50 groups and streams the participants 50 times).
     """
-    spec = request.spec
-    where = list(spec.get("where") or [])
+    params, kind = request.params, request.kind
+    where = list(params.where)
     where_keys = _keys_of(where)
     named = ([request.attribute] if request.attribute else []) + where_keys
     attributes = 0
-    if request.kind == "sample":
-        strata = [[*where, *s.get("where", [])] for s in spec.get("strata") or []]
+    if kind.streams:
+        strata = [[*where, *s.where] for s in params.strata]
         attributes += 2 * len(where_keys)  # the pool judged, then its posterior
         every = len(dict.fromkeys([*named, *(k for s in strata for k in _keys_of(s))]))
         for conditions in strata or [where]:
@@ -173,7 +177,7 @@ def reads(request: AnalysisRequest) -> int:
     else:
         read = len(dict.fromkeys(named))
         attributes += read  # the fit's table
-        if where and request.kind != "count":
+        if where and kind.judges_group:
             attributes += len(where_keys)  # the group's size
         # The whole-number tests (issue 10): one half-unit histogram per tested
         # attribute, over everyone who answered the request's attributes (a join of
@@ -202,19 +206,18 @@ def assignments(request: AnalysisRequest) -> int:
     procedure on each of its ``N_BOOT`` bootstrap replicates, a mean runs it once, a
     sample once per quota. Other methods assign nothing (their fits are counted in SQL).
     """
-    if (request.method or "") != "figure3":
+    if request.method != "figure3":
         return 0
-    spec = request.spec
-    where = list(spec.get("where") or [])
+    params = request.params
+    where = list(params.where)
     where_keys = _keys_of(where)
     attributes = len(
         dict.fromkeys([*([request.attribute] if request.attribute else []), *where_keys])
     )
-    if request.kind == "count":
+    if request.kind.figure3_bootstrap:
         attributes *= 1 + N_BOOT
-    elif request.kind == "sample":
-        for stratum in spec.get("strata") or []:
-            attributes += len(_keys_of([*where, *stratum.get("where", [])]))
+    for stratum in params.strata:
+        attributes += len(_keys_of([*where, *stratum.where]))
     return int(max(int(request.participants), 0) * attributes)
 
 
@@ -230,12 +233,12 @@ def _reading_cost(request: AnalysisRequest) -> int:
 
 def fit_cost(request: AnalysisRequest) -> int:
     """The fits' part of :func:`analysis_cost`, in cells x fits."""
-    spec = request.spec
-    where = list(spec.get("where") or [])
-    named = ([request.attribute] if request.attribute else []) + [c["attribute"] for c in where]
+    params, kind = request.params, request.kind
+    where = list(params.where)
+    named = ([request.attribute] if request.attribute else []) + [c.attribute for c in where]
     keys = list(dict.fromkeys(named))
-    replicates = N_BOOT if request.kind in WITH_INTERVAL else 0
-    if request.kind == "distribution" and not where:
+    replicates = N_BOOT if kind.interval else 0
+    if kind.overall_alone and not where:
         # One question alone: its own channel, no product (cheap whatever the method).
         keys = [k for k in keys if k == request.attribute]
     # A declared step is priced on its lattice; attributes tested for whole numbers at
@@ -248,21 +251,21 @@ def fit_cost(request: AnalysisRequest) -> int:
     }
     models.update(whole_number_models(request))
     cost = fit_cells(request.questions, keys, where, models) * (1 + replicates)
-    if where and request.kind != "count":
+    if where and kind.judges_group:
         # The group's size is judged on its own interval (reconstruction/disclosure.py):
         # the joint count of the condition with its bootstrap.
         cost += _group_cost(request, where, models)
-    for stratum in spec.get("strata") or []:
-        cost += _group_cost(request, [*where, *stratum.get("where", [])], models)
+    for stratum in params.strata:
+        cost += _group_cost(request, [*where, *stratum.where], models)
     return int(cost)
 
 
 def _group_cost(
     request: AnalysisRequest,
-    where: Sequence[Mapping[str, Any]],
+    where: Sequence[ConditionSpec],
     models: Mapping[str, Model] | None = None,
 ) -> int:
-    keys = list(dict.fromkeys(c["attribute"] for c in where))
+    keys = list(dict.fromkeys(c.attribute for c in where))
     if all(request.questions[k].mechanism == "none" for k in keys):
         return 1  # counted exactly (one SQL COUNT)
     return fit_cells(request.questions, keys, where, models) * (1 + N_BOOT)
@@ -318,24 +321,24 @@ def panel_cost(request: AnalysisRequest) -> int:
     times the solver); they keep a panel of 100 from a pool of 10,000 on a few
     attributes within the budget and refuse panels of thousands over fine-grained types.
     """
-    spec = request.spec
-    where = list(spec.get("where") or [])
-    quotas = list(spec.get("quotas") or [])
+    params: Any = request.params  # the panel's request (reconstruction/kinds/panel.py)
+    where = list(params.where)
+    quotas = list(params.quotas)
     n = max(int(request.participants), 1)
-    where_keys = list(dict.fromkeys(c["attribute"] for c in where))
+    where_keys = list(dict.fromkeys(c.attribute for c in where))
     total = 0
     if where:
         total += fit_cells(request.questions, where_keys, where) * (1 + N_BOOT + PANEL_N_BOOT)
     quota_keys: list[str] = []
     for quota in quotas:
-        conditions = [*where, *quota.get("where", [])]
-        keys = list(dict.fromkeys(c["attribute"] for c in conditions))
+        conditions = [*where, *quota.where]
+        keys = list(dict.fromkeys(c.attribute for c in conditions))
         total += fit_cells(request.questions, keys, conditions) * (1 + N_BOOT + PANEL_N_BOOT)
-        quota_keys += [c["attribute"] for c in quota.get("where", [])]
+        quota_keys += [c.attribute for c in quota.where]
     total += n * (len(quotas) + 1) * PANEL_N_BOOT // 10
     type_keys = list(dict.fromkeys(quota_keys))
     types = min(n, fit_cells(request.questions, type_keys, []) if type_keys else 1)
-    total += int(spec.get("size") or 0) * types * (len(quotas) + 1)
+    total += int(params.size or 0) * types * (len(quotas) + 1)
     return int(total)
 
 

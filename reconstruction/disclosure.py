@@ -76,6 +76,49 @@ def is_exact(request: AnalysisRequest, keys: Sequence[str]) -> bool:
     return all(request.questions[key].mechanism == EXACT_MECHANISM for key in keys)
 
 
+@dataclass(frozen=True)
+class GroupCells:
+    """What a group's size is fitted from: its exact count (undistorted attributes, or no
+    condition), else its condition's plan and cell table (:func:`read_group`)."""
+
+    counted: int | None = None
+    plan: tables.CellPlan | None = None
+    table: tables.CellTable | None = None
+
+
+def read_group(
+    request: AnalysisRequest,
+    where: Sequence[Condition] | None = None,
+    *,
+    counted: Callable[[list[Condition]], tuple[tables.CellPlan, tables.CellTable]] | None = None,
+) -> GroupCells:
+    """The database's part of :func:`group_size`: the exact count, or the cells."""
+    conditions = list(request.where if where is None else where)
+    if not conditions:
+        return GroupCells(counted=request.participants)
+    keys = list(dict.fromkeys(c.attribute for c in conditions))
+    sub = replace(request, where=conditions)
+    if is_exact(request, keys):
+        return GroupCells(counted=analysis.naive_count(sub))
+    if counted is not None:
+        plan, table = counted(conditions)
+    else:
+        n = request.participants or analysis.participant_count(request)
+        plan = analysis.plan(sub, n)
+        table = analysis.cells(sub, plan)
+    return GroupCells(plan=plan, table=table)
+
+
+def fit_group(cells: GroupCells) -> GroupSize:
+    """The engine's part of :func:`group_size` (no database)."""
+    if cells.counted is not None:
+        return GroupSize.counted(cells.counted)
+    assert cells.plan is not None and cells.table is not None
+    result = tables.count_from_table(cells.plan, cells.table)
+    low, high = result.ci95
+    return GroupSize(float(result.estimate), float(low), float(high), False)
+
+
 def group_size(
     request: AnalysisRequest,
     where: Sequence[Condition] | None = None,
@@ -89,24 +132,10 @@ def group_size(
     with its interval (see the module docstring). ``counted(conditions)`` may supply the
     plan and cell table (:func:`reconstruction.analysis.plan` and
     :func:`~reconstruction.analysis.cells` of the same conditions) when the caller has
-    read them already (sampling reuses them for its posterior).
+    read them already (sampling reuses them for its posterior). It is
+    :func:`fit_group` of :func:`read_group`.
     """
-    conditions = list(request.where if where is None else where)
-    if not conditions:
-        return GroupSize.counted(request.participants)
-    keys = list(dict.fromkeys(c.attribute for c in conditions))
-    sub = replace(request, where=conditions)
-    if is_exact(request, keys):
-        return GroupSize.counted(analysis.naive_count(sub))
-    if counted is not None:
-        plan, table = counted(conditions)
-    else:
-        n = request.participants or analysis.participant_count(request)
-        plan = analysis.plan(sub, n)
-        table = analysis.cells(sub, plan)
-    result = tables.count_from_table(plan, table)
-    low, high = result.ci95
-    return GroupSize(float(result.estimate), float(low), float(high), False)
+    return fit_group(read_group(request, where, counted=counted))
 
 
 def check_group(size: GroupSize, threshold: int, *, label: Message | str = "") -> None:
@@ -174,12 +203,15 @@ def suppression_reason(threshold: int) -> str:
 
 
 __all__ = [
+    "GroupCells",
     "GroupSize",
     "check_group",
+    "fit_group",
     "group_size",
     "hidden_cells",
     "hidden_total",
     "is_exact",
     "publishable",
+    "read_group",
     "suppression_reason",
 ]

@@ -16,15 +16,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from privacy.mechanisms import epsilon
-from reconstruction.analysis import (
-    Thresholds,
+from reconstruction.analysis import Thresholds, whole_number_verdict
+from reconstruction.disclosure import hidden_cells as suppress_cells
+from reconstruction.kinds.distribution import (
     distribution_from_counts,
     distribution_payload,
     overall_distribution,
     overall_inner_edges,
     overall_plan,
-    suppress_cells,
-    whole_number_verdict,
     with_whole_number_note,
 )
 from reconstruction.presentation import report_sections
@@ -46,7 +45,7 @@ def question_section(
     ``statistics_read``: ``(n, counts, plan, whole_numbers)`` (see :func:`report_statistics`);
     a continuous question whose reports show whole numbers is reconstructed on the lattice
     of whole numbers with the same note as ``POST /analyses/`` kind ``distribution``
-    (:func:`~reconstruction.analysis.overall_distribution`, issue 10).
+    (:func:`~reconstruction.kinds.distribution.overall_distribution`, issue 10).
     """
     channel = selectors.question_channel(question) if question.is_discrete else None
     if statistics_read is None:
@@ -113,7 +112,7 @@ def report_statistics(
     whose noise and range allow the test gets the worker's whole-number test
     (:func:`~reconstruction.analysis.whole_number_verdict`: one ``GROUP BY`` of its
     reports in half units, bounded rows); a detected question is planned on the lattice
-    of whole numbers, as :func:`~reconstruction.analysis.overall_distribution` plans it
+    of whole numbers, as :func:`~reconstruction.kinds.distribution.overall_distribution` plans it
     (issue 10). Returns ``{question pk: (n, counts, plan, whole_numbers)}`` (``plan`` is
     ``None`` for a discrete question; ``counts`` for a continuous question below the
     threshold is its single total).

@@ -13,6 +13,7 @@ from core.strict import JSONIntegerField, JSONNumberField, StrictFieldsMixin
 from privacy.mechanisms.channels import channel_conditioning
 from reconstruction import registry
 from reconstruction.algorithms.methods import DISCRETE_METHODS, check_method
+from reconstruction.conditions import OPERATORS
 from reconstruction.models import Job
 
 
@@ -131,7 +132,7 @@ class JobCreatedSerializer(serializers.Serializer[Job]):
 class ConditionSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
     unknown_field_message = gettext_lazy("Unknown field; a condition has %(fields)s.")
     attribute = serializers.CharField(max_length=64)
-    op = serializers.ChoiceField(choices=["in", "gt", "lte", "between"])
+    op = serializers.ChoiceField(choices=list(OPERATORS))
     value = serializers.JSONField(
         help_text="A list of categories for 'in'; a number for gt/lte; [t1, t2] for between."
     )

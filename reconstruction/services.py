@@ -4,7 +4,7 @@ Each ``*_create`` service stores a job and queues its task by name once the
 transaction commits (:func:`reconstruction.jobs.job_enqueue`); each ``*_run`` service
 is what the task calls with the id, through the job runner
 (:func:`reconstruction.jobs.job_execute`). What an analysis computes is its kind's
-entry in :mod:`reconstruction.registry`.
+module in :mod:`reconstruction.kinds`, run by :mod:`reconstruction.pipeline`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from django.utils.translation import gettext_noop
 from consultations.models import Organisation
 from consultations.services import audit_record
 from privacy.mechanisms.messages import Message
-from reconstruction import auditing, panels, registry, selectors
+from reconstruction import auditing, pipeline, selectors
 from reconstruction.algorithms.methods import reconstruct, reconstruction_as_dict
 from reconstruction.analysis import AnalysisInputError
 from reconstruction.jobs import (
@@ -34,6 +34,7 @@ from reconstruction.jobs import (
     job_execute,
     job_fail,
 )
+from reconstruction.kinds.base import ATTACHMENT_KEY, probabilities_url
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
 from reconstruction.quotas import check_active_jobs
 from surveys.models import Survey
@@ -108,7 +109,7 @@ def analysis_create(
     """
     spec = {**spec, "survey": survey.pk}
     try:
-        registry.validate_request(survey, spec)
+        pipeline.validate_request(survey, spec)
     except AnalysisInputError as exc:
         audit_record(
             organisation=organisation,
@@ -139,13 +140,16 @@ def analysis_create(
 
 
 def _compute_analysis(job: AnalysisJob, progress: Progress) -> dict[str, Any]:
-    request = registry.validate_request(job.survey, job.spec, count=False)
+    """The worker's one entry point for an analysis: the stored request parsed and
+    checked again, then its kind's gather -> fit -> publish (:func:`pipeline.compute`),
+    then the query audit and the store."""
+    request = pipeline.validate_request(job.survey, job.spec, count=False)
     try:
-        payload = registry.compute(request, progress)
-        attachment = payload.pop(panels.ATTACHMENT_KEY, None)
+        payload = pipeline.compute(request, progress)
+        attachment = payload.pop(ATTACHMENT_KEY, None)
         if attachment is not None:  # a panel's selection probabilities (CSV download)
             AnalysisJob.objects.filter(pk=job.pk).update(attachment=attachment)
-            payload["probabilities_url"] = panels.probabilities_url(job.pk)
+            payload["probabilities_url"] = probabilities_url(job.pk)
         # Query auditing (issue 13): judged with the published results, stored atomically.
         auditing.publish(job, request, payload)
         return payload

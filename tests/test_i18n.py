@@ -273,7 +273,7 @@ def test_every_marked_string_is_in_the_catalogues():
     )
     assert marked[
         "a sample of %(size)s is larger than the %(participants)s participants who answered"
-    ].startswith("reconstruction/registry.py")
+    ].startswith("reconstruction/kinds/sample.py")
     assert "%(field)s: %(problem)s" in marked
     assert len(marked) > 300
     for language in ("de", "pl"):

@@ -235,7 +235,7 @@ def test_the_cost_counts_the_reading_that_grows_with_the_participants(db):
     # keeps it at the demo's size.
     from dataclasses import replace
 
-    from reconstruction import analysis, cost
+    from reconstruction import analysis, cost, pipeline
 
     tenant = tenant_factory()
     survey = survey_factory(consultation_factory(tenant.organisation), questions=QUESTIONS)
@@ -244,7 +244,7 @@ def test_the_cost_counts_the_reading_that_grows_with_the_participants(db):
         for k in range(50)
     ]
     spec = {"survey": survey.pk, "kind": "sample", "size": 50, "strata": bands}
-    request = analysis.resolve(survey, spec)
+    request = pipeline.resolve(survey, spec)
     small, large = replace(request, participants=10_000), replace(request, participants=10**6)
     assert cost.fit_cost(small) == cost.fit_cost(large)  # exact answers: one COUNT per group
     assert cost.analysis_cost(small) <= settings.ANALYSIS_COST_BUDGET
@@ -252,7 +252,7 @@ def test_the_cost_counts_the_reading_that_grows_with_the_participants(db):
     with pytest.raises(analysis.AnalysisInputError, match="reading the participants"):
         cost.check_cost(large)
     # A count reads its attributes once: 10^6 participants x 2 attributes.
-    two = analysis.resolve(survey, count(survey, is_in("sex", "F"), is_in("district", "N")))
+    two = pipeline.resolve(survey, count(survey, is_in("sex", "F"), is_in("district", "N")))
     assert cost.reads(replace(two, participants=10**6)) == 2 * 10**6
 
 
@@ -279,7 +279,7 @@ def test_a_national_surveys_count_and_mean_at_ten_million_are_accepted(db):
     # time bench/bench_cost.py --accepted measures).
     from dataclasses import replace
 
-    from reconstruction import analysis, cost
+    from reconstruction import cost, pipeline
 
     tenant, survey = _national(10**7)
     body = count(survey, is_in("sex", "F"), {"attribute": "age", "op": "lte", "value": 30})
@@ -291,7 +291,7 @@ def test_a_national_surveys_count_and_mean_at_ten_million_are_accepted(db):
         "where": [is_in("district", "N", "S")],
     }
     assert analyse(tenant, mean).status_code == 202
-    request = replace(analysis.resolve(survey, body), participants=10**7)
+    request = replace(pipeline.resolve(survey, body), participants=10**7)
     # The reading is what grows with the participants; it is priced, not waived.
     assert cost.analysis_cost(request) - cost.fit_cost(request) >= 10**7 * 2 * cost.READ_UNITS
     assert cost.analysis_cost(request) <= settings.ANALYSIS_COST_BUDGET
@@ -337,13 +337,13 @@ def test_whole_number_tests_and_averaged_models_are_priced(db):
     # one interval model (2 x 41 cells) and one table read.
     from dataclasses import replace
 
-    from reconstruction import analysis, cost
+    from reconstruction import cost, pipeline
     from tests.factories import profile_questions
 
     def priced(questions, body_of):
         tenant = tenant_factory()
         survey = survey_factory(consultation_factory(tenant.organisation), questions=questions)
-        request = analysis.resolve(survey, body_of(survey))
+        request = pipeline.resolve(survey, body_of(survey))
         return cost.fit_cost(request), cost.reads(replace(request, participants=10**6))
 
     where = [is_in("sex", "F"), {"attribute": "age", "op": "lte", "value": 30}]
@@ -370,7 +370,7 @@ def test_whole_number_tests_and_averaged_models_are_priced(db):
     assert priced(questions, lambda s: {"survey": s.pk, **overall}) == (85 * 201, 2 * 10**6)
     # The count at 10^7 stays within the default budget with the tests priced.
     _tenant, survey = _national(10**7)
-    request = replace(analysis.resolve(survey, count(survey, *where)), participants=10**7)
+    request = replace(pipeline.resolve(survey, count(survey, *where)), participants=10**7)
     assert cost.analysis_cost(request) <= settings.ANALYSIS_COST_BUDGET
 
 

@@ -54,9 +54,9 @@ def distorted(db):
 
 
 def _request(survey, spec):
-    from reconstruction import analysis
+    from reconstruction import analysis, pipeline
 
-    request = analysis.resolve(survey, spec)
+    request = pipeline.resolve(survey, spec)
     from dataclasses import replace
 
     return replace(request, participants=analysis.participant_count(request))

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 def main() -> None:
     django.setup()
-    from reconstruction import registry
+    from reconstruction import pipeline
     from surveys.models import Survey
 
     survey = Survey.objects.get(pk=int(sys.argv[1]))
@@ -31,11 +31,11 @@ def main() -> None:
         CaptureQueriesContext(connections["replica"]) as replica,
         CaptureQueriesContext(connections["default"]) as default,
     ):
-        request = registry.validate_request(survey, spec)
-        result = registry.compute(request, lambda fraction: None)
+        request = pipeline.validate_request(survey, spec)
+        result = pipeline.compute(request, lambda fraction: None)
         sample_spec = {**spec, "kind": "sample", "size": 10, "seed": 3}
-        sample = registry.compute(
-            registry.validate_request(survey, sample_spec), lambda fraction: None
+        sample = pipeline.compute(
+            pipeline.validate_request(survey, sample_spec), lambda fraction: None
         )
     print(
         json.dumps(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reconstruction import analysis
+from reconstruction import analysis, pipeline
 from reconstruction.algorithms import queries
 from tests.integration.test_wiring import wait_for_job
 from tests.reconstruction.conftest import client_for
@@ -37,7 +37,7 @@ def test_unsettled_whole_year_ages_are_averaged_on_the_worker(
     job = wait_for_job(analyst, response.json()["url"], timeout=120)
     assert job["status"] == "succeeded", job
     result = job["result"]
-    loaded = analysis.load(analysis.resolve(survey, {"kind": "count", "where": where}))
+    loaded = analysis.load(pipeline.resolve(survey, {"kind": "count", "where": where}))
     expected = queries.count_joint(loaded.table, loaded.where)
     assert any("cannot tell whether" in note for note in expected.notes), expected.notes
     assert result["notes"] == [str(note) for note in expected.notes]

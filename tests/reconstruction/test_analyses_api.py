@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from consultations.models import AuditEvent, Organisation
-from reconstruction.analysis import suppress_cells
+from reconstruction.disclosure import hidden_cells as suppress_cells
 from reconstruction.models import AnalysisJob
 from tests.coverage import widened
 from tests.reconstruction.conftest import client_for
@@ -232,7 +232,7 @@ def test_naive_count_and_mean_from_sql_equal_the_array_api_on_the_stored_answers
 ) -> None:
     """The naive methods run one SQL aggregate; the array API on the same answers
     (loaded as columns) gives the same estimates."""
-    from reconstruction import analysis
+    from reconstruction import analysis, pipeline
     from reconstruction.algorithms import queries
     from surveys.models import Survey
 
@@ -249,7 +249,7 @@ def test_naive_count_and_mean_from_sql_equal_the_array_api_on_the_stored_answers
     }
     count_spec = {"survey": world.profile, "kind": "count", "where": where, "method": "naive"}
     survey = Survey.objects.get(pk=world.profile)
-    loaded = analysis.load(analysis.resolve(survey, mean_spec))
+    loaded = analysis.load(pipeline.resolve(survey, mean_spec))
     mean_result = analyse(world.analyst, django_capture_on_commit_callbacks, mean_spec)["result"]
     expected_mean = queries.mean(loaded.table, "income", loaded.where, method="naive")
     assert mean_result["method"] == "naive"
@@ -428,7 +428,7 @@ def test_streamed_sample_equals_the_array_sample_and_does_not_depend_on_the_chun
     candidates; the array API on the same answers ranks the same posteriors (so the
     same pool estimate and precisions), and a seed gives the same panel whatever the
     chunk size (tie-break keys are drawn in participant order)."""
-    from reconstruction import analysis
+    from reconstruction import analysis, pipeline
     from reconstruction.algorithms import queries
     from surveys import statistics
     from surveys.models import Survey
@@ -440,7 +440,7 @@ def test_streamed_sample_equals_the_array_sample_and_does_not_depend_on_the_chun
     assert chunked["participants"] == streamed["participants"]
     assert chunked["strata"] == streamed["strata"]
 
-    loaded = analysis.load(analysis.resolve(Survey.objects.get(pk=world.profile), body))
+    loaded = analysis.load(pipeline.resolve(Survey.objects.get(pk=world.profile), body))
     arrays = queries.sample(
         loaded.table, 30, loaded.where, strata=loaded.strata, rng=np.random.default_rng(11)
     )
@@ -457,13 +457,13 @@ def _one_quota_after_another(survey_pk: int, body: dict[str, Any]) -> list[list[
     in participant order), as the worker did with one scan per stratum."""
     from dataclasses import replace
 
-    from reconstruction import analysis
+    from reconstruction import analysis, pipeline
     from reconstruction.algorithms import tables
     from surveys import statistics
     from surveys.models import Survey
 
     survey = Survey.objects.get(pk=survey_pk)
-    request = analysis.resolve(survey, body)
+    request = pipeline.resolve(survey, body)
     n = analysis.participant_count(request)
     request = replace(request, participants=n)
     keys = request.keys

@@ -89,9 +89,12 @@ def test_a_cell_is_judged_on_its_interval_not_its_count() -> None:
 
 def _request(where: list[Condition], participants: int) -> AnalysisRequest:
     # The whole-population path reads no survey, question or answer.
+    from reconstruction.kinds import count
+
     return AnalysisRequest(
         survey=None,  # type: ignore[arg-type]
-        spec={"kind": "count"},
+        kind=count.KIND,
+        params=count.Request(kind="count"),
         questions={},
         where=where,
         strata=[],

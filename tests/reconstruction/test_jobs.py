@@ -15,7 +15,7 @@ from django.db import OperationalError
 from django.utils import timezone
 
 from consultations.models import Organisation
-from reconstruction import registry, services, tasks
+from reconstruction import pipeline, services, tasks
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
 from surveys.services import survey_close
 from tests.reconstruction.data import Consultation, distorted_consultation
@@ -71,7 +71,7 @@ def test_a_value_error_fails_the_job_with_its_message(
     def broken(prepared: Any, progress: Any) -> dict[str, Any]:
         raise ValueError("the channel is singular")
 
-    monkeypatch.setattr(registry, "compute", broken)
+    monkeypatch.setattr(pipeline, "compute", broken)
     tasks.run_analysis.delay(job.pk)
     job.refresh_from_db()
     assert job.status == Job.Status.FAILED
@@ -87,7 +87,7 @@ def test_an_unexpected_error_fails_the_job_without_leaking_details(
     def broken(prepared: Any, progress: Any) -> dict[str, Any]:
         raise KeyError("secret internals")
 
-    monkeypatch.setattr(registry, "compute", broken)
+    monkeypatch.setattr(pipeline, "compute", broken)
     tasks.run_analysis.delay(job.pk)
     job.refresh_from_db()
     assert job.status == Job.Status.FAILED
@@ -133,7 +133,7 @@ def test_a_transient_error_is_retried_and_the_job_succeeds(
     data: Consultation, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job = queued_analysis(data)
-    real = registry.compute
+    real = pipeline.compute
     calls = []
 
     def flaky(prepared: Any, progress: Any) -> dict[str, Any]:
@@ -142,7 +142,7 @@ def test_a_transient_error_is_retried_and_the_job_succeeds(
             raise OperationalError("server closed the connection unexpectedly")
         return real(prepared, progress)
 
-    monkeypatch.setattr(registry, "compute", flaky)
+    monkeypatch.setattr(pipeline, "compute", flaky)
     result = tasks.run_analysis.delay(job.pk)
     job.refresh_from_db()
     assert len(calls) == 2
@@ -162,7 +162,7 @@ def test_a_lasting_transient_error_ends_the_job_failed_after_max_retries(
         calls.append(1)
         raise OperationalError("could not connect to server")
 
-    monkeypatch.setattr(registry, "compute", down)
+    monkeypatch.setattr(pipeline, "compute", down)
     tasks.run_analysis.delay(job.pk)
     job.refresh_from_db()
     assert len(calls) == tasks.MAX_RETRIES + 1

@@ -25,7 +25,7 @@ from rest_framework.test import APIClient
 from consultations.models import AuditEvent, Organisation
 from consultations.services import consultation_create
 from privacy.client import distort_table, table_responses
-from reconstruction import panels
+from reconstruction.kinds import panel as panels
 from reconstruction.models import AnalysisJob
 from surveys.selectors import survey_scheme
 from surveys.services import responses_submit_bulk, survey_create, survey_open

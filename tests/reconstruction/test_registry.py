@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -33,8 +32,7 @@ def test_the_model_checks_its_kind_against_the_registry_not_a_fixed_list(
 
 @pytest.fixture
 def extra_kind() -> Iterator[registry.AnalysisKind]:
-    def compute(prepared: Any, progress: Any) -> dict[str, Any]:
-        return {"ok": True}
+    from reconstruction.kinds import base
 
     entry = registry.register(
         registry.AnalysisKind(
@@ -42,8 +40,13 @@ def extra_kind() -> Iterator[registry.AnalysisKind]:
             summary="a test kind",
             methods=("fast", "slow"),
             default_method="fast",
+            parse=lambda spec: base.KindRequest(**base.common_fields(spec, "fast")),
+            gather=lambda request, progress: request,
+            fit=lambda gathered: gathered,
+            publish=lambda fitted: {"ok": True},
+            published=lambda params, payload, questions: [],
+            cost=lambda request: 0,
             attribute="required",
-            compute=compute,
         )
     )
     yield entry

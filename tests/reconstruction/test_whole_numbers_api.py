@@ -23,7 +23,7 @@ from django.db import transaction
 from consultations.models import Organisation
 from consultations.services import consultation_create
 from privacy.client import distort_table, table_responses
-from reconstruction import analysis
+from reconstruction import analysis, pipeline
 from reconstruction.algorithms import queries
 from reconstruction.algorithms.continuous import IntervalReconstruction
 from reconstruction.algorithms.simulation import AGE_RANGE, SEXES, simulate_candidates
@@ -118,7 +118,7 @@ def test_count_on_whole_year_ages_without_step_is_modelled_on_whole_numbers(
     ), result["notes"]
     # The array API on the same stored reports detects the whole numbers too: the same
     # model, the same estimate (the interval model gave 9231, -3.4%, against its 9800).
-    loaded = analysis.load(analysis.resolve(survey, {"kind": "count", "where": where}))
+    loaded = analysis.load(pipeline.resolve(survey, {"kind": "count", "where": where}))
     expected = queries.count_joint(loaded.table, loaded.where, ci=False)
     assert any("show whole numbers" in note for note in expected.notes)
     assert result["estimate"] == pytest.approx(expected.estimate, rel=1e-3), (truth, result)
@@ -162,7 +162,7 @@ def test_count_on_unsettled_whole_year_ages_averages_both_models_as_the_array_ap
         {"survey": survey.pk, "kind": "count", "where": where},
     )
     result = job["result"]
-    loaded = analysis.load(analysis.resolve(survey, {"kind": "count", "where": where}))
+    loaded = analysis.load(pipeline.resolve(survey, {"kind": "count", "where": where}))
     expected = queries.count_joint(loaded.table, loaded.where)
     weighed = [note for note in expected.notes if "cannot tell whether" in note]
     assert len(weighed) == 1 and "(weight 0." in weighed[0], expected.notes  # unsettled
@@ -197,7 +197,7 @@ def test_overall_distribution_of_whole_year_ages_without_step_is_on_whole_number
         {"survey": survey.pk, **spec},
     )
     result = job["result"]
-    loaded = analysis.load(analysis.resolve(survey, spec))
+    loaded = analysis.load(pipeline.resolve(survey, spec))
     expected = queries.distribution(loaded.table, "age")
     assert isinstance(expected, IntervalReconstruction)
     assert any(WHOLE_NUMBERS_NOTE in note for note in expected.reconstruction.notes)
@@ -233,7 +233,7 @@ def test_grouped_mean_of_whole_year_ages_without_step_is_on_whole_numbers(
     )
     result = job["result"]
     assert any(WHOLE_NUMBERS_NOTE in note for note in result["notes"]), result["notes"]
-    loaded = analysis.load(analysis.resolve(survey, spec))
+    loaded = analysis.load(pipeline.resolve(survey, spec))
     expected = queries.mean(loaded.table, "age", loaded.where)
     assert result["estimate"] == pytest.approx(expected.estimate, rel=1e-6)
     assert result["ci95"] == pytest.approx(list(expected.ci95), rel=1e-6)
@@ -256,7 +256,7 @@ def test_grouped_distribution_of_whole_year_ages_without_step_is_on_whole_number
         {"survey": survey.pk, **spec},
     )
     result = job["result"]
-    loaded = analysis.load(analysis.resolve(survey, spec))
+    loaded = analysis.load(pipeline.resolve(survey, spec))
     expected = queries.distribution(loaded.table, "age", loaded.where)
     assert isinstance(expected, IntervalReconstruction)
     assert any(WHOLE_NUMBERS_NOTE in note for note in expected.reconstruction.notes)

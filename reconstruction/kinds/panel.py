@@ -1,13 +1,15 @@
 """The ``panel`` analysis kind (issue 14): a fair lottery over quota-satisfying panels.
 
-The registry entry of api.md's ``kind: "panel"``: request checks that need the schema only
-(:func:`validate_panel`), and the worker's computation (:func:`compute_panel`), which reads
-the answers in bounded columns (:func:`reconstruction.analysis.load`, as ``sample`` does),
-applies disclosure control to the eligible pool and to every quota category, and calls the
+The kind of api.md's ``kind: "panel"``: request checks that need the schema only
+(:func:`validate_panel`), and the worker's stages: :func:`gather` reads the eligible pool's
+and every quota category's cells and the answers in bounded columns
+(:func:`reconstruction.analysis.load`, as ``sample`` does), :func:`fit` applies disclosure
+control to the pool and to every quota category and calls the
 pure maths of :func:`reconstruction.algorithms.panel.select_panel` (maximin, Nash or
 LEXIMIN of Flanigan et al., "Fair algorithms for selecting citizens' assemblies", Nature
 2021, on posteriors of the distorted answers; see that module for where and why it
-differs). Every candidate's selection probability is stored as a CSV attachment of the job
+differs), and :func:`publish` reads the chosen participants' references and shapes the
+result. Every candidate's selection probability is stored as a CSV attachment of the job
 and served by ``GET /api/v1/analyses/{id}/probabilities.csv``.
 
 What the quotas guarantee is said plainly in the result (``guarantee``): answers are
@@ -32,43 +34,78 @@ from django.utils.translation import gettext_noop
 from privacy.mechanisms.messages import Message, note_json
 from reconstruction import analysis, cost, disclosure
 from reconstruction.algorithms import queries
+from reconstruction.algorithms.audit import Box, Published
 from reconstruction.algorithms.panel import (
     InfeasibleQuotas,
     PanelResult,
     Quota,
     select_panel,
 )
-from reconstruction.analysis import AnalysisInputError, AnalysisRequest, interval_json
+from reconstruction.analysis import (
+    AnalysisInputError,
+    AnalysisRequest,
+    ConditionSpec,
+    interval_json,
+)
 from reconstruction.jobs import JobInputError, JobRefused
-from reconstruction.registry import AnalysisKind, Progress, register
+from reconstruction.kinds import base
 
+NAME = "panel"
 OBJECTIVES = ("maximin", "nash", "leximin")
-ATTACHMENT_KEY = "_attachment"
-"""Key of the payload under which the worker hands the probabilities CSV to the service
-(popped before the result is stored; see ``services._compute_analysis``)."""
 REFERENCE_CHUNK = 5000
 
 
-def probabilities_url(job_id: int) -> str:
-    return f"/api/v1/analyses/{job_id}/probabilities.csv"
+# --------------------------------------------------------------------------- request
+
+
+@dataclass(frozen=True)
+class QuotaSpec:
+    """One quota as asked: its category's conditions and its band of seats."""
+
+    where: tuple[ConditionSpec, ...]
+    min: int
+    max: int
+
+
+@dataclass(frozen=True)
+class Request(base.KindRequest):
+    """A panel: its size, reserves, quotas, objective, seed and ``max_outside``."""
+
+    size: int | None = None
+    reserves: int = 0
+    objective: str = "maximin"
+    seed: int | None = None
+    max_outside: float | None = None
+    quotas: tuple[QuotaSpec, ...] = ()
+
+    def condition_keys(self) -> list[str]:
+        keys = super().condition_keys()
+        for quota in self.quotas:  # the quota categories
+            keys += [c.attribute for c in quota.where]
+        return keys
+
+
+def parse(spec: Mapping[str, Any]) -> Request:
+    size, seed, max_outside = spec.get("size"), spec.get("seed"), spec.get("max_outside")
+    return Request(
+        **base.common_fields(spec, None),
+        size=None if size is None else int(size),
+        reserves=int(spec.get("reserves") or 0),
+        objective=str(spec.get("objective") or "maximin"),
+        seed=None if seed is None else int(seed),
+        max_outside=None if max_outside is None else float(max_outside),
+        quotas=tuple(
+            QuotaSpec(base.conditions(q["where"]), q["min"], q["max"])
+            for q in spec.get("quotas") or ()
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- labels
 
 
-def condition_label(item: Mapping[str, Any]) -> str:
-    """``sex in [F]``, ``age between [16, 30)``: a condition as users wrote it."""
-    op, value = item["op"], item.get("value")
-    if op == "in" and isinstance(value, (list, tuple)):
-        return f"{item['attribute']} in [{', '.join(str(v) for v in value)}]"
-    if op == "between" and isinstance(value, (list, tuple)) and len(value) == 2:
-        return f"{item['attribute']} between [{value[0]:g}, {value[1]:g})"
-    symbol = {"gt": ">", "lte": "<="}.get(op, op)
-    return f"{item['attribute']} {symbol} {value}"
-
-
-def quota_label(index: int, quota: Mapping[str, Any]) -> str:
-    return f"quotas[{index}] ({' and '.join(condition_label(c) for c in quota['where'])})"
+def quota_label(index: int, quota: QuotaSpec) -> str:
+    return f"quotas[{index}] ({' and '.join(c.label() for c in quota.where)})"
 
 
 # --------------------------------------------------------------------------- request checks
@@ -149,7 +186,7 @@ def _check_bands(
 ) -> None:
     """Quotas on one attribute whose categories do not overlap: their minimums cannot sum
     above the panel size, nor (when they cover every value) their maximums below it."""
-    raw = request.spec.get("quotas") or []
+    raw = _params(request).quotas
     by_attribute: dict[str, list[int]] = {}
     for j, (where, _low, _high) in enumerate(quotas):
         keys = {c.attribute for c in where}
@@ -197,7 +234,7 @@ def _check_bands(
 
 
 def _check_duplicates(
-    quotas: Sequence[tuple[list[queries.Condition], int, int]], raw: Sequence[Mapping[str, Any]]
+    quotas: Sequence[tuple[list[queries.Condition], int, int]], raw: Sequence[QuotaSpec]
 ) -> None:
     """Two quotas on the same category (the same conditions, in any order) are a 400: a
     category has one band. Repeated, they would either restate it or, with bands that
@@ -220,12 +257,18 @@ def _check_duplicates(
             )
 
 
+def _params(request: AnalysisRequest) -> Request:
+    params = request.params
+    assert isinstance(params, Request)
+    return params
+
+
 def parse_quotas(request: AnalysisRequest) -> list[tuple[list[queries.Condition], int, int]]:
     """The request's quotas as engine conditions with their bounds (400s on bad ones)."""
     parsed = []
-    for j, quota in enumerate(request.spec.get("quotas") or []):
-        where = analysis.parse_where(quota["where"], request.questions, f"quotas[{j}].where")
-        low, high = quota["min"], quota["max"]
+    for j, quota in enumerate(_params(request).quotas):
+        where = analysis.parse_where(quota.where, request.questions, f"quotas[{j}].where")
+        low, high = quota.min, quota.max
         for name, value in (("min", low), ("max", high)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise AnalysisInputError(
@@ -251,16 +294,14 @@ def parse_quotas(request: AnalysisRequest) -> list[tuple[list[queries.Condition]
 
 def validate_panel(request: AnalysisRequest) -> None:
     """Request-time checks (schema and one participant count, no fit)."""
-    spec = request.spec
-    if spec.get("strata"):
+    params = _params(request)
+    if params.strata:
         raise AnalysisInputError(
             {"strata": Message(gettext_noop("a panel takes quotas, not strata"))}
         )
-    if "size" not in spec:
+    if params.size is None:
         raise AnalysisInputError({"size": Message(gettext_noop("a panel needs its size"))})
-    size = int(spec["size"])
-    reserves = int(spec.get("reserves") or 0)
-    objective = spec.get("objective") or "maximin"
+    size, reserves, objective = params.size, params.reserves, params.objective
     if objective not in OBJECTIVES:
         raise AnalysisInputError(
             {
@@ -271,8 +312,8 @@ def validate_panel(request: AnalysisRequest) -> None:
             }
         )
     quotas = parse_quotas(request)
-    raw = spec.get("quotas") or []
-    if not quotas and not spec.get("where"):  # the engine has no attribute to work on
+    raw = params.quotas
+    if not quotas and not params.where:  # the engine has no attribute to work on
         raise AnalysisInputError(
             {
                 "quotas": Message(
@@ -338,24 +379,57 @@ def probabilities_csv(
     return out.getvalue()
 
 
-def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any]:
-    spec = request.spec
-    size = int(spec["size"])
-    reserves = int(spec.get("reserves") or 0)
-    objective = str(spec.get("objective") or "maximin")
-    seed = spec.get("seed")
+@dataclass(frozen=True)
+class Gathered:
+    request: AnalysisRequest
+    pool: disclosure.GroupCells
+    categories: list[disclosure.GroupCells]
+    loaded: analysis.PreparedAnalysis
+    progress: base.Progress
+    """The job's progress writer: the solver reports to it (and stops when cancelled)."""
+
+
+@dataclass(frozen=True)
+class Fitted:
+    request: AnalysisRequest
+    seed: int
+    pool: disclosure.GroupSize
+    result: PanelResult
+    loaded: analysis.PreparedAnalysis
+
+
+def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
+    """The eligible pool's and every quota category's cells, and the answers."""
+    request = base.start(request, progress).request
+    pool = disclosure.read_group(request)
+    categories = [
+        disclosure.read_group(request, [*request.where, *where])
+        for where, _low, _high in parse_quotas(request)
+    ]
+    progress(0.15)
+    loaded = analysis.load(request)
+    progress(0.25)
+    return Gathered(request, pool, categories, loaded, progress)
+
+
+def fit(gathered: Gathered) -> Fitted:
+    """Disclosure control on the pool and every quota category, then the lottery."""
+    request = gathered.request
+    params = _params(request)
+    size, reserves = params.size, params.reserves
+    assert size is not None
+    seed = params.seed
     if seed is None:  # the result names the seed that reproduces the draw
         seed = secrets.randbelow(2**63)
-    seed = int(seed)
     min_cell = request.thresholds.min_cell
-    raw = list(spec.get("quotas") or [])
+    raw = params.quotas
     parsed = parse_quotas(request)
 
     # Disclosure control (issue 14): the eligible pool and every quota category within it
     # pass the threshold point of every count (reconstruction/disclosure.py: the size's
     # 95% interval at or above min_cell; exact when the attributes are undistorted);
     # refusals never state a below-threshold number.
-    pool = disclosure.group_size(request)
+    pool = disclosure.fit_group(gathered.pool)
     disclosure.check_group(pool, min_cell, label=Message(gettext_noop("the eligible pool: ")))
     if request.where and size + reserves > pool.low:
         raise JobInputError(
@@ -368,39 +442,35 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
                 {"size": size, "reserves": reserves},
             )
         )
-    for j, (where, _low, _high) in enumerate(parsed):
-        category = disclosure.group_size(request, [*request.where, *where])
+    for j, cells in enumerate(gathered.categories):
         disclosure.check_group(
-            category,
+            disclosure.fit_group(cells),
             min_cell,
             label=Message(
                 gettext_noop("%(quota)s: the quota category within the eligible pool: "),
                 {"quota": quota_label(j, raw[j])},
             ),
         )
-    progress(0.15)
-    prepared = analysis.load(request)
-    progress(0.25)
-
     quotas = [
         Quota(tuple(where), low, high, quota_label(j, raw[j]))
         for j, (where, low, high) in enumerate(parsed)
     ]
+    loaded = gathered.loaded
 
     def solving(fraction: float) -> None:
-        progress(0.25 + 0.65 * fraction)
+        gathered.progress(0.25 + 0.65 * fraction)
 
     try:
         result: PanelResult = select_panel(
-            prepared.table,
+            loaded.table,
             size,
             quotas,
-            prepared.where,
+            loaded.where,
             reserves=reserves,
-            objective=objective,  # type: ignore[arg-type]
+            objective=params.objective,  # type: ignore[arg-type]
             rng=np.random.default_rng(seed),
             progress=solving,
-            max_outside=None if spec.get("max_outside") is None else float(spec["max_outside"]),
+            max_outside=params.max_outside,
             max_seconds=solver_seconds(),
         )
     except InfeasibleQuotas as exc:
@@ -423,11 +493,16 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
                 {"size": size, "reserves": reserves},
             )
         ) from None
-    progress(0.9)
+    gathered.progress(0.9)
+    return Fitted(request, seed, pool, result, loaded)
 
-    participants = _references(prepared, result.rows)
-    reserve_refs = _references(prepared, result.reserves)
-    candidates = _references(prepared, result.candidates)
+
+def publish(fitted: Fitted) -> dict[str, Any]:
+    """The members' and reserves' references, the quotas' outcomes and the attachment."""
+    result, loaded, raw = fitted.result, fitted.loaded, _params(fitted.request).quotas
+    participants = _references(loaded, result.rows)
+    reserve_refs = _references(loaded, result.reserves)
+    candidates = _references(loaded, result.candidates)
     attachment = probabilities_csv(
         candidates,
         result.probabilities[result.candidates],
@@ -437,11 +512,11 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
     return {
         "participants": participants,
         "reserves": reserve_refs,
-        "seed": seed,
+        "seed": fitted.seed,
         "objective": result.objective,
         "quotas": [
             {
-                "where": raw[j]["where"],
+                "where": [c.as_json() for c in raw[j].where],
                 "label": quota_label(j, raw[j]),
                 "min": outcome.min,
                 "max": outcome.max,
@@ -460,7 +535,7 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
         "candidates": int(result.candidates.size),
         "expected_eligible": float(result.expected_eligible),
         # The eligible pool's size interval it was judged on (the query audit uses it).
-        "eligible_ci95": interval_json(pool.ci95),
+        "eligible_ci95": interval_json(fitted.pool.ci95),
         "lottery_size": int(result.lottery_size),
         "lottery_draw": int(result.lottery_draw),
         # Template + parameters (read in the reader's language: core.messages).
@@ -468,8 +543,21 @@ def compute_panel(request: AnalysisRequest, progress: Progress) -> dict[str, Any
         "method": f"{result.objective} (Flanigan et al. 2021, on posteriors)",
         "notes": [*map(note_json, result.notes), privacy_caveat().as_json()],
         "probabilities_url": None,  # set by the service once the job's id is known
-        ATTACHMENT_KEY: attachment,
+        base.ATTACHMENT_KEY: attachment,
     }
+
+
+def published(
+    params: Request, payload: Mapping[str, Any], questions: Mapping[str, Any]
+) -> list[Published]:
+    """The eligible pool on its interval; a panel stored before it published one counts
+    its listed candidates (exactly the group on undistorted answers)."""
+    box = Box.of(base.audit_conditions(params.where, questions))
+    if payload.get("eligible_ci95") is not None and payload.get("expected_eligible") is not None:
+        return [base.sized(box, payload["expected_eligible"], payload["eligible_ci95"])]
+    if payload.get("candidates") is not None:
+        return [Published.exact(box, float(payload["candidates"]))]
+    return []
 
 
 def finite_or_none(value: float) -> float | None:
@@ -493,21 +581,27 @@ def privacy_caveat() -> Message:
     )
 
 
-register(
-    AnalysisKind(
-        name="panel",
-        summary="a panel drawn by a fair lottery over quota-satisfying panels (maximin, nash "
-        "or leximin of Flanigan et al. 2021 on the posteriors of the distorted answers); "
-        "bounds no panel of any pool can meet are a 400, quotas that these candidates' "
-        "posteriors cannot meet end the job `refused` (feasibility needs the fit, which "
-        "the request does not run), the reason naming the conflicting quotas and the "
-        "smallest feasible relaxation",
-        methods=(),
-        default_method=None,
-        sampling=True,
-        request_fields=("quotas", "reserves", "objective", "max_outside"),
-        group_threshold="min_cell",
-        validate=validate_panel,
-        compute=compute_panel,
-    )
+KIND = base.AnalysisKind(
+    name=NAME,
+    summary="a panel drawn by a fair lottery over quota-satisfying panels (maximin, nash "
+    "or leximin of Flanigan et al. 2021 on the posteriors of the distorted answers); "
+    "bounds no panel of any pool can meet are a 400, quotas that these candidates' "
+    "posteriors cannot meet end the job `refused` (feasibility needs the fit, which "
+    "the request does not run), the reason naming the conflicting quotas and the "
+    "smallest feasible relaxation",
+    methods=(),
+    default_method=None,
+    parse=parse,
+    gather=gather,
+    fit=fit,
+    publish=publish,
+    published=published,
+    cost=cost.check_cost,
+    sampling=True,
+    request_fields=("quotas", "reserves", "objective", "max_outside"),
+    group_threshold="min_cell",
+    validate=validate_panel,
+    interval=False,
+    attachment=True,
+    admin_form=False,
 )
