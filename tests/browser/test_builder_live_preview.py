@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
+from playwright.sync_api import expect
 
 from consultations.services import consultation_create, organisation_create
 from surveys.models import Question
@@ -45,15 +46,13 @@ def test_changing_the_retain_probability_updates_the_preview_without_saving(
     page.goto(f"{live_server.url}/admin/surveys/survey/{survey.pk}/change/")
     table = page.locator("#preview-hours table.channel")
     assert table.locator("td").first.inner_text() == "0.75"
-    first_update = page.wait_for_function(
-        "document.getElementById('mechanism-preview').dataset.updated"
-    )
-    assert first_update
+    # Locator waits, not wait_for_function: the page's Content-Security-Policy forbids the
+    # eval that Playwright's string predicates need.
+    page.locator("#mechanism-preview[data-updated]").wait_for(state="attached")
 
     page.fill("#id_questions-0-mechanism_params", '{"retain": 0.9}')
-    page.wait_for_function(
-        "document.querySelector('#preview-hours table.channel td').textContent === '0.90'",
-        timeout=15_000,
+    expect(page.locator("#preview-hours table.channel td").first).to_have_text(
+        "0.90", timeout=15_000
     )
     preview = page.inner_text("#preview-hours")
     assert "0.05" in preview  # (1 - 0.9) / 2 off the diagonal
