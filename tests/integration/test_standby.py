@@ -247,8 +247,8 @@ def test_an_analysis_right_after_a_submission_falls_back_to_the_primary_when_rep
     job = wait_for(AnalysisJob, _count(client, survey), Job.FINISHED, worker)
     assert not _replayed(replay, job.wal_lsn)  # replay really was behind the request
     assert job.status == "succeeded", (job.error, worker.output())
+    assert job.result["population"] == 500  # the 200 new residents are counted
     assert job.read_from == "primary"
-    assert job.result["population"] == 500
     read = client.get(f"/api/v1/analyses/{job.pk}/").json()
     assert read["read_from"] == "primary"
     assert "has not replayed" in worker.output()
@@ -280,8 +280,8 @@ def test_an_analysis_right_after_a_submission_waits_for_the_standby_to_replay_it
     replay.execute("SELECT pg_wal_replay_resume()")
     job = wait_for(AnalysisJob, job_id, Job.FINISHED, worker)
     assert job.status == "succeeded", (job.error, worker.output())
-    assert job.read_from == "replica"
     assert job.result["population"] == 500
+    assert job.read_from == "replica"
     # The report's lane has no worker here: it waits, and it held up nothing.
     assert Report.objects.get(pk=report.pk).status == Job.Status.QUEUED
     # The job queues its deliveries just after it finished: wait for the six messages.
