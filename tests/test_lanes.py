@@ -113,3 +113,15 @@ def test_compose_runs_a_worker_per_lane_or_one_on_all_lanes() -> None:
     small = services["worker"]
     assert small["profiles"] == ["small"]
     assert small["command"][small["command"].index("-Q") + 1].split(",") == list(LANES)
+
+
+def test_a_panel_solves_within_its_own_lanes_soft_limit() -> None:
+    """The panel's solver stops at three quarters of the panels lane's soft limit (so a
+    long panel ends with a valid lottery), not the analyses' limit."""
+    from django.test import override_settings
+
+    from reconstruction import panels
+
+    lanes = {**settings.CELERY_LANES, "panels": {"soft_time_limit": 800, "time_limit": 860}}
+    with override_settings(CELERY_LANES=lanes, CELERY_TASK_SOFT_TIME_LIMIT=300):
+        assert panels.solver_seconds() == 600.0

@@ -565,10 +565,13 @@ def finite_or_none(value: float) -> float | None:
 
 
 def solver_seconds() -> float:
-    """How long the solver may improve the lottery: three quarters of the worker's soft
-    time limit, so a long panel ends with a valid (if not optimal) lottery and its proven
-    bound in the notes instead of failing at the limit."""
-    return max(10.0, 0.75 * float(settings.CELERY_TASK_SOFT_TIME_LIMIT))
+    """How long the solver may improve the lottery: three quarters of the soft time limit
+    of the lane panels run in (``CELERY_PANELS_SOFT_TIME_LIMIT``, by default the worker's
+    ``CELERY_TASK_SOFT_TIME_LIMIT``), so a long panel ends with a valid (if not optimal)
+    lottery and its proven bound in the notes instead of failing at the limit."""
+    lanes = getattr(settings, "CELERY_LANES", {})
+    limit = lanes.get("panels", {}).get("soft_time_limit", settings.CELERY_TASK_SOFT_TIME_LIMIT)
+    return max(10.0, 0.75 * float(limit))
 
 
 def privacy_caveat() -> Message:
