@@ -120,7 +120,7 @@ def test_a_panel_solves_within_its_own_lanes_soft_limit() -> None:
     long panel ends with a valid lottery), not the analyses' limit."""
     from django.test import override_settings
 
-    from reconstruction import panels
+    from reconstruction.kinds import panel as panels
 
     lanes = {**settings.CELERY_LANES, "panels": {"soft_time_limit": 800, "time_limit": 860}}
     with override_settings(CELERY_LANES=lanes, CELERY_TASK_SOFT_TIME_LIMIT=300):
