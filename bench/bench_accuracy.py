@@ -3,7 +3,9 @@
 Run: ``python bench/bench_accuracy.py`` (every part) or name parts: ``speed``,
 ``never_reported``, ``bias``, ``coverage_em``, ``coverage_joint30k``,
 ``coverage_joint30k_real`` (its real-valued control), ``coverage_joint30k_step`` (with
-``step=1`` declared), ``coverage_joint1k``, ``coverage_mean``.
+``step=1`` declared), ``coverage_joint1k``, ``coverage_mean``, ``grid`` (issue 31: the
+coverage cases under the old continuous law and the reporting grid's discrete laws,
+side by side in one run).
 ``BENCH_ACCURACY_SURVEYS`` sets the simulated surveys per coverage case (default 300, the
 issue's minimum). The joint count at n = 1,000 runs ``BENCH_ACCURACY_BATCHES`` (default
 3) independent batches of that many surveys (batch ``b`` seeded ``1000 + 100003 b``):
@@ -64,14 +66,29 @@ SEX_CHANNEL = randomised_response(2, 0.75)
 WHERE = [Condition("sex", "in", {0}), Condition("age", "lte", 30)]
 
 
+# The law residents' devices use: "continuous" (floating-point noise, surveys created
+# before issue 31) or "grid" (the reporting grid's exact discrete laws, as the API builds
+# them: resolution = step, else 0.001 for ages 16-100 and 1 for incomes 0-20,000).
+LAW = "continuous"
+
+
+def _age_noise(step: float | None):  # type: ignore[no-untyped-def]
+    if LAW == "grid":
+        from privacy.mechanisms.grid import default_resolution, grid_noise
+
+        return grid_noise(AGE_NOISE, 16.0, default_resolution(16.0, 100.0, step))
+    return AGE_NOISE
+
+
 def _table(n: int, rng: np.random.Generator, *, step: float | None, whole: bool = True):  # type: ignore[no-untyped-def]
     pool = simulate_candidates(n, rng=rng)
     age = np.floor(pool.age) if whole else pool.age
+    age_noise, income_noise = _age_noise(step), _income_noise()
     table = {
         "sex": DiscreteAttribute(distort_codes(pool.sex, SEX_CHANNEL, rng), SEX_CHANNEL),
-        "age": ContinuousAttribute(AGE_NOISE.distort(age, rng), AGE_NOISE, 16.0, 100.0, step=step),
+        "age": ContinuousAttribute(age_noise.distort(age, rng), age_noise, 16.0, 100.0, step=step),
         "income": ContinuousAttribute(
-            pool.income + rng.normal(0.0, 800.0, n), _income_noise(), 0.0, 20_000.0
+            income_noise.distort(pool.income, rng), income_noise, 0.0, 20_000.0
         ),
     }
     return pool, age, table
@@ -80,7 +97,72 @@ def _table(n: int, rng: np.random.Generator, *, step: float | None, whole: bool 
 def _income_noise():  # type: ignore[no-untyped-def]
     from privacy.mechanisms import AdditiveGaussian
 
+    if LAW == "grid":
+        from privacy.mechanisms.grid import grid_noise
+
+        return grid_noise(AdditiveGaussian(800.0), 0.0, 1.0)
     return AdditiveGaussian(800.0)
+
+
+def grid(table: Table) -> None:
+    """Issue 31: the same coverage cases under the old continuous law and the reporting
+    grid's discrete laws, in one run (same seeds, so the populations are the same; the
+    distortion draws differ). Each grid row's baseline is the old law's figure."""
+    global LAW
+    cases = (
+        ("whole-number age <= 30, n=30,000, step=1", 30_000, 1.0, True),
+        ("whole-number age <= 30, n=30,000, no step", 30_000, None, True),
+        ("real-valued age <= 30, n=30,000, no step", 30_000, None, False),
+    )
+    for label, n, step, whole in cases:
+        figures = {}
+        for law in ("continuous", "grid"):
+            LAW = law
+            hits, errors, _, _ = _joint_hits(
+                n, np.random.default_rng(n + 7), step=step, whole=whole
+            )
+            figures[law] = (100.0 * float(np.mean(hits)), 100.0 * float(np.mean(errors)),
+                            100.0 * float(np.std(errors, ddof=1)))  # fmt: skip
+        LAW = "continuous"
+        old, new = figures["continuous"], figures["grid"]
+        # Two coverages of SURVEYS surveys differ by noise alone with sd about
+        # sqrt(2 * 0.95 * 0.05 / SURVEYS); "unchanged" means within 3 of those.
+        noise = 100.0 * math.sqrt(2 * 0.95 * 0.05 / SURVEYS)
+        table.add(
+            f"grid: joint count coverage, {label} ({SURVEYS} surveys)",
+            new[0] / 100.0,
+            unit="%",
+            baseline=old[0] / 100.0,
+            baseline_name="old continuous law, this run",
+            target=f"within 3 x {noise:.1f} points of the old law",
+            ok=abs(new[0] - old[0]) <= 3 * noise,
+        )
+        table.note(
+            f"grid, {label}: mean error {new[1]:+.2f}% (sd {new[2]:.2f}%) against the old "
+            f"law's {old[1]:+.2f}% (sd {old[2]:.2f}%)"
+        )
+    hits_by_law = {}
+    for law in ("continuous", "grid"):
+        LAW = law
+        rng = np.random.default_rng(5_000 + 7)
+        hits = 0
+        for _ in range(SURVEYS):
+            pool, _, data = _table(5_000, rng, step=None, whole=False)
+            truth = float(pool.income[pool.age <= 30].mean())
+            low, high = mean(data, "income", [Condition("age", "lte", 30)], rng=rng).ci95
+            hits += int(low <= truth <= high)
+        hits_by_law[law] = 100.0 * hits / SURVEYS
+    LAW = "continuous"
+    noise = 100.0 * math.sqrt(2 * 0.95 * 0.05 / SURVEYS)
+    table.add(
+        f"grid: unbiased mean of income | age <= 30, n=5,000 ({SURVEYS} surveys)",
+        hits_by_law["grid"] / 100.0,
+        unit="%",
+        baseline=hits_by_law["continuous"] / 100.0,
+        baseline_name="old continuous law, this run",
+        target=f"within 3 x {noise:.1f} points of the old law",
+        ok=abs(hits_by_law["grid"] - hits_by_law["continuous"]) <= 3 * noise,
+    )
 
 
 def _coverage_row(table: Table, name: str, hits: int, surveys: int, baseline: str) -> None:
@@ -330,6 +412,7 @@ PARTS = {
     "coverage_joint30k_step": coverage_joint30k_step,
     "coverage_joint1k": coverage_joint1k,
     "coverage_mean": coverage_mean,
+    "grid": grid,
 }
 
 

@@ -21,6 +21,7 @@ from consultation_client import ClientError, PortalClient, fetch_scheme
 from numpy.typing import ArrayLike, NDArray
 
 from privacy.mechanisms import CONTINUOUS, DISCRETE, distort_codes, noise_model
+from privacy.mechanisms.grid import grid_noise
 
 __all__ = [
     "ClientError",
@@ -96,7 +97,11 @@ def _noise(question: Mapping[str, Any]) -> Any:
     if mechanism is not None and "low" in mechanism.model_params:
         params["low"], params["high"] = _range(question)
     try:
-        return noise_model(name, **params)
+        model = noise_model(name, **params)
+        grid = question.get("grid")
+        if grid:  # a survey created under the reporting grid: its discrete law
+            return grid_noise(model, float(grid["origin"]), float(grid["resolution"]))
+        return model
     except ValueError as exc:
         raise _fail(question, str(exc)) from None
 

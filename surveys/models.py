@@ -121,6 +121,12 @@ class Question(models.Model):
     # (1 for whole years); the engine models them there (issue 10). Nullable without a
     # default for the same reason as ``translations`` below.
     step = models.FloatField(null=True, blank=True)
+    # Continuous questions with noise created since issue 31: the reporting grid
+    # range_low + k * resolution on which clients round and add discrete noise
+    # (privacy.mechanisms.grid); the server accepts grid reports only. NULL: a question
+    # created before the grid, whose reports were collected under the old continuous
+    # law and are accepted as before. Nullable without a default (plain ALTER TABLE).
+    resolution = models.FloatField(null=True, blank=True)
     mechanism = models.CharField(max_length=32)
     mechanism_params = models.JSONField(default=dict, blank=True)
     # {"de": {"text": "...", "labels": ["...", ...]}}: one label per category, in order;

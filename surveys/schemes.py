@@ -25,6 +25,13 @@ from privacy.mechanisms import (
     epsilon,
     noise_model,
 )
+from privacy.mechanisms.grid import (
+    MAX_GRID_POINTS,
+    MIN_RELATIVE_RESOLUTION,
+    SNAP,
+    default_resolution,
+    grid_noise,
+)
 
 DISCRETE_TYPES = ("binary", "nominal", "ordinal")
 QUESTION_TYPES = (*DISCRETE_TYPES, "continuous")
@@ -39,6 +46,13 @@ MAX_TEXT_LENGTH = 500
 # NOISE_RANGE_FACTOR times the range's width, only overflows the engine's arithmetic.
 RANGE_BOUND = 1e12
 NOISE_RANGE_FACTOR = 1000.0
+# Degenerate mechanisms (issue 27): noise below this share of the range's width, a
+# negative survey's sigma below MIN_CATEGORY_SIGMA category steps and channel entries
+# between 0 and MIN_CHANNEL_ENTRY only break the engine's arithmetic; a step finer than
+# range / MAX_LATTICE_STEPS makes the lattice too large to fit.
+MIN_NOISE_RANGE_FACTOR = 1e-6
+MIN_CATEGORY_SIGMA = 0.01
+MAX_LATTICE_STEPS = 100_000
 # Always used with ``fullmatch`` (``$`` would also accept a trailing newline).
 KEY_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 PARTICIPANT_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -72,6 +86,8 @@ class QuestionSpec:
     params: dict[str, Any] = field(default_factory=dict)
     step: float | None = None
     translations: dict[str, Any] = field(default_factory=dict)
+    # The reporting grid (issue 31): continuous questions with noise only.
+    resolution: float | None = None
 
     @property
     def n_categories(self) -> int:
@@ -104,7 +120,86 @@ def _step(
                 % {"low": f"{value_range[0]:g}", "high": f"{value_range[1]:g}", "step": f"{raw:g}"}
             ]
             return None
+        if count > MAX_LATTICE_STEPS * (1 + 1e-9):
+            errors["step"] = [
+                _(
+                    "Too small for the range: at most %(limit)s steps across [%(low)s, "
+                    "%(high)s], got %(count)s."
+                )
+                % {
+                    "limit": f"{MAX_LATTICE_STEPS:,}",
+                    "low": f"{value_range[0]:g}",
+                    "high": f"{value_range[1]:g}",
+                    "count": f"{count:.3g}",
+                }
+            ]
+            return None
     return float(raw)
+
+
+def _resolution(
+    raw: Any,
+    qtype: str | None,
+    value_range: tuple[float, float] | None,
+    step: float | None,
+    mechanism: str,
+    errors: dict[str, list[str]],
+) -> float | None:
+    """The reporting grid's resolution of a continuous question with noise (issue 31):
+    as given, else ``step``, else the range's width / 10^4."""
+    noisy = qtype == "continuous" and mechanism in CONTINUOUS and mechanism != "none"
+    if raw is not None and not noisy:
+        if qtype is not None and mechanism:
+            errors["resolution"] = [_("Only a continuous question with noise has a resolution.")]
+        return None
+    if not noisy or value_range is None or errors:
+        return None
+    if raw is None:
+        return default_resolution(value_range[0], value_range[1], step)
+    if not is_number(raw) or not math.isfinite(raw) or not raw > 0:
+        errors["resolution"] = [
+            _("Must be a positive number, got %(value)s.") % {"value": repr(raw)}
+        ]
+        return None
+    low, high = value_range
+    values = {"low": f"{low:g}", "high": f"{high:g}", "resolution": f"{raw:g}"}
+    count = (high - low) / raw
+    if abs(count - round(count)) > 1e-6 * max(1.0, count):
+        errors["resolution"] = [
+            _(
+                "The range [%(low)s, %(high)s] must be a whole number of steps of "
+                "%(resolution)s: the grid is low, low + resolution, ..., high."
+            )
+            % values
+        ]
+    elif count > MAX_GRID_POINTS * (1 + 1e-9):
+        errors["resolution"] = [
+            _(
+                "Too small for the range: at most %(limit)s grid steps across [%(low)s, "
+                "%(high)s], got %(count)s."
+            )
+            % {**values, "limit": f"{MAX_GRID_POINTS:,}", "count": f"{count:.3g}"}
+        ]
+    elif step is not None and abs(step / raw - round(step / raw)) > 1e-6 * max(1.0, step / raw):
+        errors["resolution"] = [
+            _("The step %(step)s must be a whole number of resolutions of %(resolution)s.")
+            % {**values, "step": f"{step:g}"}
+        ]
+    if "resolution" in errors:
+        return None
+    return float(raw)
+
+
+def _grid_error(value_range: tuple[float, float], resolution: float) -> str | None:
+    """Grid values must be distinct doubles across the range (and its noise)."""
+    largest = max(abs(value_range[0]), abs(value_range[1]))
+    limit = MIN_RELATIVE_RESOLUTION * largest
+    if resolution < limit:
+        return _(
+            "The reporting grid's resolution %(resolution)s is too fine for values as large "
+            "as %(largest)s; give a resolution of at least %(limit)s."
+        ) % {"resolution": f"{resolution:g}", "largest": f"{largest:g}", "limit": f"{limit:.3g}"}
+    return None
 
 
 def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> QuestionSpec:
@@ -120,8 +215,8 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
         raise QuestionInvalid({"non_field_errors": [_("A question must be a JSON object.")]})
     errors: dict[str, list[str]] = {}
     known = {
-        "key", "text", "type", "required", "categories", "range", "step", "mechanism",
-        "translations",
+        "key", "text", "type", "required", "categories", "range", "step", "resolution",
+        "mechanism", "translations",
     }  # fmt: skip
     for name in sorted(set(raw) - known):
         errors[str(name)] = [
@@ -203,6 +298,8 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
         if problem:
             errors["mechanism"] = [problem]
 
+    resolution = _resolution(raw.get("resolution"), qtype, value_range, step, mechanism, errors)
+
     translations = raw.get("translations") or {}
     if qtype is not None and "categories" not in errors:
         problem = translations_shape_error(translations, qtype, categories)
@@ -210,6 +307,11 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
             errors["translations"] = [
                 _("Question %(key)s: %(problem)s") % {"key": repr(key), "problem": problem}
             ]
+
+    if resolution is not None and value_range is not None and "resolution" not in errors:
+        problem = _grid_error(value_range, resolution)
+        if problem:
+            errors["resolution" if raw.get("resolution") is not None else "range"] = [problem]
 
     if errors:
         raise QuestionInvalid(errors)
@@ -224,6 +326,7 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
         mechanism=mechanism,
         params=dict(params),
         step=step,
+        resolution=resolution,
     )
 
 
@@ -406,6 +509,17 @@ def mechanism_error(
                 "value": repr(value),
             }
         if value_range is not None and param in ("sigma", "half_width", "scale", "sensitivity"):
+            floor = MIN_NOISE_RANGE_FACTOR * (value_range[1] - value_range[0])
+            if value < floor:
+                return _(
+                    "%(param)s must be at least %(floor)s (%(factor)s times the range's "
+                    "width), got %(value)s."
+                ) % {
+                    "param": param,
+                    "factor": f"{MIN_NOISE_RANGE_FACTOR:g}",
+                    "floor": f"{floor:g}",
+                    "value": f"{value:g}",
+                }
             limit = NOISE_RANGE_FACTOR * (value_range[1] - value_range[0])
             if value > limit:
                 return _(
@@ -417,6 +531,12 @@ def mechanism_error(
                     "limit": f"{limit:g}",
                     "value": f"{value:g}",
                 }
+    sigma = params.get("sigma")
+    if discrete and name == "negative_gaussian" and is_number(sigma) and sigma < MIN_CATEGORY_SIGMA:
+        return _("sigma must be at least %(limit)s category steps, got %(value)s.") % {
+            "limit": f"{MIN_CATEGORY_SIGMA:g}",
+            "value": f"{sigma:g}",
+        }
     try:
         if discrete:
             channel = discrete_channel(len(categories), name, params)
@@ -465,12 +585,32 @@ def discrete_channel(
     return mechanism.channel(k, params, pairs)
 
 
-def continuous_noise(value_range: tuple[float, float], name: str, params: Mapping[str, Any]):
-    """The noise model of a continuous mechanism (``retention_replacement`` draws from range)."""
+def continuous_noise(
+    value_range: tuple[float, float],
+    name: str,
+    params: Mapping[str, Any],
+    resolution: float | None = None,
+):
+    """The noise model of a continuous mechanism (``retention_replacement`` draws from range);
+    with a ``resolution``, its form on the reporting grid from the range's low end
+    (:mod:`privacy.mechanisms.grid`: discrete noise, exact discrete channels)."""
     mechanism = CONTINUOUS.get(name)
     if mechanism is None:
         return noise_model(name, **params)  # refuses the unknown name
-    return mechanism.noise(value_range, params)
+    model = mechanism.noise(value_range, params)
+    if resolution is None:
+        return model
+    return grid_noise(model, value_range[0], resolution)
+
+
+def question_noise(question: Any):
+    """The noise model of a stored continuous question (on its grid where it has one)."""
+    return continuous_noise(
+        (question.range_low, question.range_high),
+        question.mechanism,
+        question.mechanism_params or {},
+        getattr(question, "resolution", None),
+    )
 
 
 def continuous_epsilon(
@@ -512,6 +652,8 @@ def question_scheme(question: Any, channel: NDArray[np.float64] | None = None) -
         if getattr(question, "step", None) is not None:
             entry["step"] = question.step
     entry["mechanism"] = mechanism_json(question.mechanism, question.mechanism_params)
+    if question.type not in DISCRETE_TYPES and question.mechanism != "none":
+        entry.update(grid_scheme(question))
     if question.type not in DISCRETE_TYPES:
         eps = continuous_epsilon(
             question.mechanism,
@@ -533,6 +675,28 @@ def question_scheme(question: Any, channel: NDArray[np.float64] | None = None) -
     return entry
 
 
+LEGACY_NOISE_NOTE = (
+    "Collected under the old continuous noise law: this survey was created before the "
+    "reporting grid, so its reports are accepted as before (floating-point noise, whose "
+    "last bits can leak the true value; Mironov 2012). New surveys use the grid."
+)
+
+
+def grid_scheme(question: Any) -> dict[str, Any]:
+    """The reporting grid a client needs (issue 31): ``resolution`` and ``grid`` (origin,
+    resolution and the discrete law with its exact parameters), or, for a question
+    created before the grid, ``grid: null`` and a note that the old law applies."""
+    resolution = getattr(question, "resolution", None)
+    if resolution is None:
+        return {"grid": None, "noise_note": LEGACY_NOISE_NOTE}
+    model = question_noise(question)
+    grid = model.scheme()
+    per_step = getattr(model, "epsilon_per_step", None)
+    if per_step is not None:
+        grid["epsilon_per_step"] = per_step()
+    return {"resolution": resolution, "grid": grid}
+
+
 # --------------------------------------------------------------------------- answers
 
 
@@ -547,6 +711,9 @@ class AnswerRule:
     codes: dict[str, int] | None  # label -> code for discrete questions
     low: float = 0.0  # bounds of a value the mechanism could have produced
     high: float = 0.0
+    # The reporting grid (origin, resolution) of a question created under it: a report
+    # must be a grid value; the grid value itself is stored.
+    grid: tuple[float, float] | None = None
 
     def describe_range(self) -> str:
         return f"[{self.low:g}, {self.high:g}]"
@@ -575,8 +742,9 @@ def answer_form(questions: Iterable[Any]) -> AnswerForm:
                 )
             )
         else:
-            model = continuous_noise((q.range_low, q.range_high), q.mechanism, q.mechanism_params)
+            model = question_noise(q)
             low, high = model.reported_bounds(q.range_low, q.range_high)
+            on_grid = getattr(q, "resolution", None) is not None and q.mechanism != "none"
             rules.append(
                 AnswerRule(
                     question_id=q.id,
@@ -586,6 +754,7 @@ def answer_form(questions: Iterable[Any]) -> AnswerForm:
                     codes=None,
                     low=float(low),
                     high=float(high),
+                    grid=(float(q.range_low), float(q.resolution)) if on_grid else None,
                 )
             )
     return AnswerForm(
@@ -593,6 +762,19 @@ def answer_form(questions: Iterable[Any]) -> AnswerForm:
         by_key={r.key: r for r in rules},
         required_keys=frozenset(r.key for r in rules if r.required),
     )
+
+
+def grid_value(answer: float, grid: tuple[float, float]) -> float | None:
+    """The grid value ``origin + k * resolution`` (as a double, the same in every client)
+    that ``answer`` is, or ``None`` when it is off the grid. A decimal within 10^-6 of a
+    step of the grid value (written by hand, one last bit apart) counts as it; the grid
+    value is what is stored, so no client's last bits reach the database."""
+    origin, resolution = grid
+    k = round((answer - origin) / resolution)
+    value = origin + k * resolution
+    if abs(answer - value) <= SNAP * resolution:
+        return float(value)
+    return None
 
 
 # A row to store: (question_id, code, value, n_categories).
@@ -644,8 +826,13 @@ def check_response(
                     rows.append((rule.question_id, code, None, rule.n_categories))
                     continue
         elif (kind is float or kind is int) and rule.low <= answer <= rule.high:
-            rows.append((rule.question_id, None, float(answer), 0))
-            continue
+            if rule.grid is None:
+                rows.append((rule.question_id, None, float(answer), 0))
+                continue
+            value = grid_value(answer, rule.grid)
+            if value is not None:
+                rows.append((rule.question_id, None, value, 0))
+                continue
         if answer is None:
             if rule.required:
                 answer_errors[key] = [_("This answer is required.")]
@@ -672,8 +859,22 @@ def check_response(
                     )
                     % {"value": repr(answer), "range": rule.describe_range()}
                 ]
+            elif rule.grid is not None and grid_value(answer, rule.grid) is None:
+                answer_errors[key] = [
+                    _(
+                        "%(value)s is not on the question's reporting grid %(origin)s + k * "
+                        "%(resolution)s: send what the client library computes (noise drawn "
+                        "on the grid)."
+                    )
+                    % {
+                        "value": repr(answer),
+                        "origin": f"{rule.grid[0]!r}",
+                        "resolution": f"{rule.grid[1]!r}",
+                    }
+                ]
             else:
-                rows.append((rule.question_id, None, float(answer), 0))
+                value = float(answer) if rule.grid is None else grid_value(answer, rule.grid)
+                rows.append((rule.question_id, None, value, 0))
     if len(answers) < len(form.required_keys) or not form.required_keys.issubset(answers):
         for key in form.required_keys:
             if key not in answers:

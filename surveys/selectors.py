@@ -283,12 +283,11 @@ def question_channel(question: Question) -> NDArray[np.float64]:
 
 
 def question_noise(question: Question) -> Any:
-    """The noise model (:func:`privacy.mechanisms.noise_model`) of a continuous question."""
+    """The noise model (:func:`privacy.mechanisms.noise_model`) of a continuous question,
+    in its reporting-grid form (exact discrete channels) where the question has a grid."""
     if question.is_discrete:
         raise ValueError(f"question {question.key!r} is discrete; use question_channel")
-    return schemes.continuous_noise(
-        (question.range_low, question.range_high), question.mechanism, question.mechanism_params
-    )
+    return schemes.question_noise(question)
 
 
 def survey_response_count(survey: Survey) -> int:

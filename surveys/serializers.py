@@ -118,6 +118,17 @@ class QuestionDocSerializer(serializers.Serializer):
             "-6% for age <= 30 in whole years) and carry a note saying so."
         ),
     )
+    resolution = serializers.FloatField(
+        required=False,
+        help_text=(
+            "Continuous questions with noise, optional: the reporting grid low + k * "
+            "resolution (defaults to step, else the range's width / 10^4; the range must be a "
+            "whole number of resolutions, at most 10^6 of them). Clients round the true value "
+            "to the grid at random (unbiased) and add noise drawn exactly on it (discrete "
+            "Laplace, Gaussian, staircase or uniform); the server refuses reports off the "
+            "grid and stores grid values."
+        ),
+    )
     mechanism = MechanismField()
     translations = TranslationsField(
         required=False,
@@ -155,8 +166,8 @@ class QuestionSerializer(serializers.ModelSerializer):
     class Meta:
         model = Question
         fields = [
-            "key", "text", "type", "required", "categories", "range", "step", "mechanism",
-            "translations",
+            "key", "text", "type", "required", "categories", "range", "step", "resolution",
+            "mechanism", "translations",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -269,6 +280,26 @@ class SchemeQuestionSerializer(serializers.Serializer):
         ),
     )
     instruction = serializers.CharField(required=False, help_text="negative_manual questions.")
+    resolution = serializers.FloatField(
+        required=False, help_text="The reporting grid's step (continuous questions with noise)."
+    )
+    grid = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text=(
+            "Continuous questions with noise: {origin, resolution, law} where law is "
+            "discrete_laplace (scale, in grid steps, an exact fraction 'n/d'), "
+            "discrete_gaussian (sigma2, grid steps squared), discrete_staircase (epsilon, "
+            "steps d, inner r), discrete_uniform (half_width H) or retention_replacement "
+            "(retain, points N + 1); discrete_laplace adds epsilon_per_step = resolution / "
+            "scale. Send origin + (j + K) * resolution computed in double arithmetic, j the "
+            "randomised rounding of the true value and K the law's draw. null: a survey "
+            "created before the grid (noise_note)."
+        ),
+    )
+    noise_note = serializers.CharField(
+        required=False, help_text="Surveys created before the reporting grid: the old law."
+    )
 
 
 class SchemeSerializer(serializers.Serializer):

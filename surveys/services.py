@@ -105,6 +105,7 @@ def _store_questions(survey: Survey, specs: Sequence[schemes.QuestionSpec]) -> N
                 range_low=spec.range[0] if spec.range else None,
                 range_high=spec.range[1] if spec.range else None,
                 step=spec.step,
+                resolution=spec.resolution,
                 mechanism=spec.mechanism,
                 mechanism_params=spec.params,
                 translations=spec.translations,

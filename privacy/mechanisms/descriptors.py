@@ -52,6 +52,8 @@ __all__ = [
     "noise_model",
 ]
 
+# A channel entry is 0 or at least this (issue 27: 5e-324 left a report running for ever).
+MIN_CHANNEL_ENTRY = 1e-12
 Family = Literal["discrete", "continuous"]
 # How a client distorts an answer: sample row i of the published channel, send the answer
 # as it is (no distortion, or the resident's own "not me" pick), or add noise.
@@ -183,6 +185,13 @@ def _randomised_response(k: int, params: Params, pairs: Any) -> NDArray[np.float
             gettext_noop("matrix must be %(k)s x %(k)s (one row per category), got %(shape)s"),
             k=k,
             shape=shape,
+        )
+    tiny = [v for row in matrix for v in row if 0 < v < MIN_CHANNEL_ENTRY]
+    if tiny:  # issue 27: such entries only break the engine's arithmetic
+        raise InputError(
+            gettext_noop("matrix entries must be 0 or at least %(limit)s, got %(value)s"),
+            limit=f"{MIN_CHANNEL_ENTRY:g}",
+            value=f"{tiny[0]:g}",
         )
     return custom_channel(matrix)
 

@@ -120,7 +120,7 @@ def test_organiser_builds_a_survey_and_asks_for_an_analysis(organiser, live_serv
     responses_submit_bulk(
         survey=survey,
         responses=[{"participant": f"p{i}", "answers": {"hours": str(h),
-                                                        "age": float(rng.uniform(16, 100))}}
+                                                        "age": round(rng.uniform(16, 100), 3)}}
                    for i, h in enumerate(hours)],
     )  # fmt: skip
 

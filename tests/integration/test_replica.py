@@ -48,7 +48,10 @@ def test_statistics_are_read_from_the_replica_alias(settings: Any) -> None:
         responses=[
             {
                 "participant": f"r{i}",
-                "answers": {"sex": "FM"[int(rng.integers(2))], "age": float(rng.uniform(20, 90))},
+                "answers": {
+                    "sex": "FM"[int(rng.integers(2))],
+                    "age": round(float(rng.uniform(20, 90)), 3),  # on the 0.001 grid
+                },
             }
             for i in range(400)
         ],

@@ -53,10 +53,10 @@ def test_pip_wheel_builds_the_python_client_with_requests_as_its_only_dependency
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    (wheel,) = wheels.glob("consultation_client-1.1.0-*.whl")
+    (wheel,) = wheels.glob("consultation_client-1.2.0-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-        metadata = archive.read("consultation_client-1.1.0.dist-info/METADATA").decode()
+        metadata = archive.read("consultation_client-1.2.0.dist-info/METADATA").decode()
     assert {
         "consultation_client/__init__.py",
         "consultation_client/distortion.py",

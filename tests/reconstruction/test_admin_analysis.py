@@ -31,7 +31,7 @@ def open_survey():
     survey = survey_open(survey=survey)
     rng = np.random.default_rng(1)
     labels = np.array(["none", "some", "many"])[rng.integers(0, 3, size=300)]
-    ages = rng.uniform(20, 90, size=300)
+    ages = np.round(rng.uniform(20, 90, size=300), 3)  # reports on the grid (0.001)
     responses_submit_bulk(
         survey=survey,
         responses=[{"participant": f"p{i}", "answers": {"visits": str(v), "age": float(a)}}

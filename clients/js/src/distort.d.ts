@@ -56,6 +56,34 @@ export interface SchemeQuestion {
   instruction?: string;
   /** Per language code ("de", "pl"): the text and category labels to show. */
   translations?: Record<string, QuestionTranslation>;
+  /** The reporting grid's step (continuous questions with noise). */
+  resolution?: number;
+  /** The reporting grid: reports are origin + k * resolution; null before the grid existed. */
+  grid?: Grid | null;
+  /** Surveys created before the reporting grid: their reports follow the old law. */
+  noise_note?: string;
+}
+
+/** A published discrete law; fractions are exact strings "n/d". */
+export type GridLaw =
+  | { name: "discrete_laplace"; scale: string }
+  | { name: "discrete_gaussian"; sigma2: string }
+  | { name: "discrete_uniform"; half_width: number }
+  | { name: "discrete_staircase"; epsilon: string; steps: number; inner: number }
+  | { name: "retention_replacement"; retain: string; points: number };
+
+export interface Grid {
+  origin: number;
+  resolution: number;
+  law: GridLaw;
+  /** discrete_laplace: epsilon per grid step of sensitivity (resolution / scale). */
+  epsilon_per_step?: number;
+}
+
+/** An exact fraction with BigInt numerator and (positive) denominator, in lowest terms. */
+export interface Fraction {
+  n: bigint;
+  d: bigint;
 }
 
 export interface Scheme {
@@ -107,6 +135,24 @@ export declare const VERSION: string;
 
 /** A uniform double in [0, 1) from crypto.getRandomValues (53 random bits). */
 export declare function uniform(): number;
+
+/** A uniform BigInt in [0, n) from crypto.getRandomValues (rejection sampling). */
+export declare function randomBelow(n: bigint): bigint;
+
+/** Parse an exact fraction "n/d" (or "n") as published in a grid law. */
+export declare function parseFraction(text: string, name: string): Fraction;
+
+/** True with probability exp(-gamma) for a rational gamma >= 0 (Canonne, Kamath & Steinke 2020, Algorithm 1). */
+export declare function bernoulliExp(gamma: Fraction): boolean;
+
+/** P(K = k) proportional to exp(-|k| / scale) (CKS 2020, Algorithm 2). */
+export declare function discreteLaplace(scale: Fraction): bigint;
+
+/** P(K = k) proportional to exp(-k^2 / (2 sigma2)) (CKS 2020, Algorithm 3). */
+export declare function discreteGaussian(sigma2: Fraction): bigint;
+
+/** The discrete staircase: d grid steps of sensitivity, the first r of each at the higher level, b = exp(-epsilon). */
+export declare function discreteStaircase(epsilon: Fraction, d: bigint, r: bigint): bigint;
 
 /** The value to send for one question given the true answer; throws naming the question. */
 export declare function distortAnswer(question: SchemeQuestion, value: Answer): Answer;

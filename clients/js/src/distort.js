@@ -15,7 +15,7 @@
 // server serves this same file at /static/privacy/distort.js.
 
 // Semantic version of this file; equal to package.json's "version" (tested).
-export const VERSION = "1.2.0";
+export const VERSION = "1.3.0";
 
 const MEMO_PREFIX = "privacy-distort:v1";
 const SAMPLED_DISCRETE = new Set(["randomised_response", "negative_uniform", "negative_gaussian"]);
@@ -69,6 +69,199 @@ function staircase(epsilon, delta) {
   const inner = uniform() < pInner;
   const u = uniform();
   return sign * delta * (inner ? g + gamma * u : g + gamma + (1 - gamma) * u);
+}
+
+// --- Exact discrete noise on the published reporting grid ----------------------
+// Floating-point noise leaks the true value through the report's last bits
+// (Mironov, "On significance of the least significant bits for differential
+// privacy", CCS 2012).  A continuous question with noise publishes `grid`:
+// {origin, resolution, law} with the law's parameters as exact fractions
+// ("n/d").  The report is origin + (j + K) * resolution computed in double
+// arithmetic, where j is the true value's randomised rounding to the grid (up
+// with probability equal to the exact fractional position: unbiased) and K an
+// integer drawn with BigInt arithmetic only: discrete Laplace and discrete
+// Gaussian with the exact samplers of Canonne, Kamath & Steinke, "The discrete
+// Gaussian for differential privacy" (NeurIPS 2020, Algorithms 1-3), the
+// discrete staircase and the discrete uniform.  Every random choice is an
+// integer below n drawn from crypto.getRandomValues by rejection.
+
+// A uniform BigInt in [0, n), n >= 1.
+export function randomBelow(n) {
+  if (n <= 1n) return 0n;
+  const bits = (n - 1n).toString(2).length;
+  const count = Math.ceil(bits / 32);
+  const buffer = new Uint32Array(count);
+  const excess = BigInt(count * 32 - bits);
+  for (;;) {
+    globalThis.crypto.getRandomValues(buffer);
+    let x = 0n;
+    for (const word of buffer) x = (x << 32n) | BigInt(word);
+    x >>= excess;
+    if (x < n) return x;
+  }
+}
+
+function gcd(a, b) {
+  a = a < 0n ? -a : a;
+  b = b < 0n ? -b : b;
+  while (b) [a, b] = [b, a % b];
+  return a;
+}
+
+// Exact fractions {n, d} with BigInt parts, d > 0, in lowest terms.
+function frac(n, d = 1n) {
+  if (d < 0n) [n, d] = [-n, -d];
+  const g = gcd(n, d) || 1n;
+  return { n: n / g, d: d / g };
+}
+const sub = (a, b) => frac(a.n * b.d - b.n * a.d, a.d * b.d);
+const mul = (a, b) => frac(a.n * b.n, a.d * b.d);
+const div = (a, b) => frac(a.n * b.d, a.d * b.n);
+const floorOf = (a) => (a.n >= 0n ? a.n / a.d : -((-a.n + a.d - 1n) / a.d));
+
+export function parseFraction(text, name) {
+  const match = typeof text === "string" ? /^(-?\d+)(?:\/(\d+))?$/.exec(text) : null;
+  if (!match || match[2] === "0") throw new Error(`grid law parameter "${name}" must be an exact fraction "n/d", got ${JSON.stringify(text)}`);
+  return frac(BigInt(match[1]), BigInt(match[2] ?? "1"));
+}
+
+// The exact value of a finite double as a fraction.
+function fromDouble(x) {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, x);
+  const hi = view.getUint32(0);
+  const sign = hi >>> 31 ? -1n : 1n;
+  const exponent = (hi >>> 20) & 0x7ff;
+  let mantissa = (BigInt(hi & 0xfffff) << 32n) | BigInt(view.getUint32(4));
+  let power = exponent - 1075;
+  if (exponent === 0) power = -1074;
+  else mantissa |= 1n << 52n;
+  return power >= 0 ? frac(sign * (mantissa << BigInt(power))) : frac(sign * mantissa, 1n << BigInt(-power));
+}
+
+const bernoulli = (p) => randomBelow(p.d) < p.n; // p in [0, 1]
+
+// True with probability exp(-gamma), gamma >= 0 rational (CKS Algorithm 1).
+export function bernoulliExp(gamma) {
+  while (gamma.n > gamma.d) {
+    if (!bernoulliExp(frac(1n))) return false;
+    gamma = frac(gamma.n - gamma.d, gamma.d);
+  }
+  let k = 1n;
+  while (bernoulli(frac(gamma.n, gamma.d * k))) k += 1n;
+  return k % 2n === 1n;
+}
+
+// X with P(X = x) proportional to exp(-x / t) on 0, 1, 2, ... (CKS Algorithm 2's core).
+function geometricSteps(t) {
+  for (;;) {
+    const u = randomBelow(t);
+    if (!bernoulliExp(frac(u, t))) continue;
+    let v = 0n;
+    while (bernoulliExp(frac(1n))) v += 1n;
+    return u + t * v;
+  }
+}
+
+// P(K = k) proportional to exp(-|k| / scale), scale = t / s (CKS Algorithm 2).
+export function discreteLaplace(scale) {
+  for (;;) {
+    const y = geometricSteps(scale.n) / scale.d;
+    const negative = randomBelow(2n) === 1n;
+    if (negative && y === 0n) continue;
+    return negative ? -y : y;
+  }
+}
+
+// P(K = k) proportional to exp(-k^2 / (2 sigma^2)) (CKS Algorithm 3).
+export function discreteGaussian(sigma2) {
+  let root = 0n; // floor(sqrt(floor(sigma2)))
+  const whole = sigma2.n / sigma2.d;
+  if (whole > 0n) {
+    root = BigInt(Math.floor(Math.sqrt(Number(whole))));
+    while (root * root > whole) root -= 1n;
+    while ((root + 1n) * (root + 1n) <= whole) root += 1n;
+  }
+  const t = root + 1n;
+  for (;;) {
+    const y = discreteLaplace(frac(t));
+    const distance = sub(frac(y < 0n ? -y : y), frac(sigma2.n, sigma2.d * t));
+    if (bernoulliExp(div(mul(distance, distance), frac(2n * sigma2.n, sigma2.d)))) return y;
+  }
+}
+
+// The staircase on the integers: P(K = k) proportional to b^j for |k| = j d + s
+// with s < r and b^(j+1) for r <= s < d, b = exp(-epsilon).
+export function discreteStaircase(epsilon, d, r) {
+  for (;;) {
+    const negative = randomBelow(2n) === 1n;
+    const steps = geometricSteps(epsilon.d) / epsilon.n; // P(steps = g) ~ exp(-g epsilon)
+    let position;
+    for (;;) {
+      position = randomBelow(d);
+      if (position < r || bernoulliExp(epsilon)) break;
+    }
+    const magnitude = steps * d + position;
+    if (negative && magnitude === 0n) continue;
+    return negative ? -magnitude : magnitude;
+  }
+}
+
+function wholeParam(question, law, name) {
+  const v = law[name];
+  if (!Number.isSafeInteger(v) || v < 0) fail(question, `grid law parameter "${name}" must be a whole number, got ${JSON.stringify(v)}`);
+  return BigInt(v);
+}
+
+function fractionParam(question, law, name) {
+  try {
+    const f = parseFraction(law[name], name);
+    if (f.n <= 0n) throw new Error(`grid law parameter "${name}" must be > 0, got ${JSON.stringify(law[name])}`);
+    return f;
+  } catch (error) {
+    fail(question, error.message);
+  }
+}
+
+// The report of a true value on the question's published grid.
+function gridReport(question, value) {
+  const grid = question.grid;
+  const { origin, resolution, law } = grid || {};
+  if (!Number.isFinite(origin) || !Number.isFinite(resolution) || !(resolution > 0)) fail(question, `invalid grid ${JSON.stringify(grid)}`);
+  if (!law || typeof law.name !== "string") fail(question, "the grid has no law");
+  const u = div(sub(fromDouble(value), fromDouble(origin)), fromDouble(resolution));
+  const below = floorOf(u);
+  const j = below + (bernoulli(sub(u, frac(below))) ? 1n : 0n);
+  let k;
+  switch (law.name) {
+    case "discrete_laplace": k = j + discreteLaplace(fractionParam(question, law, "scale")); break;
+    case "discrete_gaussian": k = j + discreteGaussian(fractionParam(question, law, "sigma2")); break;
+    case "discrete_uniform": { const h = wholeParam(question, law, "half_width"); k = j + randomBelow(2n * h + 1n) - h; break; }
+    case "discrete_staircase": {
+      const d = wholeParam(question, law, "steps");
+      const r = wholeParam(question, law, "inner");
+      if (!(r >= 1n && r <= d)) fail(question, `grid law needs 1 <= inner <= steps, got ${JSON.stringify(law)}`);
+      k = j + discreteStaircase(fractionParam(question, law, "epsilon"), d, r);
+      break;
+    }
+    case "retention_replacement": {
+      const retain = fractionParam(question, law, "retain");
+      if (retain.n > retain.d) fail(question, `"retain" must be in (0, 1], got ${JSON.stringify(law.retain)}`);
+      const points = wholeParam(question, law, "points");
+      k = bernoulli(retain) ? j : randomBelow(points);
+      break;
+    }
+    default: fail(question, `unknown grid law "${law.name}"`);
+  }
+  return origin + Number(k) * resolution;
+}
+
+// Whether a value is a grid value of the question (for memos).
+function onGrid(question, value) {
+  const grid = question.grid;
+  if (!grid) return true;
+  const k = Math.round((value - grid.origin) / grid.resolution);
+  return grid.origin + k * grid.resolution === value;
 }
 
 function fail(question, message) {
@@ -130,6 +323,8 @@ function distortContinuous(question, value) {
   // The server accepts only values the mechanism could have produced from the
   // range, so an out-of-range answer is caught here, where it can be fixed.
   if (hasRange && (value < range[0] || value > range[1])) fail(question, `the answer ${value} is outside the range [${range[0]}, ${range[1]}]`);
+  if (mechanism.name !== "none" && question.grid !== undefined && question.grid !== null) return gridReport(question, value);
+  // Surveys created before the reporting grid (grid null, a noise_note): the old law.
   switch (mechanism.name) {
     case "none": return value;
     case "additive_uniform": { const h = positiveParam(question, "half_width"); return value + h * (2 * uniform() - 1); }
@@ -198,7 +393,7 @@ function recall(storage, key, question) {
     if (raw === null) return undefined;
     const value = JSON.parse(raw);
     // Ignore a stale or tampered entry that the scheme could not have produced.
-    const ok = question.type === "continuous" ? Number.isFinite(value) : question.categories.includes(value);
+    const ok = question.type === "continuous" ? Number.isFinite(value) && onGrid(question, value) : question.categories.includes(value);
     return ok ? value : undefined;
   } catch {
     return undefined;

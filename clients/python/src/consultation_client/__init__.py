@@ -20,7 +20,7 @@ from consultation_client.distortion import (
 )
 from consultation_client.http import ClientError, PortalClient, fetch_scheme
 
-__version__ = "1.1.0"
+__version__ = "1.2.0"
 
 __all__ = [
     "ClientError",

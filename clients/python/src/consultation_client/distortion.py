@@ -9,6 +9,12 @@ staircase noise of Geng & Viswanath, "The optimal noise-adding mechanism in diff
 privacy", IEEE Trans. Inf. Theory 62(2), 2016) or is retained with probability ``retain`` and
 otherwise replaced by a uniform draw from the range.
 
+A question whose scheme entry carries a ``grid`` (every survey created since the reporting
+grid) is distorted exactly on it, with integer arithmetic (:mod:`consultation_client.grid`):
+randomised rounding, then discrete Laplace, Gaussian, staircase or uniform noise, and the
+report is a grid value. Floating-point noise is kept only for surveys created before the
+grid (their scheme has ``grid: null`` and a ``noise_note``).
+
 Randomness comes from :class:`random.SystemRandom` (the operating system's generator that
 :mod:`secrets` uses): a seedable generator's state can be recovered from a few outputs, which
 would let an observer undo the noise. Tests may pass their own ``rng``; portals must not.
@@ -20,6 +26,8 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from consultation_client.grid import grid_report
 
 __all__ = ["distort_answer", "distort_answers", "localise_question", "pick_language"]
 
@@ -164,6 +172,15 @@ def _distort_continuous(question: Mapping[str, Any], value: Any, rng: random.Ran
         raise _fail(question, f"answer {value!r} is outside the range [{bounds[0]}, {bounds[1]}]")
     if name == "none":
         return value
+    grid = question.get("grid")
+    if grid is not None:  # surveys created under the reporting grid: exact discrete noise
+        if not isinstance(grid, Mapping):
+            raise _fail(question, f"the scheme's grid must be an object, got {grid!r}")
+        try:
+            return grid_report(grid, value, rng)
+        except ValueError as exc:
+            raise _fail(question, str(exc)) from None
+    # Surveys created before the grid (the scheme's noise_note): the old continuous law.
     if name == "additive_uniform":
         half_width = _positive(question, "half_width")
         return value + rng.uniform(-half_width, half_width)
