@@ -414,7 +414,8 @@ class DiscreteStaircase(_Law):
         b, d, r = self.b, self.d, self.r
         m = np.maximum(r - s, 0.0)
         n = d - np.maximum(s, r)
-        return m * (m + 1) / 2.0 + b * (m * (d - r) + n * (n + 1) / 2.0) + (d - s) * b * self._half
+        total = m * (m + 1) / 2.0 + b * (m * (d - r) + n * (n + 1) / 2.0) + (d - s) * b * self._half
+        return np.asarray(total, dtype=np.float64)
 
     def tail(self, s: NDArray[np.float64]) -> NDArray[np.float64]:
         j, rest = self._split(s)
