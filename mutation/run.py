@@ -116,7 +116,9 @@ def prepare(module: str, entry: dict[str, list[str]], keep: bool) -> Path:
         if not link.is_symlink() and (ROOT / name).exists():
             link.symlink_to(ROOT / name)
     mutants = work / "mutants"
-    if keep and mutants.exists():
+    mutants.mkdir(exist_ok=True)
+    shutil.copy2(HERE / "pytest_plugin.py", mutants / "mutation_db.py")
+    if keep:
         # mutmut copies a package file only when its copy is missing: drop stale copies
         # (copy2 keeps mtimes) so that edited non-mutated code is seen.
         for package in sources:
@@ -135,6 +137,9 @@ def prepare(module: str, entry: dict[str, list[str]], keep: bool) -> Path:
         "pytest_add_cli_args": [
             "-p",
             "no:cacheprovider",
+            "-p",
+            "mutation_db",
+            "--reuse-db",
             "-m",
             "not integration and not slow and not browser",
         ],
@@ -306,7 +311,8 @@ def run_module(
         flush=True,
     )
     with open(work / "run.log", "w") as log:
-        done = subprocess.run(command, cwd=work, stdout=log, stderr=subprocess.STDOUT)
+        env = {**os.environ, "MUTATION_DB_DIR": str(work)}
+        done = subprocess.run(command, cwd=work, stdout=log, stderr=subprocess.STDOUT, env=env)
     minutes = round((time.monotonic() - started) / 60, 1)
     if done.returncode != 0:
         tail = (work / "run.log").read_text(errors="replace")[-3000:]

@@ -60,3 +60,76 @@ def test_a_group_is_published_only_when_its_whole_interval_clears_the_threshold(
     assert not group_publishable((2.0, 22.0), threshold=5)
     assert group_publishable((5.0, 22.0), threshold=5)
     assert not group_publishable((float("nan"), float("nan")), threshold=5)
+
+
+# --- boundaries that mutation testing found untested (issue 33) --------------------------
+
+
+@pytest.mark.parametrize("threshold", [True, 2.5, "5", 0, -1])
+def test_a_threshold_must_be_a_positive_integer(threshold: object) -> None:
+    with pytest.raises(
+        ValueError, match=f"option_threshold must be a positive integer, got {threshold!r}"
+    ):
+        suppress_counts([3, 7], option_threshold=threshold)  # type: ignore[arg-type]
+
+
+def test_a_threshold_of_1_hides_only_zeros() -> None:
+    assert suppress_counts([0, 1, 0.5], option_threshold=1).suppressed == (True, False, True)
+    assert question_publishable(1, question_threshold=1)
+    assert not question_publishable(0, question_threshold=1)
+
+
+@pytest.mark.parametrize(
+    ("counts", "message"),
+    [
+        ([[1, 2], [3, 4]], r"counts must be a 1-D vector, got shape \(2, 2\)"),
+        ([3, float("nan")], "counts must be finite"),
+        ([3, float("inf")], "counts must be finite"),
+        ([3, -0.5], "counts must be non-negative, found -0.5"),
+    ],
+)
+def test_bad_counts_are_refused_naming_the_problem(counts: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        suppress_counts(counts)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=message):
+        non_response_interval(100, counts)  # type: ignore[arg-type]
+
+
+def test_no_responses_is_a_question_below_the_threshold_not_an_error() -> None:
+    assert not question_publishable(0)
+    for bad in (-1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="n_responses must be a non-negative number"):
+            question_publishable(bad)
+
+
+def test_every_participant_answering_leaves_no_non_responses() -> None:
+    interval = non_response_interval(10, [5, 5])
+    assert (interval.low, interval.high) == (0.0, 0.0)
+    assert interval.label() == "0"
+    assert non_response_interval(16, [5, 5]).label() == "6"
+    for bad in (-1, float("nan")):
+        with pytest.raises(ValueError, match="n_participants must be a non-negative number"):
+            non_response_interval(bad, [5, 5])
+
+
+def test_the_non_response_bounds_use_the_threshold_minus_one_per_hidden_option() -> None:
+    # Shown: 42 + 33 + 9 = 84 of 100; two hidden options of at most 4 each.
+    interval = non_response_interval(100, [42, 33, 2, 4, 9])
+    assert (interval.low, interval.high) == (8.0, 16.0)
+    # A count equal to the threshold is shown, so it is not a hidden option.
+    assert non_response_interval(100, [42, 33, 5, 4, 9]) == non_response_interval(
+        100, [42, 33, 5, 0, 9]
+    )
+    interval = non_response_interval(100, [42, 33, 5, 4, 9])
+    assert (interval.low, interval.high) == (7.0, 11.0)
+
+
+def test_an_interval_must_be_two_numbers_and_an_infinite_bound_is_not_evidence() -> None:
+    from privacy.mechanisms import group_publishable
+
+    with pytest.raises(ValueError, match="interval must be"):
+        group_publishable((5.0, 6.0, 7.0), threshold=5)
+    assert not group_publishable((float("inf"), float("inf")), threshold=5)
+    assert group_publishable([[5.0, 9.0]], threshold=5)
+    with pytest.raises(ValueError, match="threshold must be a positive integer"):
+        group_publishable((5.0, 9.0), threshold=True)  # type: ignore[arg-type]

@@ -1,0 +1,219 @@
+"""The cost model's figures, worked by hand (reconstruction.cost; issue 33).
+
+The cost check refuses an analysis before anything is queued; a wrong factor either
+lets a request run for hours or refuses an ordinary one. Every figure here follows the
+module docstring's formula on a schema small enough to count by hand: discrete questions
+(their categories), continuous ones with a declared step (their lattice) and without
+(intervals). No database: the requests are resolved by hand.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from reconstruction import cost
+from reconstruction.analysis import AnalysisInputError, AnalysisRequest
+
+
+def discrete(k: int, mechanism: str = "randomised_response") -> SimpleNamespace:
+    return SimpleNamespace(
+        is_discrete=True, n_categories=k, mechanism=mechanism, step=None, categories=list(range(k))
+    )
+
+
+def continuous(low: float, high: float, step: float | None, mechanism: str = "none"):
+    return SimpleNamespace(
+        is_discrete=False,
+        n_categories=0,
+        mechanism=mechanism,
+        step=step,
+        range_low=low,
+        range_high=high,
+    )
+
+
+QUESTIONS: dict[str, Any] = {
+    "a": discrete(5),
+    "b": discrete(4),
+    "x": discrete(3, mechanism="none"),
+    "age": continuous(16, 100, 1.0),  # a declared step: 85 lattice points
+    "half": continuous(0, 10, 0.5),  # 21 points
+    "wide": continuous(0, 1000, 1.0),  # 1,001 points: more than 128
+}
+
+
+def _in(attribute: str, *codes: int) -> dict[str, Any]:
+    return {"attribute": attribute, "op": "in", "value": list(codes)}
+
+
+def request(spec: dict[str, Any], participants: int = 1000) -> AnalysisRequest:
+    return AnalysisRequest(
+        survey=None,  # type: ignore[arg-type]
+        spec=spec,
+        questions={k: QUESTIONS[k] for k in QUESTIONS},  # type: ignore[misc]
+        where=[],
+        strata=[],
+        thresholds=None,  # type: ignore[arg-type]
+        participants=participants,
+    )
+
+
+def test_thresholds_count_each_cut_of_the_attribute() -> None:
+    conditions = [
+        {"attribute": "age", "op": "gt", "value": 40},
+        {"attribute": "age", "op": "between", "value": [20, 30]},
+        {"attribute": "a", "op": "in", "value": [1]},
+    ]
+    assert cost._thresholds(conditions, "age") == 3
+    assert cost._thresholds(conditions, "a") == 1
+    assert cost._thresholds(conditions, "b") == 0
+
+
+def test_discrete_cells_are_the_product_of_the_categories() -> None:
+    assert cost.fit_cells(QUESTIONS, ["a"], []) == 5
+    assert cost.fit_cells(QUESTIONS, ["a", "b"], []) == 20
+    assert cost.fit_cells(QUESTIONS, [], []) == 1
+
+
+def test_continuous_axes_share_the_joint_cap_of_20000_cells() -> None:
+    # 5 x 4 = 20 discrete cells leave 1,000 per continuous axis: 40 intervals (the cap)
+    # plus one per threshold.
+    gt = [{"attribute": "age", "op": "gt", "value": 40}]
+    assert cost.fit_cells(QUESTIONS, ["a", "b", "age"], gt) == 20 * 41
+    # 20,000 / 20 = 1,000 cells for two axes: 31 each (int(sqrt(1000))).
+    assert cost.fit_cells(QUESTIONS, ["a", "b", "age", "half"], []) == 20 * 31 * 31
+    # 5 x 4 x 5 x 4 x ... : a table that leaves fewer than 2 per axis still gets 2.
+    many = {f"q{i}": discrete(10) for i in range(5)} | {"age": QUESTIONS["age"]}
+    assert cost.fit_cells(many, [*many], []) == 10**5 * 2
+
+
+def test_a_lattice_has_one_cell_per_point_up_to_128() -> None:
+    age, half, wide = QUESTIONS["age"], QUESTIONS["half"], QUESTIONS["wide"]
+    assert cost._axis_cells(age, 40, 4000, 0, "interval") == 40
+    assert cost._axis_cells(age, 40, 4000, 2, "interval") == 42
+    assert cost._axis_cells(age, 40, 4000, 0, "lattice") == 85
+    assert cost._axis_cells(half, 40, 4000, 0, "lattice") == 21
+    assert cost._axis_cells(wide, 40, 4000, 1, "lattice") == 41  # grouped like intervals
+    assert cost._axis_cells(age, 40, 40, 0, "lattice") == 85  # 40 intervals: not squeezed
+    assert cost._axis_cells(age, 20, 20, 0, "lattice") == 20  # squeezed: at most 20
+    assert cost._axis_cells(half, 20, 20, 0, "lattice") == 20  # 21 points > 20
+    assert cost._axis_cells(age, 40, 4000, 0, "both") == 85 + 40
+    assert cost._axis_cells(age, 40, 4000, 0, "either") == 85
+    assert cost._axis_cells(half, 40, 4000, 0, "either") == 40
+    no_step = continuous(16, 100, None)
+    assert cost._axis_cells(no_step, 40, 4000, 0, "lattice") == 85  # whole numbers
+
+
+def test_fit_cells_take_each_attributes_model() -> None:
+    assert cost.fit_cells(QUESTIONS, ["a", "age"], [], {"age": "lattice"}) == 5 * 85
+    assert cost.fit_cells(QUESTIONS, ["a", "age"], [], {"age": "both"}) == 5 * (85 + 40)
+    assert cost.fit_cells(QUESTIONS, ["a", "age"], []) == 5 * 40
+
+
+def test_a_count_fits_its_conditions_table_with_200_replicates() -> None:
+    spec = {"kind": "count", "where": [_in("a", 1), _in("b", 2)]}
+    assert cost.fit_cost(request(spec)) == 20 * 201
+    # Reading: 2 attributes per participant for the table.
+    assert cost.reads(request(spec)) == 2 * 1000
+    assert cost.analysis_cost(request(spec)) == 20 * 201 + int(0.01 * 2000)
+
+
+def test_a_mean_also_judges_its_groups_size() -> None:
+    spec = {"kind": "mean", "attribute": "age", "where": [_in("a", 1)]}
+    # The fit: a x age's lattice (85), 200 replicates; the group: a alone, 200 replicates.
+    assert cost.fit_cost(request(spec)) == 5 * 85 * 201 + 5 * 201
+    # Reading: the table's 2 attributes and the group's 1.
+    assert cost.reads(request(spec)) == 3 * 1000
+
+
+def test_an_undistorted_group_is_counted_for_one_unit() -> None:
+    spec = {"kind": "mean", "attribute": "age", "where": [_in("x", 1)]}
+    assert cost.fit_cost(request(spec)) == 3 * 85 * 201 + 1
+
+
+def test_a_distribution_alone_uses_its_own_channel() -> None:
+    assert cost.fit_cost(request({"kind": "distribution", "attribute": "a"})) == 5 * 201
+    spec = {"kind": "distribution", "attribute": "a", "where": [_in("b", 1)]}
+    assert cost.fit_cost(request(spec)) == 20 * 201 + 4 * 201
+
+
+def test_a_sample_has_no_interval_but_judges_its_pool_and_strata() -> None:
+    spec = {
+        "kind": "sample",
+        "where": [_in("a", 1)],
+        "strata": [{"where": [_in("b", 1)]}, {"where": [_in("b", 2)]}],
+    }
+    # Its table without replicates (5), the pool (5 x 201), each stratum (a x b, 20 x 201).
+    assert cost.fit_cost(request(spec)) == 5 + 5 * 201 + 2 * 20 * 201
+    # Reads: the pool twice (1), then per stratum 2 x 2 keys + every attribute (2).
+    assert cost.reads(request(spec)) == (2 * 1 + 2 * (2 * 2 + 2)) * 1000
+    no_strata = {"kind": "sample", "where": [_in("a", 1)]}
+    assert cost.reads(request(no_strata)) == (2 + 2 + 1) * 1000
+
+
+def test_reading_never_counts_negative_participants() -> None:
+    spec = {"kind": "count", "where": [_in("a", 1)]}
+    assert cost.reads(request(spec, participants=-5)) == 0
+
+
+def test_figure3_assigns_every_participant_per_attribute_and_replicate() -> None:
+    count = {"kind": "count", "method": "figure3", "where": [_in("a", 1), _in("b", 1)]}
+    assert cost.assignments(request(count)) == 2 * 201 * 1000
+    mean = {"kind": "mean", "method": "figure3", "attribute": "age", "where": [_in("a", 1)]}
+    assert cost.assignments(request(mean)) == 2 * 1000
+    sample = {
+        "kind": "sample",
+        "method": "figure3",
+        "where": [_in("a", 1)],
+        "strata": [{"where": [_in("b", 1)]}],
+    }
+    assert cost.assignments(request(sample)) == (1 + 2) * 1000
+    assert cost.assignments(request({**count, "method": "joint"})) == 0
+    assert cost.assignments(request({**count, "method": None})) == 0
+    assert cost.assignments(request(count, participants=-1)) == 0
+    full = cost.analysis_cost(request(count))
+    assert full == 20 * 201 + int(0.01 * 2000) + int(0.002 * 2 * 201 * 1000)
+
+
+def test_a_request_over_the_budget_is_refused_naming_the_parts(settings: Any) -> None:
+    spec = {"kind": "count", "where": [_in("a", 1), _in("b", 2)]}
+    settings.ANALYSIS_COST_BUDGET = 20 * 201 + 20
+    assert cost.check_cost(request(spec)) == 20 * 201 + 20
+    settings.ANALYSIS_COST_BUDGET = 20 * 201 + 19
+    with pytest.raises(AnalysisInputError) as refused:
+        cost.check_cost(request(spec))
+    text = str(refused.value.errors["where"])
+    assert "about 4,040 units (4,020 for joint-table cells x fits, 20 for reading" in text
+    assert "above the budget of 4,039" in text
+
+
+def test_a_panel_prices_its_fits_posteriors_and_solver() -> None:
+    spec = {
+        "kind": "panel",
+        "size": 10,
+        "where": [_in("a", 1)],
+        "quotas": [{"where": [_in("b", 1)]}, {"where": [_in("b", 2)]}],
+    }
+    fits = 5 * 301 + 2 * 20 * 301
+    posteriors = 1000 * 3 * 100 // 10
+    solver = 10 * 4 * 3  # size x types (b's 4 categories) x (quotas + 1)
+    assert cost.panel_cost(request(spec)) == fits + posteriors + solver
+    # Types are at most the participants; no quotas: one type.
+    assert cost.panel_cost(request(spec, participants=2)) == fits + 2 * 3 * 10 + 10 * 2 * 3
+    bare = {"kind": "panel", "size": 10}
+    assert cost.panel_cost(request(bare)) == 1000 * 100 // 10 + 10
+    assert cost.panel_cost(request(bare, participants=0)) == 10 + 10
+
+
+def test_a_panel_over_the_budget_is_refused_naming_the_size(settings: Any) -> None:
+    bare = {"kind": "panel", "size": 10}
+    settings.ANALYSIS_COST_BUDGET = 10_010
+    assert cost.check_panel_cost(request(bare)) == 10_010
+    settings.ANALYSIS_COST_BUDGET = 10_009
+    with pytest.raises(AnalysisInputError) as refused:
+        cost.check_panel_cost(request(bare))
+    text = str(refused.value.errors["size"])
+    assert "about 10,010 units" in text and "budget of 10,009" in text
