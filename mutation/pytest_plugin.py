@@ -39,3 +39,21 @@ def pytest_configure(config: Any) -> None:
             if "sqlite3" in entry["ENGINE"]:
                 entry.setdefault("TEST", {})["NAME"] = name
         return
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[Any]) -> None:
+    """Run the module's tests in the order modules.toml lists them (fast, direct tests
+    first), so a mutant is usually killed before the slow end-to-end tests start."""
+    order = [p for p in os.environ.get("MUTATION_TEST_ORDER", "").split(os.pathsep) if p]
+    if not order:
+        return
+
+    def rank(item: Any) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        for index, prefix in enumerate(order):
+            if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+                return index
+        return len(order)
+
+    items.sort(key=rank)

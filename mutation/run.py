@@ -118,6 +118,12 @@ def prepare(module: str, entry: dict[str, list[str]], keep: bool) -> Path:
     mutants = work / "mutants"
     mutants.mkdir(exist_ok=True)
     shutil.copy2(HERE / "pytest_plugin.py", mutants / "mutation_db.py")
+    # What tests read beside the code (clients/, docs/, README.md, ...): linked, not copied.
+    skip = {*sources, "tests", *EXTRA, ".git", ".venv", "var", "pyproject.toml"}
+    for item in ROOT.iterdir():
+        link = mutants / item.name
+        if item.name not in skip and not link.exists() and not link.is_symlink():
+            link.symlink_to(item)
     if keep:
         # mutmut copies a package file only when its copy is missing: drop stale copies
         # (copy2 keeps mtimes) so that edited non-mutated code is seen.
@@ -311,7 +317,11 @@ def run_module(
         flush=True,
     )
     with open(work / "run.log", "w") as log:
-        env = {**os.environ, "MUTATION_DB_DIR": str(work)}
+        env = {
+            **os.environ,
+            "MUTATION_DB_DIR": str(work),
+            "MUTATION_TEST_ORDER": os.pathsep.join(entry["tests"]),
+        }
         done = subprocess.run(command, cwd=work, stdout=log, stderr=subprocess.STDOUT, env=env)
     minutes = round((time.monotonic() - started) / 60, 1)
     if done.returncode != 0:

@@ -15,6 +15,9 @@ import pytest
 from reconstruction import disclosure
 from reconstruction.algorithms.queries import Condition
 from reconstruction.analysis import AnalysisRequest
+from tests.guard.test_disclosure_and_quotas import is_in
+from tests.guard.test_disclosure_intervals import _mean, distorted  # noqa: F401
+from tests.guard.test_disclosure_intervals import _request as _resolved
 
 # Two hidden cells of 0..10 each, shown cells of 10..12 and 20..21; published total 40.
 BOUNDS = [[0.0, 10.0], [0.0, 10.0], [10.0, 12.0], [20.0, 21.0]]
@@ -32,6 +35,10 @@ def test_the_published_total_narrows_the_hidden_sum_from_both_sides() -> None:
     # A small total caps the high bound; a large one lifts the low bound.
     assert disclosure.hidden_total(BOUNDS, HIDDEN, 31.0) == (0.0, 1.0)
     assert disclosure.hidden_total(BOUNDS, HIDDEN, 53.0) == (20.0, 20.0)
+
+
+def test_the_hidden_cells_may_be_given_as_a_0_1_mask() -> None:
+    assert disclosure.hidden_total(BOUNDS, [1, 1, 0, 0], 40.0) == (7.0, 10.0)
 
 
 def test_the_hidden_sum_reads_each_bound_from_its_own_column() -> None:
@@ -73,6 +80,33 @@ def test_a_single_hidden_cell_is_never_left_alone_even_when_it_is_zero() -> None
     assert disclosure.hidden_cells([3, 10, 20], 5).tolist() == [True, True, False]
     # The next-smallest shown cell is the one hidden, not the first or the largest.
     assert disclosure.hidden_cells([20, 10, 3, 12], 5).tolist() == [False, True, True, False]
+
+
+def test_the_published_total_can_make_two_hidden_cells_enough() -> None:
+    # Alone the two hidden cells sum to 0..8, but the total (78) minus the shown cells'
+    # highs (31 + 41) puts their sum at 6 or more: publishable, nothing more is hidden.
+    intervals = [[0, 4], [0, 4], [29, 31], [39, 41]]
+    hidden = disclosure.hidden_cells([4, 4, 30, 40], 5, intervals)
+    assert hidden.tolist() == [True, True, False, False]
+
+
+@pytest.mark.parametrize("half_width", [0.25, 0.5])
+def test_a_hidden_sum_is_provably_empty_only_below_half_a_person(half_width: float) -> None:
+    # Highs summing to 0.5 or 1.0 may still round to a person: keep hiding.
+    intervals = [[0, half_width], [0, half_width], [10, 12], [20, 22]]
+    hidden = disclosure.hidden_cells([0.1, 0.1, 11, 21], 5, intervals)
+    assert hidden.tolist() == [True, True, True, False]
+    intervals = [[0, 0.2], [0, 0.2], [10, 12], [20, 22]]
+    hidden = disclosure.hidden_cells([0.1, 0.1, 11, 21], 5, intervals)
+    assert hidden.tolist() == [True, True, False, False]
+
+
+def test_among_equal_cells_the_first_is_hidden() -> None:
+    # 17 cells (past numpy's small-array sort) with ties at 10: the complement of the one
+    # primary cell is the first 10 (index 4), whatever the sort would pick.
+    counts = [3, 11, 12, 12, 10, 10, 12, 12, 10, 10, 12, 11, 10, 12, 10, 11, 11]
+    hidden = disclosure.hidden_cells(counts, 5)
+    assert np.flatnonzero(hidden).tolist() == [0, 4]
 
 
 def test_suppression_of_nothing_or_everything_needs_no_complement() -> None:
@@ -119,6 +153,9 @@ def test_an_empty_where_overrides_the_requests_condition() -> None:
 def test_check_group_refuses_below_the_threshold_and_names_the_label() -> None:
     disclosure.check_group(disclosure.GroupSize(12.0, 10.0, 14.0, False), 10)
     with pytest.raises(disclosure.JobRefused) as refused:
+        disclosure.check_group(disclosure.GroupSize(12.0, 9.0, 14.0, False), 10)
+    assert refused.value.reason.startswith("the group this condition selects is too small")
+    with pytest.raises(disclosure.JobRefused) as refused:
         disclosure.check_group(
             disclosure.GroupSize(12.0, 9.0, 14.0, False), 10, label="stratum N: "
         )
@@ -126,3 +163,25 @@ def test_check_group_refuses_below_the_threshold_and_names_the_label() -> None:
     assert text.startswith("stratum N: the group this condition selects is too small")
     assert "stratum N: " in text
     assert "below 10" in text
+
+
+@pytest.mark.django_db
+def test_group_size_counts_the_given_condition_not_the_requests(distorted) -> None:  # noqa: F811
+    _, survey = distorted
+    request = _resolved(survey, _mean(survey, is_in("district", "C")))
+    other = _resolved(survey, _mean(survey, is_in("district", "N", "S")))
+    size = disclosure.group_size(request, other.where)
+    assert size == disclosure.group_size(other)
+    assert size != disclosure.group_size(request)
+    assert size.exact is False
+
+
+@pytest.mark.django_db
+def test_group_size_counts_the_participants_when_the_request_has_not(distorted) -> None:  # noqa: F811
+    from dataclasses import replace
+
+    _, survey = distorted
+    request = _resolved(survey, _mean(survey, is_in("district", "N", "S")))
+    assert request.participants == 200
+    uncounted = replace(request, participants=0)
+    assert disclosure.group_size(uncounted) == disclosure.group_size(request)

@@ -276,3 +276,20 @@ def test_the_condition_limit_is_inclusive_and_require_invertible_passes_it_on() 
     assert require_invertible(channel) == pytest.approx(5.0)
     with pytest.raises(ValueError, match=r"nearly singular \(condition number 5, at most 4 "):
         require_invertible(channel, max_condition=4.0)
+
+
+def test_codes_are_integers_or_whole_floats_of_any_float_width() -> None:
+    whole32 = np.array([[0, 2]], dtype=np.float32)
+    assert_allclose(manual_negative(3, whole32), manual_negative(3, [[0, 2]]), atol=0)
+    for bad in (np.array([[True, False]]), np.array([["0", "2"]])):
+        with pytest.raises(ValueError, match="pairs must be integer category codes, got dtype"):
+            manual_negative(3, bad)
+
+
+def test_distorted_codes_out_of_range_are_named_codes() -> None:
+    from privacy.mechanisms import distort_codes
+
+    with pytest.raises(ValueError, match=r"codes must lie in 0..1, found 2"):
+        distort_codes([0, 2], randomised_response(2, 0.8), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="codes must be integer category codes"):
+        distort_codes([0.5], randomised_response(2, 0.8), np.random.default_rng(0))
