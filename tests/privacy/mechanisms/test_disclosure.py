@@ -133,3 +133,22 @@ def test_an_interval_must_be_two_numbers_and_an_infinite_bound_is_not_evidence()
     assert group_publishable([[5.0, 9.0]], threshold=5)
     with pytest.raises(ValueError, match="threshold must be a positive integer"):
         group_publishable((5.0, 9.0), threshold=True)  # type: ignore[arg-type]
+
+
+def test_each_threshold_is_named_in_its_refusal() -> None:
+    with pytest.raises(ValueError, match=r"^option_threshold must be a positive integer, got 0"):
+        non_response_interval(10, [1], option_threshold=0)
+    with pytest.raises(ValueError, match=r"^question_threshold must be a positive integer, got 0"):
+        question_publishable(5, question_threshold=0)
+
+
+def test_a_survey_without_participants_has_no_non_responses() -> None:
+    interval = non_response_interval(0, [])
+    assert (interval.low, interval.high) == (0.0, 0.0)
+
+
+def test_a_missing_bound_is_not_evidence_of_a_large_group() -> None:
+    from privacy.mechanisms import group_publishable
+
+    assert not group_publishable((None, 9.0), threshold=5)
+    assert not group_publishable([None, None], threshold=5)

@@ -51,3 +51,41 @@ def test_distort_values_delegates_to_the_noise_model() -> None:
     assert_allclose(reported.std(), 2.0, rtol=0.02)
     with pytest.raises(ValueError, match="noise model"):
         distort_values(values, "gaussian", np.random.default_rng(0))  # type: ignore[arg-type]
+
+
+# --- the draw at the edges of the CDF (issue 33: mutation testing) -------------------------
+
+
+class _Draws:
+    """A generator whose uniform draws are given: the edges no seed reliably reaches."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def random(self, n: int) -> np.ndarray:
+        return np.full(n, self.value)
+
+
+JUST_BELOW_1 = float(np.nextafter(1.0, 0.0))
+
+
+def test_a_category_of_probability_0_is_never_reported_at_the_top_of_the_cdf() -> None:
+    # Ten categories of 0.1 sum to 0.9999999999999999: a draw just below 1 lies past
+    # them and must still report the last possible category (9), not the impossible 10/11.
+    channel = np.array([[0.1] * 10 + [0.0, 0.0]])
+    assert distort_codes([0], channel, _Draws(JUST_BELOW_1)).tolist() == [9]  # type: ignore[arg-type]
+
+
+def test_a_draw_that_rounds_up_to_the_next_row_stays_in_its_row() -> None:
+    # 1 + (1 - 2**-53) rounds to 2.0, the next row's start: the report is capped at the
+    # last possible category of code 1, never a category index past the channel.
+    channel = np.array([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0]])
+    assert distort_codes([1, 0], channel, _Draws(JUST_BELOW_1)).tolist() == [1, 1]  # type: ignore[arg-type]
+
+
+def test_a_draw_on_a_cdf_step_reports_the_category_it_starts() -> None:
+    # Inverse CDF: category j when cdf[j-1] <= u < cdf[j]; a zero-probability first
+    # category is skipped even by a draw of exactly 0.
+    channel = np.array([[0.0, 0.5, 0.5], [0.5, 0.0, 0.5]])
+    assert distort_codes([0, 1], channel, _Draws(0.0)).tolist() == [1, 0]  # type: ignore[arg-type]
+    assert distort_codes([0, 1], channel, _Draws(0.5)).tolist() == [2, 2]  # type: ignore[arg-type]
