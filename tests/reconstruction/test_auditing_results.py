@@ -15,6 +15,7 @@ import pytest
 
 from reconstruction import auditing
 from reconstruction.algorithms.audit import Box, Continuous, Discrete, Published
+from reconstruction.kinds import base
 
 SEX = SimpleNamespace(categories=["f", "m", "d"], is_discrete=True, n_categories=3, range_high=None)
 AGE = SimpleNamespace(
@@ -25,22 +26,25 @@ WHERE = [{"attribute": "sex", "op": "in", "value": ["m", "d"]}]
 GROUP = Box.of([("sex", "in", {1, 2})])
 
 
+def _conditions(raw: list[dict[str, object]]) -> list[tuple[str, str, object]]:
+    return base.audit_conditions(base.conditions(raw), QUESTIONS)
+
+
 def test_a_condition_names_categories_by_code_and_unknown_names_are_skipped() -> None:
-    assert auditing._conditions(WHERE, QUESTIONS) == [("sex", "in", {1, 2})]
-    gt = [{"attribute": "age", "op": "gt", "value": 40}]
-    assert auditing._conditions(gt, QUESTIONS) == [("age", "gt", 40)]
+    assert _conditions(WHERE) == [("sex", "in", {1, 2})]
+    assert _conditions([{"attribute": "age", "op": "gt", "value": 40}]) == [("age", "gt", 40)]
     with pytest.raises(auditing._Unknown):
-        auditing._conditions([{"attribute": "income", "op": "gt", "value": 1}], QUESTIONS)
+        _conditions([{"attribute": "income", "op": "gt", "value": 1}])
     with pytest.raises(auditing._Unknown):
-        auditing._conditions([{"attribute": "sex", "op": "in", "value": ["x"]}], QUESTIONS)
+        _conditions([{"attribute": "sex", "op": "in", "value": ["x"]}])
 
 
 def test_a_missing_bound_is_unbounded_and_no_interval_is_the_value() -> None:
-    assert auditing._interval([3.0, 9.0], 5.0) == (3.0, 9.0)
-    assert auditing._interval([None, 9.0], 5.0) == (-math.inf, 9.0)
-    assert auditing._interval((3.0, None), 5.0) == (3.0, math.inf)
-    assert auditing._interval(None, 5.0) == (5.0, 5.0)
-    assert auditing._interval([1.0, 2.0, 3.0], 5.0) == (5.0, 5.0)
+    assert base.audit_interval([3.0, 9.0], 5.0) == (3.0, 9.0)
+    assert base.audit_interval([None, 9.0], 5.0) == (-math.inf, 9.0)
+    assert base.audit_interval((3.0, None), 5.0) == (3.0, math.inf)
+    assert base.audit_interval(None, 5.0) == (5.0, 5.0)
+    assert base.audit_interval([1.0, 2.0, 3.0], 5.0) == (5.0, 5.0)
 
 
 @pytest.mark.parametrize(
@@ -162,6 +166,10 @@ def test_the_universe_and_keys_of_a_request() -> None:
         "sex": Discrete(3),
         "age": Continuous(16.0, 100.0),
     }
-    spec = {"where": [*WHERE, {"attribute": "age", "op": "gt", "value": 1}], "attribute": "x"}
-    assert auditing._keys(spec) == ["sex", "age", "x"]
-    assert auditing._keys({}) == []
+    where = base.conditions([*WHERE, {"attribute": "age", "op": "gt", "value": 1}])
+    assert auditing._keys(base.KindRequest(kind="mean", attribute="x", where=where)) == [
+        "sex",
+        "age",
+        "x",
+    ]
+    assert auditing._keys(base.KindRequest(kind="count")) == []

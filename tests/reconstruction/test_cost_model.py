@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from reconstruction import cost
+from reconstruction import cost, registry
 from reconstruction.analysis import AnalysisInputError, AnalysisRequest
+from reconstruction.kinds import base
 
 
 def discrete(k: int, mechanism: str = "randomised_response") -> SimpleNamespace:
@@ -50,9 +51,11 @@ def _in(attribute: str, *codes: int) -> dict[str, Any]:
 
 
 def request(spec: dict[str, Any], participants: int = 1000) -> AnalysisRequest:
+    kind = registry.get(spec["kind"])
     return AnalysisRequest(
         survey=None,  # type: ignore[arg-type]
-        spec=spec,
+        kind=kind,
+        params=kind.parse({k: v for k, v in spec.items() if v is not None}),
         questions={k: QUESTIONS[k] for k in QUESTIONS},  # type: ignore[misc]
         where=[],
         strata=[],
@@ -62,11 +65,13 @@ def request(spec: dict[str, Any], participants: int = 1000) -> AnalysisRequest:
 
 
 def test_thresholds_count_each_cut_of_the_attribute() -> None:
-    conditions = [
-        {"attribute": "age", "op": "gt", "value": 40},
-        {"attribute": "age", "op": "between", "value": [20, 30]},
-        {"attribute": "a", "op": "in", "value": [1]},
-    ]
+    conditions = base.conditions(
+        [
+            {"attribute": "age", "op": "gt", "value": 40},
+            {"attribute": "age", "op": "between", "value": [20, 30]},
+            {"attribute": "a", "op": "in", "value": [1]},
+        ]
+    )
     assert cost._thresholds(conditions, "age") == 3
     assert cost._thresholds(conditions, "a") == 1
     assert cost._thresholds(conditions, "b") == 0
@@ -81,7 +86,7 @@ def test_discrete_cells_are_the_product_of_the_categories() -> None:
 def test_continuous_axes_share_the_joint_cap_of_20000_cells() -> None:
     # 5 x 4 = 20 discrete cells leave 1,000 per continuous axis: 40 intervals (the cap)
     # plus one per threshold.
-    gt = [{"attribute": "age", "op": "gt", "value": 40}]
+    gt = base.conditions([{"attribute": "age", "op": "gt", "value": 40}])
     assert cost.fit_cells(QUESTIONS, ["a", "b", "age"], gt) == 20 * 41
     # 20,000 / 20 = 1,000 cells for two axes: 31 each (int(sqrt(1000))).
     assert cost.fit_cells(QUESTIONS, ["a", "b", "age", "half"], []) == 20 * 31 * 31
@@ -144,7 +149,7 @@ def test_a_sample_has_no_interval_but_judges_its_pool_and_strata() -> None:
     spec = {
         "kind": "sample",
         "where": [_in("a", 1)],
-        "strata": [{"where": [_in("b", 1)]}, {"where": [_in("b", 2)]}],
+        "strata": [{"where": [_in("b", 1)], "size": 5}, {"where": [_in("b", 2)], "size": 5}],
     }
     # Its table without replicates (5), the pool (5 x 201), each stratum (a x b, 20 x 201).
     assert cost.fit_cost(request(spec)) == 5 + 5 * 201 + 2 * 20 * 201
@@ -168,7 +173,7 @@ def test_figure3_assigns_every_participant_per_attribute_and_replicate() -> None
         "kind": "sample",
         "method": "figure3",
         "where": [_in("a", 1)],
-        "strata": [{"where": [_in("b", 1)]}],
+        "strata": [{"where": [_in("b", 1)], "size": 5}],
     }
     assert cost.assignments(request(sample)) == (1 + 2) * 1000
     assert cost.assignments(request({**count, "method": "joint"})) == 0
@@ -195,7 +200,10 @@ def test_a_panel_prices_its_fits_posteriors_and_solver() -> None:
         "kind": "panel",
         "size": 10,
         "where": [_in("a", 1)],
-        "quotas": [{"where": [_in("b", 1)]}, {"where": [_in("b", 2)]}],
+        "quotas": [
+            {"where": [_in("b", 1)], "min": 1, "max": 5},
+            {"where": [_in("b", 2)], "min": 1, "max": 5},
+        ],
     }
     fits = 5 * 301 + 2 * 20 * 301
     posteriors = 1000 * 3 * 100 // 10
