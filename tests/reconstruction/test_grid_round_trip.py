@@ -43,7 +43,7 @@ def test_distribution_share_and_mean_come_back_from_grid_reports(name):
     n = 20_000
     ages = _ages(rng, n, whole)
     reports = model.distort(ages, rng)
-    k, on = model.grid.index(reports)
+    _, on = model.grid.index(reports)
     assert on.all()
     result = reconstruct_continuous(
         reports, model, LOW, HIGH, thresholds=[30.0], rng=rng, n_boot=50, step=step
