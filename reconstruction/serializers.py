@@ -11,6 +11,7 @@ from rest_framework import serializers
 from core.messages import localise_result, translate
 from core.strict import JSONIntegerField, JSONNumberField, StrictFieldsMixin
 from privacy.mechanisms.channels import channel_conditioning
+from privacy.mechanisms.descriptors import MIN_CHANNEL_ENTRY
 from reconstruction import registry
 from reconstruction.algorithms.methods import DISCRETE_METHODS, check_method
 from reconstruction.conditions import OPERATORS
@@ -91,6 +92,14 @@ class AggregateReconstructionSerializer(StrictFieldsMixin, JobSerializer):
         if not 0 < sum(counts) <= 1e12:
             raise serializers.ValidationError(
                 {"counts": _("The counts must add up to a positive total of at most 1e12.")}
+            )
+        tiny = [v for row in channel for v in row if 0 < v < MIN_CHANNEL_ENTRY]
+        if tiny:  # issue 27: 5e-324 left the job running for ever
+            raise serializers.ValidationError(
+                {
+                    "channel": _("matrix entries must be 0 or at least %(limit)s, got %(value)s")
+                    % {"limit": f"{MIN_CHANNEL_ENTRY:g}", "value": f"{tiny[0]:g}"}
+                }
             )
         try:  # the channel alone decides (no estimator runs in the request: issue 13)
             matrix = check_method(channel, attrs["method"])
