@@ -59,3 +59,52 @@ def test_privacy_level_extremes() -> None:
 def test_privacy_level_validates_prior() -> None:
     with pytest.raises(ValueError, match="prior"):
         privacy_level(negative_uniform(3), prior=[1, 2])
+
+
+# --- priors, rectangular channels, never-reported columns (issue 33: mutation testing) ------
+
+
+def test_a_prior_weights_the_posterior_and_is_normalised() -> None:
+    channel = [[0.8, 0.2], [0.2, 0.8]]
+    # P(0 | 0) = 0.25 * 0.8 / (0.25 * 0.8 + 0.75 * 0.2) = 0.2 / 0.35.
+    levels = privacy_levels(channel, prior=[1.0, 3.0])
+    assert_allclose(levels[0, 0], 1 - 0.2 / 0.35, rtol=1e-12)
+    assert_allclose(levels, privacy_levels(channel, prior=[0.25, 0.75]), rtol=1e-12)
+    # The survey's level: sum over i, j of w_i C_ij (1 - P(i | j)).
+    expected = (0.25 * 0.8 * (0.15 / 0.35) + 0.25 * 0.2 * (0.6 / 0.65)) + (
+        0.75 * 0.2 * (0.2 / 0.35) + 0.75 * 0.8 * (0.05 / 0.65)
+    )
+    assert privacy_level(channel, prior=[1.0, 3.0]) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "prior", [[1.0, -0.5], [float("nan"), 1.0], [0.0, 0.0], [1.0, float("inf")]]
+)
+def test_a_prior_must_be_finite_non_negative_and_not_all_zero(prior: list[float]) -> None:
+    with pytest.raises(ValueError, match="prior must be finite, non-negative and not all zero"):
+        privacy_levels([[0.8, 0.2], [0.2, 0.8]], prior=prior)
+
+
+def test_a_prior_may_leave_out_a_category() -> None:
+    levels = privacy_levels([[0.8, 0.2], [0.2, 0.8]], prior=[0.0, 1.0])
+    assert_allclose(levels, [[1.0, 1.0], [0.0, 0.0]], atol=1e-15)
+
+
+def test_a_rectangular_channel_weighs_its_true_categories() -> None:
+    # Two true categories, three reports; the uniform prior has two entries, not three.
+    channel = [[0.5, 0.5, 0.0], [0.0, 0.5, 0.5]]
+    levels = privacy_levels(channel)
+    assert_allclose(levels, [[0.0, 0.5, 1.0], [1.0, 0.5, 0.0]], atol=1e-15)
+    assert privacy_level(channel) == pytest.approx(0.25)
+
+
+def test_a_never_reported_column_is_nan_without_warnings() -> None:
+    import warnings
+
+    channel = [[1.0, 0.0], [1.0, 0.0]]  # every report is 0; column 1 never occurs
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        levels = privacy_levels(channel)
+    assert_allclose(levels[:, 0], [0.5, 0.5], atol=1e-15)
+    assert np.isnan(levels[:, 1]).all()
+    assert privacy_level(channel) == pytest.approx(0.5)
