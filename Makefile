@@ -98,7 +98,7 @@ test-slow: $(VENV)/.dev $(CATALOGUES)
 	$(MAKE) test-mutation-all
 
 # Mutation testing (mutation/modules.toml, docs/reference/mutation-testing.md): the
-# privacy-critical modules whose code or tests differ from BASE (a smoke run on one module
+# privacy-critical modules whose code or tests differ from BASE (a smoke run on one small module
 # when none does), each mutant against that module's tests; fails below 90% per module.
 # Writes bench/results/mutation-YYYY-MM-DD.md. Not part of `make test`.
 BASE ?= main

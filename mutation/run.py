@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 HERE = ROOT / "mutation"
 WORK = ROOT / "var" / "mutation"
 RESULTS = ROOT / "bench" / "results"
-SMOKE = "reconstruction/disclosure.py"
+SMOKE = "privacy/mechanisms/disclosure.py"
 CLASS_SEP = "ǁ"  # mutmut's separator in a method's mutant name
 # Top-level entries that are not part of the Django project the tests import.
 NOT_SOURCE = {"tests", "bench", "clients", "docs", "mutation", "var", "node_modules"}
