@@ -122,3 +122,38 @@ def test_additive_noise_is_the_generators_draw_added(name: str, param: str, draw
     model = noise_model(name, **{param: 1.0})
     reported = model.distort(np.full(5, 10.0), np.random.default_rng(7))
     assert_allclose(reported, 10.0 + draw(np.random.default_rng(7)), atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("cls", "field", "others"),
+    [
+        ("AdditiveGaussian", "sigma", {}),
+        ("AdditiveLaplace", "scale", {}),
+        ("AdditiveUniform", "half_width", {}),
+        ("AdditiveStaircase", "epsilon", {"sensitivity": 10.0}),
+        ("AdditiveStaircase", "sensitivity", {"epsilon": 2.0}),
+    ],
+)
+def test_a_noise_parameter_is_stored_as_a_float_and_named_when_bad(
+    cls: str, field: str, others: dict[str, float]
+) -> None:
+    import privacy.mechanisms as mechanisms
+
+    model_class = getattr(mechanisms, cls)
+    model = model_class(**{field: "2", **others})
+    assert getattr(model, field) == 2.0 and isinstance(getattr(model, field), float)
+    with pytest.raises(ValueError, match=rf"^{field} must be > 0 and finite, got -1\.5$"):
+        model_class(**{field: -1.5, **others})
+    with pytest.raises(ValueError, match=rf"^{field} must be a number, got 'x'$"):
+        model_class(**{field: "x", **others})
+
+
+def test_the_staircase_epsilon_limit_is_inclusive_and_named() -> None:
+    from privacy.mechanisms import AdditiveStaircase
+    from privacy.mechanisms.noise import MAX_STAIRCASE_EPSILON
+
+    assert AdditiveStaircase(epsilon=MAX_STAIRCASE_EPSILON, sensitivity=1.0).epsilon == 500.0
+    with pytest.raises(ValueError, match=r"^epsilon must be at most 500, got 501$"):
+        AdditiveStaircase(epsilon=501, sensitivity=1.0)
+    with pytest.raises(ValueError, match=r"^epsilon must be > 0 and finite, got 1e-300$"):
+        AdditiveStaircase(epsilon=1e-300, sensitivity=1.0)

@@ -134,3 +134,22 @@ def test_a_directly_published_cell_is_left_to_the_per_query_rule():
     universe = {"x": Discrete(3)}
     cells = [Published(Box.of([("x", "in", {i})]), 40.0, 2.0, 80.0) for i in range(3)]
     assert audit(universe, [Published.exact(Box(), 120)], cells, 5) is None
+
+
+# --- inputs and helpers (issue 33: mutation testing) -------------------------------------
+
+
+def test_between_needs_two_bounds():
+    import pytest
+
+    for value in (5, [1.0], [1.0, 2.0, 3.0]):
+        with pytest.raises(ValueError, match="'between' needs \\[t1, t2\\]"):
+            Box.of([("age", "between", value)])
+    with pytest.raises(ValueError, match="unknown op 'ne'"):
+        Box.of([("age", "ne", 3)])
+
+
+def test_an_exact_result_is_its_value_three_times():
+    result = Published.exact(Box(), 7)
+    assert (result.estimate, result.low, result.high) == (7.0, 7.0, 7.0)
+    assert all(isinstance(x, float) for x in (result.estimate, result.low, result.high))
