@@ -173,3 +173,17 @@ def test_the_universe_and_keys_of_a_request() -> None:
         "x",
     ]
     assert auditing._keys(base.KindRequest(kind="count")) == []
+
+
+def test_an_unknown_attribute_is_named() -> None:
+    with pytest.raises(auditing._Unknown) as unknown:
+        _conditions([{"attribute": "income", "op": "gt", "value": 1}])
+    assert unknown.value.args == ("income",)
+    with pytest.raises(auditing._Unknown) as unknown:
+        _conditions([{"attribute": "sex", "op": "in", "value": ["x"]}])
+    assert unknown.value.args == ("sex",)
+
+
+def test_a_result_stored_without_an_interval_is_taken_at_its_value() -> None:
+    results = auditing.results_of("count", {"where": WHERE}, {"estimate": 20.0}, QUESTIONS)
+    assert [(r.estimate, r.low, r.high) for r in results] == [(20.0, 20.0, 20.0)]
