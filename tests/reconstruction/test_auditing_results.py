@@ -187,3 +187,20 @@ def test_an_unknown_attribute_is_named() -> None:
 def test_a_result_stored_without_an_interval_is_taken_at_its_value() -> None:
     results = auditing.results_of("count", {"where": WHERE}, {"estimate": 20.0}, QUESTIONS)
     assert [(r.estimate, r.low, r.high) for r in results] == [(20.0, 20.0, 20.0)]
+
+
+def test_hidden_cells_over_the_whole_range_are_one_run() -> None:
+    results = _age_distribution([None, None, None], [20.0, 30.0])
+    assert results == [Published(Box.of([("age", "between", (16.0, 100.0))]), 25.0, 20.0, 30.0)]
+
+
+def test_a_distribution_publishes_the_cells_it_has_intervals_for() -> None:
+    payload = {"counts": [30.0, 20.0], "ci95": [[25.0, 35.0]]}
+    assert _distribution(payload) == [Published(Box.of([("sex", "in", {0})]), 30.0, 25.0, 35.0)]
+
+
+def test_a_distribution_of_an_unknown_attribute_names_it() -> None:
+    spec = {"kind": "distribution", "attribute": "income", "where": []}
+    with pytest.raises(auditing._Unknown) as unknown:
+        auditing.results_of("distribution", spec, {"counts": [1.0]}, QUESTIONS)
+    assert unknown.value.args == ("income",)

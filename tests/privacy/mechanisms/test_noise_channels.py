@@ -157,3 +157,27 @@ def test_the_staircase_epsilon_limit_is_inclusive_and_named() -> None:
         AdditiveStaircase(epsilon=501, sensitivity=1.0)
     with pytest.raises(ValueError, match=r"^epsilon must be > 0 and finite, got 1e-300$"):
         AdditiveStaircase(epsilon=1e-300, sensitivity=1.0)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        NoNoise(),
+        RR,
+        noise_model("additive_uniform", half_width=1.0),
+        noise_model("additive_laplace", scale=1.0),
+    ],
+)
+def test_every_channel_names_the_bad_edges(model: object) -> None:
+    bad = [0.0, 0.0, 1.0]
+    with pytest.raises(ValueError, match=r"^true_edges must be strictly increasing$"):
+        model.interval_channel(bad, EDGES)  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match=r"^reported_edges must be strictly increasing$"):
+        model.interval_channel(EDGES, bad)  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match=r"^reported_edges must be strictly increasing$"):
+        model.point_channel([1.0], bad)  # type: ignore[attr-defined]
+
+
+def test_reported_bounds_name_both_ends() -> None:
+    with pytest.raises(ValueError, match=r"^need finite low < high, got low=2\.0, high=1\.0$"):
+        NoNoise().reported_bounds(2, 1)
