@@ -225,3 +225,39 @@ def test_a_panel_over_the_budget_is_refused_naming_the_size(settings: Any) -> No
         cost.check_panel_cost(request(bare))
     text = str(refused.value.errors["size"])
     assert "about 10,010 units" in text and "budget of 10,009" in text
+
+
+def test_a_lattice_of_exactly_128_points_keeps_one_cell_per_point() -> None:
+    exactly = continuous(0, 127, 1.0)
+    assert cost._axis_cells(exactly, 40, 4000, 0, "lattice") == 128
+    assert cost._axis_cells(continuous(0, 128, 1.0), 40, 4000, 0, "lattice") == 40
+
+
+def test_a_panels_types_combine_every_quota_attribute_and_thresholds_count() -> None:
+    spec = {
+        "kind": "panel",
+        "size": 10,
+        "where": [{"attribute": "age", "op": "gt", "value": 40}],
+        "quotas": [
+            {"where": [_in("a", 1)], "min": 1, "max": 5},
+            {"where": [_in("b", 1)], "min": 1, "max": 5},
+        ],
+    }
+    # where: age alone, 41 cells (40 intervals + its threshold); quotas: a x age and
+    # b x age (cap 20,000 / 5 or / 4 leaves 40 intervals per axis, + 1 threshold).
+    fits = 41 * 301 + 5 * 41 * 301 + 4 * 41 * 301
+    posteriors = 1000 * 3 * 100 // 10
+    solver = 10 * 20 * 3  # types: a x b = 20 cells
+    assert cost.panel_cost(request(spec)) == fits + posteriors + solver
+    without_size = {k: v for k, v in spec.items() if k != "size"}
+    assert cost.panel_cost(request(without_size)) == fits + posteriors
+
+
+def test_a_panels_quota_on_a_continuous_attribute_counts_its_thresholds() -> None:
+    spec = {
+        "kind": "panel",
+        "size": 10,
+        "quotas": [{"where": [{"attribute": "age", "op": "gt", "value": 40}], "min": 1, "max": 5}],
+    }
+    # The quota's table: 41 cells; types: age's 40 intervals (no conditions there).
+    assert cost.panel_cost(request(spec)) == 41 * 301 + 1000 * 2 * 100 // 10 + 10 * 40 * 2
