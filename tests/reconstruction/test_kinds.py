@@ -98,3 +98,20 @@ def test_every_kind_is_one_module_that_the_registry_maps() -> None:
         assert type(kind.parse({"kind": name, "size": 1})).__module__ == (
             f"reconstruction.kinds.{name}"
         )
+
+
+def test_the_operators_are_the_ones_the_engine_evaluates() -> None:
+    """One list of condition operators (reconstruction/conditions.py); the engine's
+    ``Op`` names the same ones, so a new operator cannot reach one side only."""
+    from typing import get_args
+
+    from reconstruction.algorithms.queries.conditions import Condition, Op
+    from reconstruction.conditions import CONTINUOUS_OPS, DISCRETE_OPS, OPERATORS
+
+    assert set(OPERATORS) == set(get_args(Op))
+    assert set(DISCRETE_OPS) | set(CONTINUOUS_OPS) == set(OPERATORS)
+    for op in DISCRETE_OPS:
+        assert Condition("x", op, frozenset({0})).op == op  # type: ignore[arg-type]
+    for op in CONTINUOUS_OPS:
+        value = (1.0, 2.0) if op == "between" else 1.0
+        assert Condition("x", op, value).op == op  # type: ignore[arg-type]
