@@ -1,7 +1,8 @@
 """Analyses at national scale: 10^5 and 10^6 participants x 7 questions on durable PostgreSQL.
 
     DJANGO_DEBUG=1 .venv/bin/python bench/bench_scale.py [--sizes 100000 1000000]
-        [--copy-above 200000] [--ingest-only [--schema-baseline] [--fk-baseline]]
+        [--copy-above 200000] [--baseline-tree /tmp/old]
+        [--ingest-only [--schema-baseline] [--fk-baseline]]
 
 The set-up of issue 9: a profile survey of 7 questions (2 continuous: whole-year ages,
 incomes) with realistic data (skewed categories, a rare group), distorted as the portal
@@ -22,9 +23,14 @@ where the ingest rate is measured; those beyond are loaded with binary ``COPY`` 
 into the tables (same generator, same client-side distortion), with per-phase timings
 printed, so that ``--sizes 10000000`` loads in minutes (an estimated 10 GB of disk at 10^7).
 
-Prints the table of bench/common.py: each figure beside issue 9's figures from before the
-re-cut, which this run does NOT re-measure (they are labelled so), and the target; exits 1
-when a target is missed (``--no-fail`` to always exit 0).
+No manual VACUUM after loading (issue 24): the analyses meet the tables as a council does
+right after its ingest, with whatever the product itself did (surveys/maintenance.py).
+
+Prints the table of bench/common.py: each figure beside the old code's, measured by this
+same script against a worktree of it in the same run (``--baseline-tree PATH``), or else
+beside issue 9's figures from before the re-cut, which this run does NOT re-measure (they
+are labelled so); and the target; exits 1 when a target is missed (``--no-fail`` to always
+exit 0).
 """
 
 from __future__ import annotations
