@@ -84,7 +84,9 @@ def test_a_large_bulk_ingest_has_the_worker_vacuum_and_analyse_the_tables(
         time.sleep(0.5)
     assert after[0] > before[0], "the answers table was not vacuumed"
     assert after[1] > before[1], "the answers table was not analysed"
-    assert after[2] > 0, "no page of the answers table is marked all-visible"
+    # Whether the vacuum could mark the new pages all-visible (after[2]) depends on the
+    # oldest snapshot anywhere, the standby's too (hot_standby_feedback): another test
+    # holding one back would make that assertion flaky. bench_scale shows the share.
     for table in ("surveys_response", "surveys_participant"):
         assert _table_state(table)[0] > 0, table
     assert "surveys.statistics_tables_vacuum" in celery_worker_process.output()
