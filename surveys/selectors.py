@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from consultations.models import Organisation
 from privacy.mechanisms.messages import InputError
-from surveys import schemes
+from surveys import answers, schemes
 from surveys.models import Answer, CalibrationPair, Participant, Question, Response, Survey
 
 _ANSWER = Answer._meta.db_table
@@ -110,21 +110,21 @@ def survey_questions(survey: Survey) -> list[Question]:
     return list(Question.objects.filter(survey=survey).order_by("position"))
 
 
-_FORMS: dict[tuple[int, Any], schemes.AnswerForm] = {}
+_FORMS: dict[tuple[int, Any], answers.AnswerForm] = {}
 _FORMS_LIMIT = 512
 
 
-def survey_answer_form(survey: Survey) -> schemes.AnswerForm:
+def survey_answer_form(survey: Survey) -> answers.AnswerForm:
     """Per-question lookups (label -> code, reported bounds) to validate answers fast.
 
     Cached per process once the survey has opened: its questions are frozen then.
     """
     if survey.status == Survey.Status.DRAFT or survey.opened_at is None:
-        return schemes.answer_form(survey_questions(survey))
+        return answers.answer_form(survey_questions(survey))
     cache_key = (survey.pk, survey.opened_at)
     form = _FORMS.get(cache_key)
     if form is None:
-        form = schemes.answer_form(survey_questions(survey))
+        form = answers.answer_form(survey_questions(survey))
         if len(_FORMS) >= _FORMS_LIMIT:
             _FORMS.clear()
         _FORMS[cache_key] = form

@@ -344,7 +344,7 @@ class AnswersField(ParticipantField):
 
 
 class ResponseInputSerializer(StrictFieldsMixin, serializers.Serializer):
-    # The message a bulk item's unknown field gets (``surveys.schemes.check_response``).
+    # The message a bulk item's unknown field gets (``surveys.answers.check_response``).
     unknown_field_message = gettext_lazy(
         'Unknown field; a response has "participant" and "answers".'
     )

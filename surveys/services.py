@@ -25,7 +25,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from consultations.models import Consultation, Organisation
 from consultations.services import audit_record, consultation_create  # noqa: F401  (re-export)
 from core.errors import Conflict, InvalidInput, NotFound
-from surveys import maintenance, schemes, tallies
+from surveys import answers, maintenance, schemes, tallies
 from surveys.ingest import (  # noqa: F401  (StaleSurvey, this_hour, token hash: re-exported)
     Batch,
     StaleSurvey,
@@ -323,10 +323,10 @@ def _validate(survey: Survey, items: Sequence[Any]) -> Batch:
     errors: dict[str, Any] = {}
     participants: list[str] = []
     index_col: list[int] = []
-    answer_rows: list[schemes.AnswerRow] = []
+    answer_rows: list[answers.AnswerRow] = []
     first_seen: dict[str, int] = {}
     duplicates: dict[str, Any] = {}
-    check = schemes.check_response
+    check = answers.check_response
     for index, item in enumerate(items):
         participant, rows, item_errors = check(item, form)
         if item_errors:

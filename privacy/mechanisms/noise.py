@@ -37,7 +37,7 @@ _BOUNDS_IN_SD = 10.0
 # Above this, the staircase's gamma and b underflow (the noise is then practically 0 anyway).
 MAX_STAIRCASE_EPSILON = 500.0
 # The share of honest reports the reported bounds may leave outside: the server refuses
-# reports beyond them (surveys.schemes.answer_form), so at most 1 in 10^12 per report.
+# reports beyond them (surveys.answers.answer_form), so at most 1 in 10^12 per report.
 # Each unbounded model's bounds reach the wider of 10 standard deviations and the
 # distance its two-sided tail P(|Z| > s) takes to fall to this share (closed form per model).
 REPORTED_TAIL = 1e-12
@@ -497,7 +497,7 @@ class AdditiveStaircase(_SymmetricAdditive):
 
         The geometric tail is heavier than Laplace's in units of the standard deviation
         (beyond 10 sd at ε = 4 lie 2e-5 of the reports), and the server refuses reports
-        outside these bounds (``surveys.schemes.answer_form``), so they reach as far as
+        outside these bounds (``surveys.answers.answer_form``), so they reach as far as
         one report in 10^12 goes.
         """
         low, high = _bounds(low, high)

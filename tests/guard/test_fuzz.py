@@ -22,6 +22,7 @@ from schemathesis.checks import not_a_server_error
 
 from config import parsers
 from config.wsgi import application
+from surveys import answers as answer_rules
 from surveys import schemes
 from tests.factories import (
     consultation_factory,
@@ -216,7 +217,7 @@ def answer_form(db):
 )
 def test_the_response_checker_accepts_or_names_the_problem(answer_form, participant, answers):
     item = parsers.loads(json.dumps({"participant": participant, "answers": answers}))
-    ref, rows, errors = schemes.check_response(item, answer_form)
+    ref, rows, errors = answer_rules.check_response(item, answer_form)
     if errors:
         return
     assert ref is not None and schemes.PARTICIPANT_PATTERN.fullmatch(ref)
