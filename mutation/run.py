@@ -211,9 +211,10 @@ def score(
         mutants = {k: v for k, v in mutants.items() if any(fnmatch.fnmatch(k, g) for g in globs)}
     equivalent = load_equivalent()
     killed = [k for k, v in mutants.items() if v["status"] in KILLED]
+    unchecked = [k for k, v in mutants.items() if v["status"] == "not checked"]
     equal, survivors, stale = [], [], []
     for key, value in sorted(mutants.items()):
-        if value["status"] in KILLED:
+        if value["status"] in KILLED or key in unchecked:
             continue
         line = mutated_lines(value["diff"])
         if key in equivalent and same_code(equivalent[key][0], line):
@@ -227,8 +228,11 @@ def score(
             key not in mutants or mutants[key]["status"] in KILLED
         ):
             stale.append(key)
+    # A mutant not run (an interrupted run, or --survivors after the code changed) is
+    # counted against the score and named in the row.
     counted = len(mutants) - len(equal)
     return {
+        "not_run": len(unchecked),
         "mutants": len(mutants),
         "killed": len(killed),
         "equivalent": len(equal),
@@ -246,6 +250,11 @@ def machine() -> str:
 
 def load() -> str:
     return Path("/proc/loadavg").read_text().split()[0]
+
+
+def not_run(row: dict[str, object]) -> str:
+    count = int(row.get("not_run") or 0)  # type: ignore[call-overload]
+    return f" ({count} not run)" if count else ""
 
 
 def write_results(rows: dict[str, dict[str, object]], threshold: float, run_info: str) -> Path:
@@ -273,7 +282,8 @@ def write_results(rows: dict[str, dict[str, object]], threshold: float, run_info
         flag = "" if float(row["score"]) >= threshold else " **below**"  # type: ignore[arg-type]
         out.append(
             f"| `{module}` | {row['mutants']} | {row['killed']} | {row['equivalent']} | "
-            f"{row['survived']} | {row['score']}%{flag} | {row['at']} | {row['minutes']} | "
+            f"{row['survived']} | {row['score']}%{flag}{not_run(row)} | {row['at']} | "
+            f"{row['minutes']} | "
             f"{row['load']} |"
         )
     out += ["", "## Surviving mutants (not equivalent)", ""]
