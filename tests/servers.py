@@ -533,7 +533,9 @@ def start_worker(
     env = {**os.environ, **(extra_env or {})}
     if not env.get("CELERY_BROKER_URL"):
         raise ServerUnavailable("start_worker needs CELERY_BROKER_URL (a real Redis)")
-    node = f"{name}-{os.getpid()}-{time.monotonic_ns()}@127.0.0.1"
+    # The node's host part is a name, not an address: the logs remove every IP address
+    # (config/logfilters.py), so a worker named ...@127.0.0.1 never says "<node> ready."
+    node = f"{name}-{os.getpid()}-{time.monotonic_ns()}@integration-tests"
     with open(log, "ab") as out:
         process = subprocess.Popen(
             [
