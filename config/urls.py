@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from config import oidc
 from config.health import healthz
+from config.home import home
 from reconstruction.views import (
     admin_analysis_export,
     admin_panel_probabilities,
@@ -19,6 +20,7 @@ api_v1 = [
 ]
 
 urlpatterns = [
+    path("", home, name="home"),
     path("healthz", healthz, name="healthz"),
     path(
         "admin/reports/<int:report_id>/download/",

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from consultations.actors import audit_actor
 from consultations.models import (
@@ -73,8 +75,30 @@ class StaffMembershipInline(admin.TabularInline):
         return bool(request.user.is_superuser)
 
 
+class OrganisationForm(forms.ModelForm):
+    """The organisation's languages as boxes to tick (the site's languages), not JSON."""
+
+    languages = forms.MultipleChoiceField(
+        label=_("Languages"),
+        choices=settings.LANGUAGES,
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        help_text=_("The languages its questions may be translated into."),
+    )
+
+    class Meta:
+        model = Organisation
+        fields = ["slug", "name", "languages"]
+
+    def clean_languages(self) -> list[str]:
+        chosen = self.cleaned_data.get("languages") or []
+        # In the site's order, so the builder's translation fields always read alike.
+        return [code for code, _name in settings.LANGUAGES if code in chosen]
+
+
 @admin.register(Organisation)
 class OrganisationAdmin(admin.ModelAdmin):
+    form = OrganisationForm
     list_display = ["slug", "name", "created_at"]
     search_fields = ["slug", "name"]
     readonly_fields = ["created_at"]
