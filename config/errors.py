@@ -3,9 +3,9 @@
 The one place where domain errors become HTTP: the services raise
 :mod:`core.errors` exceptions (and their subclasses, e.g.
 ``reconstruction.analysis.AnalysisInputError``) that know nothing about HTTP; here
-:class:`~core.errors.InvalidInput` becomes 400, :class:`~core.errors.NotFound` 404
-and :class:`~core.errors.Conflict` 409, like DRF's own exceptions and Django's
-``ValidationError``.
+:class:`~core.errors.InvalidInput` becomes 400, :class:`~core.errors.NotFound` 404,
+:class:`~core.errors.Conflict` 409 and :class:`~core.errors.Gone` 410, like DRF's own
+exceptions and Django's ``ValidationError``.
 """
 
 from __future__ import annotations
@@ -21,13 +21,19 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from core.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
+from core.errors import Conflict, Gone, InvalidInput, NotFound, QuotaExceeded
 
 
 class ConflictError(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = gettext_lazy("The request conflicts with what is stored.")
     default_code = "conflict"
+
+
+class GoneError(exceptions.APIException):
+    status_code = status.HTTP_410_GONE
+    default_detail = gettext_lazy("What this request needs was deleted for good.")
+    default_code = "gone"
 
 
 def to_api_exception(exc: Exception) -> Exception:
@@ -38,6 +44,8 @@ def to_api_exception(exc: Exception) -> Exception:
         return error
     if isinstance(exc, Conflict):
         return ConflictError({"detail": exc.detail, "errors": exc.errors})
+    if isinstance(exc, Gone):
+        return GoneError({"detail": exc.detail, "errors": exc.errors})
     if isinstance(exc, NotFound):
         return exceptions.NotFound({"detail": exc.detail, "errors": exc.errors})
     if isinstance(exc, QuotaExceeded):

@@ -424,6 +424,7 @@ _TASK_LANES = {
     "reconstruction.refresh_open_survey_reports": "reports",
     "reconstruction.requeue_stuck_jobs": "ingest",
     "surveys.statistics_tables_vacuum": "ingest",  # after a large ingest (surveys.maintenance)
+    "surveys.purge_expired_surveys": "ingest",  # retention (surveys.retention), beat
     "webhooks.deliver": "webhooks",
 }
 CELERY_TASK_ROUTES = {task: {"queue": lane} for task, lane in _TASK_LANES.items()}
@@ -477,6 +478,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "requeue-stuck-jobs": {
         "task": "reconstruction.requeue_stuck_jobs",
         "schedule": float(env_int("JOBS_REQUEUE_SECONDS", 300)),
+    },
+    # Surveys whose retention period has passed lose their distorted answers
+    # (surveys.retention; docs/organisers/data-lifecycle.md).
+    "purge-expired-surveys": {
+        "task": "surveys.purge_expired_surveys",
+        "schedule": float(env_int("RETENTION_PURGE_SECONDS", 3600)),
     },
 }
 

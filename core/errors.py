@@ -1,7 +1,7 @@
 """Domain errors raised by the services of every app (surveys, consultations, reconstruction).
 
 They carry a one-line ``detail`` and an ``errors`` mapping naming the offending field or
-item, and know nothing about HTTP: the API layer maps them to 400 / 404 / 409.
+item, and know nothing about HTTP: the API layer maps them to 400 / 404 / 409 / 410.
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ class Conflict(SurveyDomainError):
 
 class NotFound(SurveyDomainError):
     """A referenced object does not exist in this scope (HTTP 404)."""
+
+
+class Gone(SurveyDomainError):
+    """The data a request needs were deleted for good, e.g. purged answers (HTTP 410)."""
 
 
 class QuotaExceeded(SurveyDomainError):

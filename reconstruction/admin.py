@@ -18,6 +18,7 @@ from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Rep
 from reconstruction.services import report_create
 from surveys.admin import SurveyAdmin
 from surveys.models import Survey
+from surveys.retention import SurveyPurged
 
 JOB_FIELDS = (
     "status",
@@ -159,7 +160,10 @@ class ReportAdmin(admin.ModelAdmin):
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "survey":
-            kwargs["queryset"] = Survey.objects.exclude(status=Survey.Status.DRAFT)
+            # Neither drafts (no answers yet) nor purged surveys (no answers any more).
+            kwargs["queryset"] = Survey.objects.exclude(status=Survey.Status.DRAFT).filter(
+                purged_at__isnull=True
+            )
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def save_model(self, request: HttpRequest, obj: Report, form: Any, change: bool) -> None:
@@ -214,11 +218,15 @@ class SurveyReportAdmin(SurveyAdmin):
     @admin.action(description="Start a report of the selected surveys", permissions=["report"])
     def start_report(self, request: HttpRequest, queryset: QuerySet[Survey]) -> None:
         for survey in queryset.select_related("consultation__organisation"):
-            report = report_create(
-                organisation=survey.consultation.organisation,
-                survey=survey,
-                requested_by=staff_actor(request),
-            )
+            try:
+                report = report_create(
+                    organisation=survey.consultation.organisation,
+                    survey=survey,
+                    requested_by=staff_actor(request),
+                )
+            except SurveyPurged as exc:
+                self.message_user(request, f"{survey}: {exc.detail}", level=messages.ERROR)
+                continue
             self.message_user(
                 request,
                 f"Report {report.pk} of “{survey}” was queued; see Reports.",

@@ -27,6 +27,7 @@ from reconstruction.conditions import OPERATORS
 from reconstruction.serializers import AnalysisRequestSerializer
 from surveys import selectors as survey_selectors
 from surveys.models import Survey
+from surveys.retention import SurveyPurged
 
 CONDITION_ROWS = 3
 OPS = [(name, op.symbol) for name, op in OPERATORS.items()]
@@ -163,7 +164,7 @@ def request_analysis_view(model_admin: admin.ModelAdmin, request: HttpRequest) -
                         spec=dict(serializer.validated_data),
                         requested_by=staff_actor(request),
                     )
-                except AnalysisInputError as exc:
+                except (AnalysisInputError, SurveyPurged) as exc:
                     for message in _flatten(exc.errors):
                         form.add_error(None, message)
                 else:
@@ -355,7 +356,7 @@ def request_panel_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> H
                         spec=dict(serializer.validated_data),
                         requested_by=staff_actor(request),
                     )
-                except AnalysisInputError as exc:
+                except (AnalysisInputError, SurveyPurged) as exc:
                     for message in _flatten(exc.errors):
                         form.add_error(None, message)
                 else:

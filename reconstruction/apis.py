@@ -6,7 +6,7 @@ from django.conf import settings
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
 from rest_framework.generics import ListAPIView
 from rest_framework.request import Request
@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from consultations.actors import audit_actor
 from consultations.permissions import IsAnalyst
+from consultations.serializers import ErrorSerializer
 from core.i18n import request_language
 from core.messages import localise_result
 from reconstruction import registry, selectors, services
@@ -34,6 +35,14 @@ from reconstruction.serializers import (
     ReportSerializer,
 )
 from surveys import selectors as survey_selectors
+
+PURGED = {
+    410: OpenApiResponse(
+        ErrorSerializer,
+        description="The survey's answers (or those of a survey it joins) were purged; "
+        "`detail` names the date. Results and reports made before stay.",
+    )
+}
 
 
 def _accepted(job: Job, url: str) -> Response:
@@ -235,7 +244,7 @@ class AnalysisListCreateApi(ListAPIView[AnalysisJob]):
             + registry.methods_description()
         ),
         request=AnalysisRequestSerializer,
-        responses={202: JobCreatedSerializer},
+        responses={202: JobCreatedSerializer, **PURGED},
         examples=ANALYSIS_EXAMPLES,
     )
     def post(self, request: Request) -> Response:
@@ -344,7 +353,7 @@ class ReportCreateApi(APIView):
     @extend_schema(
         summary="Start a report of every question of a survey",
         request=None,
-        responses={202: JobCreatedSerializer},
+        responses={202: JobCreatedSerializer, **PURGED},
     )
     def post(self, request: Request, survey_id: int) -> Response:
         survey = _survey_or_404(request, survey_id)

@@ -18,6 +18,7 @@ from privacy.mechanisms.messages import Message
 from reconstruction import analysis, registry
 from reconstruction.analysis import AnalysisInputError, AnalysisRequest
 from reconstruction.kinds.base import Progress
+from surveys import retention
 from surveys.models import Survey
 
 
@@ -41,8 +42,16 @@ def validate_request(
     :func:`~reconstruction.analysis.participant_bound` (a few rows of
     :mod:`surveys.tallies`, whatever the number of participants). The worker passes
     ``count=False`` and counts exactly in :func:`compute`.
+
+    Raises :class:`surveys.retention.SurveyPurged` (HTTP 410; in the worker it fails the
+    job) when the survey, or a survey whose answers the request joins, was purged.
     """
+    retention.require_not_purged([survey])
     request = resolve(survey, spec)
+    retention.require_not_purged(
+        {q.survey_id for q in request.questions.values() if q.survey_id != survey.pk}
+        | set(request.params.other_surveys())
+    )
     kind = registry.get(request.params.kind)
     if request.params.asked_method and request.method is not None:
         allowed = kind.allowed_methods(request)

@@ -37,6 +37,7 @@ from reconstruction.jobs import (
 from reconstruction.kinds.base import ATTACHMENT_KEY, probabilities_url
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
 from reconstruction.quotas import check_active_jobs
+from surveys import retention
 from surveys.models import Survey
 
 # --------------------------------------------------------------------------- aggregate
@@ -197,6 +198,7 @@ def analysis_cancel(*, job: AnalysisJob, requested_by: str) -> AnalysisJob:
 
 @transaction.atomic
 def report_create(*, organisation: Organisation, survey: Survey, requested_by: str) -> Report:
+    retention.require_not_purged([survey])  # 410 naming the purge date
     check_active_jobs(organisation)
     report = Report.objects.create(
         organisation=organisation, survey=survey, requested_by=requested_by
@@ -214,6 +216,7 @@ def report_create(*, organisation: Organisation, survey: Survey, requested_by: s
 def _compute_report(report: Report, progress: Progress) -> JobOutput:
     from reconstruction.reports import build_report
 
+    retention.require_not_purged([report.survey])  # purged after it was queued: fails
     document, sections, csv = build_report(report.survey, progress)
     html = render_to_string(
         "reconstruction/report.html",

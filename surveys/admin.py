@@ -21,6 +21,7 @@ from consultations.admin_scoping import scope_queryset
 from consultations.models import Consultation
 from core.errors import SurveyDomainError
 from surveys import schemes, services
+from surveys.admin_retention import SurveyPurgeActionMixin
 from surveys.builder import mechanism_previews, problems_text, question_preview
 from surveys.models import Answer, CalibrationPair, Participant, Question, Response, Survey
 
@@ -211,12 +212,17 @@ class SurveyForm(forms.ModelForm):
 
     class Meta:
         model = Survey
-        fields = ["consultation", "kind", "title"]
+        fields = ["consultation", "kind", "title", "retention_days"]
         labels = {"consultation": _("Consultation"), "kind": _("Kind"), "title": _("Title")}
+        help_texts = {
+            "retention_days": _(
+                "Days after closing until the distorted answers are purged; empty keeps them."
+            )
+        }
 
 
 @admin.register(Survey)
-class SurveyAdmin(admin.ModelAdmin):
+class SurveyAdmin(SurveyPurgeActionMixin, admin.ModelAdmin):
     form = SurveyForm
     list_display = [
         "title",
@@ -230,24 +236,41 @@ class SurveyAdmin(admin.ModelAdmin):
     list_filter = ["status", "kind", "consultation__organisation"]
     search_fields = ["title", "consultation__title"]
     inlines = [QuestionInline]
-    actions = ["open_surveys", "close_surveys"]  # reconstruction.admin adds start_report
+    # reconstruction.admin adds start_report
+    actions = ["open_surveys", "close_surveys", "purge_surveys"]
     change_form_template = "admin/surveys/survey/builder_change_form.html"
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
-            return ["consultation", "kind", "title"]
-        return ["consultation", "kind", "title", "status", "created_at", "opened_at", "closed_at"]
+            return ["consultation", "kind", "title", "retention_days"]
+        return [
+            "consultation", "kind", "title", "status", "created_at", "opened_at", "closed_at",
+            "retention_days", "purged_at",
+        ]  # fmt: skip
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
             return []
-        return ["consultation", "kind", "status", "created_at", "opened_at", "closed_at"]
+        return [
+            "consultation",
+            "kind",
+            "status",
+            "created_at",
+            "opened_at",
+            "closed_at",
+            "purged_at",
+        ]
 
     def save_model(self, request: HttpRequest, obj: Survey, form: Any, change: bool) -> None:
         # Through the services (validation, audit trail); the questions follow in
         # save_related once the inline formset has validated them.
         if change:
-            services.survey_update(survey=obj, title=obj.title, actor=staff_actor(request))
+            services.survey_update(
+                survey=obj,
+                title=obj.title,
+                retention_days=obj.retention_days,
+                actor=staff_actor(request),
+            )
             return
         created = services.survey_create(
             organisation=obj.consultation.organisation,
@@ -256,6 +279,7 @@ class SurveyAdmin(admin.ModelAdmin):
             title=obj.title,
             questions=[],
             actor=staff_actor(request),
+            retention_days=obj.retention_days,
         )
         obj.pk = created.pk
         obj.refresh_from_db()

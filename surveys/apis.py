@@ -217,6 +217,7 @@ class SurveyListApi(SurveyScopedApi):
             title=data["title"],
             questions=data["questions"],
             actor=self.actor,
+            retention_days=data.get("retention_days"),
         )
         survey = selectors.survey_get(organisation=self.organisation, pk=survey.pk)
         return Response(SurveySerializer(survey).data, status=status.HTTP_201_CREATED)
@@ -251,6 +252,7 @@ class SurveyDetailApi(SurveyScopedApi):
             title=data.get("title"),
             questions=data.get("questions"),
             actor=self.actor,
+            retention_days=data.get("retention_days", services.UNCHANGED),
         )
         return Response(SurveySerializer(self.survey(pk)).data)
 
@@ -267,7 +269,8 @@ class SurveyDetailApi(SurveyScopedApi):
     @extend_schema(
         operation_id="surveys_partial_update",
         parameters=[ID_PARAMETER],
-        summary="Rename a survey, or replace a draft survey's questions (analyst key)",
+        summary="Rename a survey, set its retention_days, or replace a draft survey's questions "
+        "(analyst key)",
         request=SurveyUpdateSerializer,
         responses={200: SurveySerializer, **ERRORS, **NOT_FOUND},
         examples=[OpenApiExample("Rename", value={"title": "Registration"}, request_only=True)],

@@ -17,6 +17,7 @@ into a numpy array.
 
 from __future__ import annotations
 
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.functions import TruncHour
 from django.utils.translation import gettext_lazy as _
@@ -33,6 +34,8 @@ CONTINUOUS_MECHANISMS = tuple(CONTINUOUS)
 MAX_CATEGORIES = 100
 # A finite float: PostgreSQL orders NaN above every number, so this also rejects NaN.
 FLOAT_LIMIT = 1e300
+MAX_RETENTION_DAYS = 36_500
+"""The longest retention period a survey may set (100 years; null keeps the answers)."""
 
 
 class Survey(models.Model):
@@ -59,6 +62,17 @@ class Survey(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     opened_at = models.DateTimeField(null=True, blank=True, verbose_name=_("opened at"))
     closed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("closed at"))
+    # Days after closing until the distorted answers are purged (surveys.retention);
+    # None keeps them. purged_at: when they were (then new analyses answer 410).
+    retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_RETENTION_DAYS)],
+        verbose_name=_("retention (days after closing)"),
+    )
+    purged_at = models.DateTimeField(
+        null=True, blank=True, editable=False, verbose_name=_("purged at")
+    )
 
     class Meta:
         verbose_name = _("survey")
@@ -78,6 +92,11 @@ class Survey(models.Model):
             models.CheckConstraint(
                 condition=models.Q(status__in=["draft", "open", "closed"]),
                 name="survey_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(retention_days__isnull=True) | models.Q(retention_days__gte=1),
+                name="survey_retention_days_at_least_1",
+                violation_error_message="retention_days must be at least 1.",
             ),
         ]
 

@@ -17,7 +17,7 @@ from rest_framework import serializers
 
 from core.strict import JSONIntegerField, StrictFieldsMixin
 from surveys import schemes
-from surveys.models import Question, Survey
+from surveys.models import MAX_RETENTION_DAYS, Question, Survey
 from surveys.services import MAX_BULK, MAX_CALIBRATION_PAIRS, question_limits
 
 # --------------------------------------------------------------------------- documentation
@@ -190,6 +190,24 @@ class QuestionSerializer(serializers.ModelSerializer):
         return schemes.mechanism_json(question.mechanism, question.mechanism_params)
 
 
+RETENTION_HELP = (
+    "Days after the survey closes until its distorted answers are purged (a whole number "
+    f">= 1, at most {MAX_RETENTION_DAYS}; null keeps them). Results and reports already made "
+    "stay; see POST /surveys/{id}/purge/."
+)
+
+
+def retention_days_field(**kwargs: Any) -> JSONIntegerField:
+    return JSONIntegerField(
+        min_value=1,
+        max_value=MAX_RETENTION_DAYS,
+        allow_null=True,
+        required=False,
+        help_text=RETENTION_HELP,
+        **kwargs,
+    )
+
+
 class SurveySerializer(serializers.ModelSerializer):
     questions = QuestionSerializer(many=True, read_only=True)
     response_count = serializers.SerializerMethodField(
@@ -207,10 +225,19 @@ class SurveySerializer(serializers.ModelSerializer):
             "created_at",
             "opened_at",
             "closed_at",
+            "retention_days",
+            "purged_at",
             "response_count",
             "questions",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "retention_days": {"help_text": RETENTION_HELP},
+            "purged_at": {
+                "help_text": "When the distorted answers were purged (null: kept); new "
+                "analyses and reports of a purged survey answer 410."
+            },
+        }
 
     def get_response_count(self, survey: Survey) -> int:
         count = getattr(survey, "response_count", None)
@@ -228,12 +255,13 @@ class SurveyInputSerializer(StrictFieldsMixin, serializers.Serializer):
     kind = serializers.ChoiceField(choices=Survey.Kind.choices)
     title = serializers.CharField(max_length=200)
     questions = QuestionListField(required=False, default=list)
+    retention_days = retention_days_field()
 
 
 class SurveyUpdateSerializer(StrictFieldsMixin, serializers.Serializer):
     unknown_field_message = SURVEY_UNKNOWN_FIELD
     repeatable_fields = (
-        "id", "status", "created_at", "opened_at", "closed_at", "response_count",
+        "id", "status", "created_at", "opened_at", "closed_at", "purged_at", "response_count",
     )  # fmt: skip
     consultation = JSONIntegerField(
         min_value=1, required=False, help_text="Cannot change; may be repeated."
@@ -245,6 +273,7 @@ class SurveyUpdateSerializer(StrictFieldsMixin, serializers.Serializer):
     questions = QuestionListField(
         required=False, help_text="Replaces all questions; only while the survey is a draft."
     )
+    retention_days = retention_days_field()
 
 
 class SurveyFilterSerializer(serializers.Serializer):

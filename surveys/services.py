@@ -36,12 +36,13 @@ from surveys.ingest import (  # noqa: F401  (StaleSurvey, this_hour, token hash:
     this_hour,
     withdrawal_token_hash,
 )
-from surveys.models import CalibrationPair, Question, Response, Survey
+from surveys.models import MAX_RETENTION_DAYS, CalibrationPair, Question, Response, Survey
 from surveys.selectors import survey_answer_form
 from surveys.tasks import statistics_tables_vacuum
 
 MAX_BULK = 10_000
 MAX_CALIBRATION_PAIRS = 100_000
+UNCHANGED: Any = object()
 
 
 # --------------------------------------------------------------------------- surveys
@@ -125,6 +126,7 @@ def survey_create(
     title: str,
     questions: list[dict[str, Any]],
     actor: str = "system",
+    retention_days: int | None = None,
 ) -> Survey:
     """Create a draft survey with its questions, in one transaction.
 
@@ -144,11 +146,14 @@ def survey_create(
             _("title must be 1-200 characters."), {"title": [_("1-200 characters.")]}
         )
     specs = _parse_questions(questions, organisation)
+    retention_days = _retention_days(retention_days)
     if kind == Survey.Kind.PROFILE and _has_profile(consultation):
         raise _second_profile()
     try:
         with transaction.atomic():
-            survey = Survey.objects.create(consultation=consultation, kind=kind, title=title)
+            survey = Survey.objects.create(
+                consultation=consultation, kind=kind, title=title, retention_days=retention_days
+            )
     except IntegrityError:  # a concurrent request created the profile survey first
         raise _second_profile() from None
     _store_questions(survey, specs)
@@ -160,6 +165,24 @@ def survey_create(
         details={"kind": kind, "questions": [s.key for s in specs]},
     )
     return survey
+
+
+def _retention_days(value: Any) -> int | None:
+    """``retention_days``: a whole number of days >= 1 (at most 100 years), or None."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 1 <= value <= MAX_RETENTION_DAYS
+    ):
+        problem = _("Must be a whole number of days from 1 to %(most)s, or null.") % {
+            "most": MAX_RETENTION_DAYS
+        }
+        raise InvalidInput(
+            _("retention_days: %(problem)s") % {"problem": problem}, {"retention_days": [problem]}
+        )
+    return int(value)
 
 
 def _second_profile() -> InvalidInput:
@@ -191,10 +214,17 @@ def survey_update(
     title: str | None = None,
     questions: list[dict[str, Any]] | None = None,
     actor: str = "system",
+    retention_days: Any = UNCHANGED,
 ) -> Survey:
-    """Rename a survey, or replace the questions of a draft one."""
+    """Rename a survey, set its retention period, or replace the questions of a draft one."""
     survey = Survey.objects.select_for_update().get(pk=survey.pk)
     changed = []
+    if retention_days is not UNCHANGED:
+        retention_days = _retention_days(retention_days)
+        if retention_days != survey.retention_days:
+            survey.retention_days = retention_days
+            survey.save(update_fields=["retention_days"])
+            changed.append("retention_days")
     if title is not None and title != survey.title:
         if not isinstance(title, str) or not 1 <= len(title) <= 200:
             raise InvalidInput(

@@ -1,4 +1,5 @@
-"""Celery task of the surveys app: the statistics tables' vacuum after a large ingest."""
+"""Celery tasks of the surveys app: the statistics tables' vacuum after a large ingest, and
+the purge of surveys whose retention period has passed (Celery beat)."""
 
 from __future__ import annotations
 
@@ -17,3 +18,12 @@ def statistics_tables_vacuum(queued_at: float | None = None) -> None:
             statistics_tables_vacuum.apply_async(kwargs={"queued_at": queued_at}, countdown=wait)
             return
     maintenance.statistics_tables_vacuum()
+
+
+@shared_task(name="surveys.purge_expired_surveys", ignore_result=True)
+def purge_expired_surveys() -> int:
+    """Celery beat: purge the distorted answers of every survey whose retention period
+    has passed (:func:`surveys.retention.surveys_purge_due`); returns how many."""
+    from surveys import retention
+
+    return len(retention.surveys_purge_due())

@@ -71,6 +71,12 @@ class KindRequest:
     asked_method: bool = False
     """Whether the request named its method (a default is not checked against a channel)."""
 
+    def other_surveys(self) -> tuple[int, ...]:
+        """Ids of the further surveys whose answers the request reads besides the survey's
+        own and its profile's (e.g. a change's ``after`` survey): a purged one answers 410
+        (:func:`reconstruction.pipeline.validate_request`)."""
+        return ()
+
     def condition_keys(self) -> list[str]:
         """Every attribute a condition names (the kinds add theirs, e.g. quotas)."""
         keys = [c.attribute for c in self.where]
