@@ -43,7 +43,10 @@ def to_api_exception(exc: Exception) -> Exception:
         error.summary = exc.detail  # type: ignore[attr-defined]  (read below)
         return error
     if isinstance(exc, Conflict):
-        return ConflictError({"detail": exc.detail, "errors": exc.errors})
+        body = {"detail": exc.detail, "errors": exc.errors}
+        if exc.code:
+            body["code"] = exc.code
+        return ConflictError(body)
     if isinstance(exc, Gone):
         return GoneError({"detail": exc.detail, "errors": exc.errors})
     if isinstance(exc, NotFound):
@@ -99,7 +102,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         }
         response.data = {"detail": str(detail), "errors": errors}
     elif isinstance(data, dict) and "detail" in data:
-        response.data = {"detail": str(data["detail"]), "errors": data.get("errors", {})}
+        body = {"detail": str(data["detail"]), "errors": data.get("errors", {})}
+        if "code" in data:  # a domain error's stable reason (core.errors.SurveyDomainError)
+            body["code"] = str(data["code"])
+        response.data = body
     else:
         response.data = {"detail": str(data), "errors": {}}
     if response.status_code == status.HTTP_429_TOO_MANY_REQUESTS and "Retry-After" not in response:

@@ -26,6 +26,7 @@ from consultations.services import (
     api_key_revoke,
     consultation_create,
     consultation_update,
+    privacy_budget_problem,
 )
 
 
@@ -171,9 +172,30 @@ class ApiKeyAdmin(admin.ModelAdmin):
         self.message_user(request, f"Revoked {queryset.count()} key(s).")
 
 
+class ConsultationForm(forms.ModelForm):
+    """The privacy budget follows the API's rules (consultations.services)."""
+
+    class Meta:
+        model = Consultation
+        fields = "__all__"
+
+    def clean_privacy_budget(self) -> float | None:
+        budget = self.cleaned_data.get("privacy_budget")
+        current = self.instance if self.instance.pk else None
+        if current is not None and budget == current.privacy_budget:
+            return budget
+        problem = privacy_budget_problem(current, budget)
+        if problem:
+            raise forms.ValidationError(problem)
+        return budget
+
+
 @admin.register(Consultation)
 class ConsultationAdmin(admin.ModelAdmin):
-    list_display = ["title", "organisation", "min_responses", "min_cell", "created_at"]
+    form = ConsultationForm
+    list_display = [
+        "title", "organisation", "min_responses", "min_cell", "privacy_budget", "created_at",
+    ]  # fmt: skip
     list_filter = ["organisation"]
     search_fields = ["title", "description"]
     readonly_fields = ["created_at", "updated_at"]
@@ -189,7 +211,8 @@ class ConsultationAdmin(admin.ModelAdmin):
                 **{
                     name: form.cleaned_data[name]
                     for name in form.changed_data
-                    if name in ("title", "description", "min_responses", "min_cell")
+                    if name
+                    in ("title", "description", "min_responses", "min_cell", "privacy_budget")
                 },
             )
             obj.refresh_from_db()
@@ -200,6 +223,7 @@ class ConsultationAdmin(admin.ModelAdmin):
             description=obj.description,
             min_responses=obj.min_responses,
             min_cell=obj.min_cell,
+            privacy_budget=obj.privacy_budget,
             actor=staff_actor(request),
         )
         obj.pk = created.pk

@@ -140,6 +140,18 @@ class Consultation(models.Model):
         help_text="Option-level disclosure threshold: smaller cells are suppressed.",
         verbose_name=_("min cell"),
     )
+    # Issue 28: the most that all the consultation's surveys together may learn about one
+    # resident (ε of local differential privacy, sequential composition); NULL = no cap,
+    # and then no ledger is kept (surveys.privacy_budget).
+    privacy_budget = models.FloatField(
+        null=True,
+        blank=True,
+        help_text=(
+            "Privacy budget ε per resident across all surveys of the consultation; "
+            "empty for no cap."
+        ),
+        verbose_name=_("privacy budget"),
+    )
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -158,6 +170,12 @@ class Consultation(models.Model):
                 condition=models.Q(min_cell__gte=5),
                 name="consultation_min_cell_at_least_5",
                 violation_error_message="min_cell may not be below 5.",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(privacy_budget__isnull=True)
+                | models.Q(privacy_budget__gt=0, privacy_budget__lte=1e6),
+                name="consultation_privacy_budget_positive",
+                violation_error_message="privacy_budget must be a positive number (or empty).",
             ),
         ]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.utils.translation import gettext_lazy
 from rest_framework import serializers
 
@@ -14,6 +16,10 @@ class ErrorSerializer(serializers.Serializer):
 
     detail = serializers.CharField()
     errors = serializers.DictField(child=serializers.JSONField(), required=False)
+    code = serializers.CharField(
+        required=False,
+        help_text="A stable reason where a client acts on it: privacy_budget (409).",
+    )
 
 
 class ConsultationSerializer(serializers.ModelSerializer):
@@ -25,10 +31,23 @@ class ConsultationSerializer(serializers.ModelSerializer):
             "description",
             "min_responses",
             "min_cell",
+            "privacy_budget",
             "created_at",
             "updated_at",
         ]
         read_only_fields = fields
+
+
+class PrivacyBudgetField(serializers.FloatField):
+    """A JSON number passed through as given: the service names a bad one (≤ 0, not
+    finite) in its 400 with the rule, and a string or boolean is no number here."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            raise serializers.ValidationError(
+                gettext_lazy("Must be a number (ε) or null for no cap.")
+            )
+        return data
 
 
 class ConsultationInputSerializer(StrictFieldsMixin, serializers.Serializer):
@@ -51,6 +70,17 @@ class ConsultationInputSerializer(StrictFieldsMixin, serializers.Serializer):
         required=False,
         default=Consultation.MIN_CELL_FLOOR,
         help_text="Option-level disclosure threshold (at least 5).",
+    )
+    privacy_budget = PrivacyBudgetField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text=(
+            "The most that all the consultation's surveys together may learn about one "
+            "resident: ε of local differential privacy under sequential composition; null "
+            "(the default) for no cap. Must be > 0 and finite. Once a survey has opened it "
+            "can only be raised or removed. See docs/organisers/privacy-budget.md."
+        ),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
@@ -95,7 +96,61 @@ def audit_record(
     )
 
 
-_CONSULTATION_FIELDS = ("title", "description", "min_responses", "min_cell")
+_CONSULTATION_FIELDS = ("title", "description", "min_responses", "min_cell", "privacy_budget")
+# Above this a budget protects nothing (e^1e6); the column's check constraint agrees.
+MAX_PRIVACY_BUDGET = 1e6
+
+
+def privacy_budget_problem(
+    consultation: Consultation | None, budget: Any, *, lock: bool = False
+) -> str | None:
+    """Why ``budget`` cannot be the consultation's ``privacy_budget`` (``None`` if it can).
+
+    A budget is a positive finite ε, or ``None`` for no cap. The ledger of what each
+    resident spent is kept only while a budget is set, so once a survey of the consultation
+    has opened a budget cannot be introduced (earlier responses were not counted) nor
+    lowered (an open survey was checked against the old one, and residents were told it);
+    raising or removing it is always possible.
+    """
+    if budget is None:
+        return None
+    if (
+        not isinstance(budget, (int, float))
+        or isinstance(budget, bool)
+        or not math.isfinite(budget)
+        or not 0 < budget <= MAX_PRIVACY_BUDGET
+    ):
+        return _(
+            "privacy_budget must be a positive finite number (ε, at most %(limit)s), or null "
+            "for no cap; got %(value)s."
+        ) % {"limit": f"{MAX_PRIVACY_BUDGET:g}", "value": repr(budget)}
+    if consultation is None or consultation.pk is None:
+        return None
+    # Locked FOR NO KEY UPDATE (not blocking submissions, whose FOR KEY SHARE checks the
+    # key) inside the caller's transaction: surveys.services.survey_open locks the same
+    # row, so a budget change and a survey opening never pass each other's check.
+    rows = Consultation.objects.select_for_update(no_key=True) if lock else Consultation.objects
+    stored = rows.filter(pk=consultation.pk).values_list("privacy_budget", flat=True).first()
+    if not consultation.surveys.exclude(status="draft").exists():
+        return None
+    if stored is None:
+        return _(
+            "A privacy budget can only be set before the consultation's first survey opens: "
+            "the responses already collected were not counted against one."
+        )
+    if budget < stored:
+        return _(
+            "Once a survey has opened, the privacy budget can only be raised (or removed), "
+            "not lowered below %(budget)s: open surveys were checked against it and residents "
+            "were shown it."
+        ) % {"budget": f"{stored:g}"}
+    return None
+
+
+def _check_privacy_budget(consultation: Consultation | None, budget: Any) -> None:
+    problem = privacy_budget_problem(consultation, budget, lock=consultation is not None)
+    if problem:
+        raise InvalidInput(problem, {"privacy_budget": [problem]})
 
 
 @transaction.atomic
@@ -106,15 +161,19 @@ def consultation_create(
     description: str = "",
     min_responses: int = Consultation.MIN_RESPONSES_FLOOR,
     min_cell: int = Consultation.MIN_CELL_FLOOR,
+    privacy_budget: float | None = None,
     actor: str = "system",
 ) -> Consultation:
-    """Create a consultation; thresholds below 10 responses / 5 per cell are refused."""
+    """Create a consultation; thresholds below 10 responses / 5 per cell are refused, and
+    so is a privacy budget that is not a positive finite ε."""
+    _check_privacy_budget(None, privacy_budget)
     consultation = Consultation(
         organisation=organisation,
         title=title,
         description=description,
         min_responses=min_responses,
         min_cell=min_cell,
+        privacy_budget=None if privacy_budget is None else float(privacy_budget),
     )
     consultation.full_clean()
     consultation.save()
@@ -132,10 +191,15 @@ def consultation_create(
 def consultation_update(
     *, consultation: Consultation, actor: str = "system", **changes: Any
 ) -> Consultation:
-    """Change a consultation's title, description or thresholds."""
+    """Change a consultation's title, description, thresholds or privacy budget
+    (:func:`privacy_budget_problem` says when a budget may change)."""
     unknown = sorted(set(changes) - set(_CONSULTATION_FIELDS))
     if unknown:
         raise ValueError(f"consultation_update cannot change {', '.join(unknown)}")
+    if "privacy_budget" in changes and changes["privacy_budget"] != consultation.privacy_budget:
+        _check_privacy_budget(consultation, changes["privacy_budget"])
+        if changes["privacy_budget"] is not None:
+            changes["privacy_budget"] = float(changes["privacy_budget"])
     changed = {k: v for k, v in changes.items() if getattr(consultation, k) != v}
     for name, value in changed.items():
         setattr(consultation, name, value)

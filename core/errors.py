@@ -10,10 +10,16 @@ from typing import Any
 
 
 class SurveyDomainError(Exception):
-    def __init__(self, detail: str, errors: dict[str, Any] | None = None) -> None:
+    """``code``: a stable machine-readable reason where clients act on it (e.g.
+    ``privacy_budget``); the API adds it to the error body."""
+
+    def __init__(
+        self, detail: str, errors: dict[str, Any] | None = None, *, code: str | None = None
+    ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.errors = errors or {}
+        self.code = code
 
 
 class InvalidInput(SurveyDomainError):

@@ -64,6 +64,7 @@ def question_section(
             question.mechanism,
             question.mechanism_params or {},
             (question.range_low, question.range_high),
+            question.resolution,
         )
         if channel is None
         else None,

@@ -25,7 +25,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from core.errors import Conflict, InvalidInput
-from surveys import tallies
+from surveys import privacy_budget, tallies
 from surveys.models import Answer, Participant, Response, Survey
 
 
@@ -466,12 +466,17 @@ def store(survey: Survey, batch: Batch, *, single: bool) -> None:
     conflict (``ON CONFLICT DO NOTHING`` on PostgreSQL, ``IntegrityError`` elsewhere).
     """
     submitted_at = this_hour()
+    # A privacy budget or a question asked again: the ledger and the earlier reports are
+    # checked in the insert's transaction (surveys.privacy_budget); otherwise nothing.
+    guarded = privacy_budget.guarded(survey)
     try:
-        if single and connection.vendor == "postgresql":
+        if single and connection.vendor == "postgresql" and not guarded:
             # One statement is atomic on its own: no BEGIN/COMMIT round trips.
             _insert_one_postgresql(survey, batch, submitted_at)
             return
         with transaction.atomic():
+            if guarded:
+                privacy_budget.settle(survey, batch)
             if connection.vendor == "postgresql":
                 _insert_postgresql(survey, batch, submitted_at)
             else:

@@ -153,6 +153,11 @@ class Question(models.Model):
     # without a default so that adding it is a plain ALTER TABLE (SQLite keeps the
     # answer triggers that a table rebuild would break); None reads as {}.
     translations = models.JSONField(null=True, blank=True)
+    # Issue 28: {"survey": S, "question": K} when this question asks again an earlier
+    # question of the same consultation (same categories and mechanism): the client
+    # re-sends its memoised report, the server checks it equals the earlier one and
+    # charges no privacy budget. Nullable without a default, as ``translations``.
+    reuse = models.JSONField(null=True, blank=True)
     position = models.PositiveSmallIntegerField()
 
     class Meta:
@@ -444,3 +449,43 @@ class ResponseTally(models.Model):
 
     def __str__(self) -> str:
         return f"tally survey {self.survey_id} question {self.question_id}: {self.count}"
+
+
+class PrivacyLedger(models.Model):
+    """What one resident has spent of their consultation's privacy budget (issue 28).
+
+    One row per ``(consultation, reference)``, kept only while the consultation has a
+    budget. Every submission adds its ε in the same transaction as its answers with
+    ``INSERT ... ON CONFLICT DO UPDATE SET spent = spent + ...``, which locks the row, so
+    two submissions for one resident are serialised and the second sees the first's
+    spending (:mod:`surveys.privacy_budget`). A withdrawal refunds nothing: the reports
+    were seen.
+    """
+
+    consultation = models.ForeignKey(
+        Consultation,
+        on_delete=models.CASCADE,
+        related_name="+",
+        db_index=False,
+        # No per-row key check on the hot path (10,000 rows per bulk batch); the ledger
+        # is only written for a consultation the submission's survey belongs to.
+        db_constraint=False,
+        verbose_name=_("consultation"),
+    )
+    reference = models.CharField(max_length=64)
+    spent = models.FloatField(default=0.0)
+
+    class Meta:
+        verbose_name = _("privacy ledger entry")
+        verbose_name_plural = _("privacy ledger")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["consultation", "reference"], name="privacy_ledger_one_per_resident"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(spent__gte=0), name="privacy_ledger_spent_not_negative"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reference}: ε {self.spent:g}"

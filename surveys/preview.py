@@ -65,7 +65,7 @@ def preview(spec: schemes.QuestionSpec, respondents: int) -> MechanismPreview:
     if spec.type == "continuous":
         assert spec.range is not None
         margin = continuous_margin(spec.range[0], spec.range[1], spec.mechanism, spec.params, n)
-        eps = schemes.continuous_epsilon(spec.mechanism, spec.params, spec.range)
+        eps = schemes.continuous_epsilon(spec.mechanism, spec.params, spec.range, spec.resolution)
         return MechanismPreview(spec.key, None, [], eps, margin, n)
     name = "negative_uniform" if spec.mechanism == "negative_manual" else spec.mechanism
     channel = schemes.discrete_channel(spec.n_categories, name, spec.params)

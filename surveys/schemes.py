@@ -87,6 +87,9 @@ class QuestionSpec:
     translations: dict[str, Any] = field(default_factory=dict)
     # The reporting grid (issue 31): continuous questions with noise only.
     resolution: float | None = None
+    # Issue 28: {"survey": S, "question": K}, an earlier question asked again (checked
+    # against the stored one by surveys.privacy_budget.reuse_problems).
+    reuse: dict[str, Any] | None = None
 
     @property
     def n_categories(self) -> int:
@@ -215,7 +218,7 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
     errors: dict[str, list[str]] = {}
     known = {
         "key", "text", "type", "required", "categories", "range", "step", "resolution",
-        "mechanism", "translations",
+        "mechanism", "translations", "reuse",
     }  # fmt: skip
     for name in sorted(set(raw) - known):
         errors[str(name)] = [
@@ -312,6 +315,11 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
         if problem:
             errors["resolution" if raw.get("resolution") is not None else "range"] = [problem]
 
+    reuse = raw.get("reuse")
+    problem = _reuse_shape_error(reuse, mechanism)
+    if problem:
+        errors["reuse"] = [problem]
+
     if errors:
         raise QuestionInvalid(errors)
     return QuestionSpec(
@@ -326,7 +334,31 @@ def parse_question(raw: Any, *, max_categories: int = MAX_CATEGORIES) -> Questio
         params=dict(params),
         step=step,
         resolution=resolution,
+        reuse=None if reuse is None else {"survey": reuse["survey"], "question": reuse["question"]},
     )
+
+
+def _reuse_shape_error(raw: Any, mechanism: str) -> str | None:
+    """Why ``reuse`` is malformed: ``{"survey": <id>, "question": "<key>"}`` of a question
+    whose report a client memoises (not one sent as given)."""
+    if raw is None:
+        return None
+    if (
+        not isinstance(raw, Mapping)
+        or set(raw) != {"survey", "question"}
+        or not isinstance(raw["survey"], int)
+        or isinstance(raw["survey"], bool)
+        or not 1 <= raw["survey"] < 2**63
+        or not isinstance(raw["question"], str)
+        or not KEY_PATTERN.fullmatch(raw["question"])
+    ):
+        return _('Must be {"survey": <id of an earlier survey>, "question": "<its key>"}.')
+    if mechanism in ("none", "negative_manual"):
+        return _(
+            "A question answered as given (mechanism %(mechanism)s) cannot reuse an earlier "
+            "report: there is no distorted report to keep, so ask it afresh."
+        ) % {"mechanism": mechanism}
+    return None
 
 
 def parse_questions(
@@ -613,13 +645,59 @@ def question_noise(question: Any):
 
 
 def continuous_epsilon(
-    name: str, params: Mapping[str, Any], value_range: tuple[float, float]
+    name: str,
+    params: Mapping[str, Any],
+    value_range: tuple[float, float],
+    resolution: float | None = None,
 ) -> float | None:
-    """ε of local differential privacy of a continuous mechanism on its range, where it is
-    finite and published: ``additive_staircase`` with ``sensitivity`` at least the range's
-    width (``AdditiveStaircase.local_epsilon``); ``None`` otherwise."""
+    """Pure ε of local differential privacy of a continuous mechanism on its range, where
+    it is finite (:meth:`privacy.mechanisms.descriptors.Mechanism.epsilon`: the staircase
+    whose sensitivity covers the range; Laplace noise and retention replacement on a
+    reporting grid); ``None`` otherwise."""
     mechanism = CONTINUOUS.get(name)
-    return None if mechanism is None else mechanism.epsilon(params, value_range)
+    return None if mechanism is None else mechanism.epsilon(params, value_range, resolution)
+
+
+def question_epsilon(question: Any) -> float | None:
+    """ε of local differential privacy one report of a stored question reveals, as the
+    scheme publishes it; ``None`` where unbounded (every negative survey, Gaussian or
+    uniform noise, a ``mechanism: none`` question's true answer)."""
+    if question.type in DISCRETE_TYPES:
+        if question.mechanism == "negative_manual":
+            return None  # its channel has a zero diagonal, whatever the calibration says
+        channel = discrete_channel(
+            question.n_categories, question.mechanism, question.mechanism_params
+        )
+        return epsilon(channel)
+    return continuous_epsilon(
+        question.mechanism,
+        question.mechanism_params,
+        (question.range_low, question.range_high),
+        getattr(question, "resolution", None),
+    )
+
+
+def question_cost(question: Any) -> float | None:
+    """What one report of a question costs a resident's privacy budget (issue 28): 0 for
+    ``mechanism: none`` (declared non-sensitive), else its ε (``None``: unbounded)."""
+    if question.mechanism == "none":
+        return 0.0
+    return question_epsilon(question)
+
+
+def epsilon_total(questions: Iterable[Any]) -> float | None:
+    """A survey's ``epsilon_total``: the sum of its questions' costs, a question that asks
+    again an earlier one (``reuse``) counting 0; ``None`` when a sensitive question's ε
+    is unbounded."""
+    total = 0.0
+    for question in questions:
+        if getattr(question, "reuse", None):
+            continue
+        cost = question_cost(question)
+        if cost is None:
+            return None
+        total += cost
+    return total
 
 
 # --------------------------------------------------------------------------- scheme
@@ -658,9 +736,12 @@ def question_scheme(question: Any, channel: NDArray[np.float64] | None = None) -
             question.mechanism,
             question.mechanism_params,
             (question.range_low, question.range_high),
+            getattr(question, "resolution", None),
         )
         if eps is not None:
             entry["epsilon"] = eps
+    if getattr(question, "reuse", None):
+        entry["reuse"] = dict(question.reuse)
     if question.type in DISCRETE_TYPES:
         if question.mechanism == "negative_manual":
             entry["instruction"] = NEGATIVE_MANUAL_INSTRUCTION

@@ -162,8 +162,24 @@ def survey_scheme(survey: Survey) -> dict[str, Any]:
         "title": survey.title,
         "kind": survey.kind,
         "status": survey.status,
+        # Issue 28: what one response costs a resident's budget, and the budget.
+        "epsilon_total": _epsilon_total(questions),
+        "privacy_budget": survey.consultation.privacy_budget,
         "questions": questions,
     }
+
+
+def _epsilon_total(questions: list[dict[str, Any]]) -> float | None:
+    """:func:`surveys.schemes.epsilon_total` from the published questions (the same ε)."""
+    total = 0.0
+    for question in questions:
+        if question.get("reuse") or question["mechanism"]["name"] == "none":
+            continue
+        eps = question.get("epsilon")
+        if eps is None:
+            return None
+        total += eps
+    return total
 
 
 @dataclass(frozen=True)
@@ -191,7 +207,10 @@ def survey_scheme_rendered(survey: Survey, render: Callable[[Any], bytes]) -> Re
     sends it back in ``If-None-Match`` gets a 304 without the body.
     """
     frozen = survey.status != Survey.Status.DRAFT and survey.opened_at is not None
-    key = (survey.pk, survey.opened_at, survey.status, survey.title, survey.kind)
+    key = (
+        survey.pk, survey.opened_at, survey.status, survey.title, survey.kind,
+        survey.consultation.privacy_budget,
+    )  # fmt: skip
     if frozen:
         hit = _RENDERED.get(key)
         if hit is not None:

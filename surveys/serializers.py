@@ -72,6 +72,23 @@ class MechanismField(serializers.JSONField):
     pass
 
 
+REUSE_SCHEMA = {
+    "type": "object",
+    "nullable": True,
+    "properties": {
+        "survey": {"type": "integer", "minimum": 1},
+        "question": {"type": "string", "pattern": rf"^{schemes.KEY_PATTERN.pattern}$"},
+    },
+    "required": ["survey", "question"],
+    "additionalProperties": False,
+}
+
+
+@extend_schema_field(REUSE_SCHEMA)
+class ReuseField(serializers.JSONField):
+    pass
+
+
 @extend_schema_field(TRANSLATIONS_SCHEMA)
 class TranslationsField(serializers.JSONField):
     pass
@@ -130,6 +147,17 @@ class QuestionDocSerializer(serializers.Serializer):
         ),
     )
     mechanism = MechanismField()
+    reuse = ReuseField(
+        required=False,
+        help_text=(
+            'Ask again an earlier question of the same consultation: {"survey": S, '
+            '"question": "key"}, with the same type, categories and mechanism (and range '
+            "and grid). The client kit re-sends the report it kept from then (permanent "
+            "randomisation); the server refuses a different report (409) and charges no "
+            "privacy budget for it. Not for questions answered as given (none, "
+            "negative_manual)."
+        ),
+    )
     translations = TranslationsField(
         required=False,
         help_text=(
@@ -167,9 +195,10 @@ class QuestionSerializer(serializers.ModelSerializer):
         model = Question
         fields = [
             "key", "text", "type", "required", "categories", "range", "step", "resolution",
-            "mechanism", "translations",
+            "mechanism", "translations", "reuse",
         ]  # fmt: skip
         read_only_fields = fields
+        extra_kwargs = {"reuse": {"help_text": "The earlier question asked again, or null."}}
 
     @extend_schema_field(
         {
@@ -304,11 +333,20 @@ class SchemeQuestionSerializer(serializers.Serializer):
         allow_null=True,
         help_text=(
             "Local differential privacy; null if unbounded. Discrete questions always carry "
-            "it; a continuous one only under additive_staircase whose sensitivity covers the "
-            "range (an extension of api.md)."
+            "it; a continuous one where its pure epsilon is finite: additive_staircase whose "
+            "sensitivity covers the range, and on a reporting grid additive_laplace "
+            "((high - low) / scale) and retention_replacement (ln(1 + retain * P / (1 - "
+            "retain)), P the range's grid points). Gaussian and uniform noise have none."
         ),
     )
     instruction = serializers.CharField(required=False, help_text="negative_manual questions.")
+    reuse = ReuseField(
+        required=False,
+        help_text=(
+            "This question asks again that earlier question: send the report kept from "
+            "then (the client kit's memo of that survey and question); it costs no budget."
+        ),
+    )
     resolution = serializers.FloatField(
         required=False, help_text="The reporting grid's step (continuous questions with noise)."
     )
@@ -336,6 +374,18 @@ class SchemeSerializer(serializers.Serializer):
     title = serializers.CharField()
     kind = serializers.CharField(help_text="profile or opinion.")
     status = serializers.CharField(help_text="draft, open or closed: submit only while open.")
+    epsilon_total = serializers.FloatField(
+        allow_null=True,
+        help_text=(
+            "What one response costs a resident's privacy budget: the sum of the questions' "
+            "epsilon (mechanism none counts 0, a question asked again (reuse) counts 0); "
+            "null when a sensitive question's epsilon is unbounded."
+        ),
+    )
+    privacy_budget = serializers.FloatField(
+        allow_null=True,
+        help_text="The consultation's privacy budget per resident (epsilon); null: no cap.",
+    )
     questions = SchemeQuestionSerializer(many=True)
 
 
@@ -486,3 +536,28 @@ class CalibrationResultSerializer(serializers.Serializer):
     question = serializers.CharField()
     added = serializers.IntegerField()
     total = serializers.IntegerField(help_text="Pairs stored for the question in all.")
+
+
+# --------------------------------------------------------------------------- privacy budget
+
+
+class BudgetInputSerializer(WithdrawalInputSerializer):
+    unknown_field_message = gettext_lazy("Unknown field; a budget request has %(fields)s.")
+    withdrawal_token = serializers.CharField(
+        max_length=128,
+        help_text="Any withdrawal token the participant received in this consultation.",
+    )
+
+
+class BudgetSerializer(serializers.Serializer):
+    budget = serializers.FloatField(
+        allow_null=True, help_text="The consultation's privacy budget (epsilon); null: no cap."
+    )
+    spent = serializers.FloatField(
+        allow_null=True,
+        help_text="Epsilon the participant's stored reports cost; null without a budget "
+        "(no ledger is kept then).",
+    )
+    remaining = serializers.FloatField(
+        allow_null=True, help_text="budget - spent (never below 0); null without a budget."
+    )

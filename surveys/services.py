@@ -25,7 +25,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from consultations.models import Consultation, Organisation
 from consultations.services import audit_record, consultation_create  # noqa: F401  (re-export)
 from core.errors import Conflict, InvalidInput, NotFound
-from surveys import answers, maintenance, schemes, tallies
+from surveys import answers, maintenance, privacy_budget, schemes, tallies
 from surveys.ingest import (  # noqa: F401  (StaleSurvey, this_hour, token hash: re-exported)
     Batch,
     StaleSurvey,
@@ -110,6 +110,7 @@ def _store_questions(survey: Survey, specs: Sequence[schemes.QuestionSpec]) -> N
                 mechanism=spec.mechanism,
                 mechanism_params=spec.params,
                 translations=spec.translations,
+                reuse=spec.reuse,
                 position=position,
             )
             for position, spec in enumerate(specs)
@@ -147,6 +148,7 @@ def survey_create(
         )
     specs = _parse_questions(questions, organisation)
     retention_days = _retention_days(retention_days)
+    specs = privacy_budget.resolve_reuse(consultation=consultation, specs=specs)
     if kind == Survey.Kind.PROFILE and _has_profile(consultation):
         raise _second_profile()
     try:
@@ -237,6 +239,9 @@ def survey_update(
         if survey.status != Survey.Status.DRAFT:
             raise _frozen(survey)
         specs = _parse_questions(questions, survey.consultation.organisation)
+        specs = privacy_budget.resolve_reuse(
+            consultation=survey.consultation, specs=specs, survey_pk=survey.pk
+        )
         CalibrationPair.objects.filter(question__survey=survey).delete()
         survey.questions.all().delete()
         _store_questions(survey, specs)
@@ -282,6 +287,12 @@ def survey_open(*, survey: Survey, actor: str = "system") -> Survey:
         raise InvalidInput(
             _("A survey needs at least one question to open."), {"questions": [_("Empty.")]}
         )
+    # Locked as a budget change locks it (consultations.services.privacy_budget_problem):
+    # the budget read here stays the consultation's while this survey opens.
+    survey.consultation = Consultation.objects.select_for_update(no_key=True).get(
+        pk=survey.consultation_id
+    )
+    privacy_budget.open_problems(survey, list(survey.questions.order_by("position")))
     survey.status = Survey.Status.OPEN
     survey.opened_at = timezone.now()
     survey.save(update_fields=["status", "opened_at"])

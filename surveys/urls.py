@@ -1,6 +1,6 @@
 from django.urls import path
 
-from surveys import apis, retention_apis
+from surveys import apis, apis_budget, retention_apis
 
 urlpatterns = [
     path("surveys/", apis.SurveyListApi.as_view(), name="survey-list"),
@@ -20,6 +20,11 @@ urlpatterns = [
         "surveys/<str:pk>/responses/withdraw/",
         apis.ResponseWithdrawApi.as_view(),
         name="survey-response-withdraw",
+    ),
+    path(
+        "surveys/<str:pk>/responses/budget/",
+        apis_budget.ResponseBudgetApi.as_view(),
+        name="survey-response-budget",
     ),
     path("surveys/<str:pk>/calibration/", apis.CalibrationApi.as_view(), name="survey-calibration"),
 ]

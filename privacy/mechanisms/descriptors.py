@@ -150,14 +150,51 @@ class Mechanism:
             return None
         return float(self._variance(params))
 
-    def epsilon(self, params: Params, value_range: tuple[float, float]) -> float | None:
-        """ε of local differential privacy of a continuous mechanism on its range, where it
-        is finite and published (the staircase whose sensitivity covers the range)."""
-        if self.model is not AdditiveStaircase:
+    def epsilon(
+        self,
+        params: Params,
+        value_range: tuple[float, float],
+        resolution: float | None = None,
+    ) -> float | None:
+        """Pure ε of local differential privacy of a continuous mechanism on its range, or
+        ``None`` where it is unbounded (or not established).
+
+        * ``additive_staircase`` whose sensitivity covers the range: its ``epsilon``.
+        * On a reporting grid (``resolution``; issue 31), where reports are exact grid
+          values:
+
+          - ``additive_laplace``: ``(high - low) / scale``. A true value is rounded at
+            random to one of the two grid points around it, both in ``0..N``, and discrete
+            Laplace noise of ``t = scale / resolution`` steps changes by at most
+            ``e^(1/t)`` per step, so any two true values' report laws differ by at most
+            ``e^(N/t)``, ``N = (high - low) / resolution``.
+          - ``retention_replacement``: ``ln(1 + retain * P / (1 - retain))`` with ``P``
+            the range's grid points. A report ``m`` has probability at most ``retain +
+            (1 - retain) / P`` (kept) and at least ``(1 - retain) / P`` (drawn).
+            Unbounded at ``retain = 1``.
+
+        * Unbounded: Gaussian noise (the discrete Gaussian is concentrated (zCDP) but has
+          no pure ε: its likelihood ratio grows without bound in the tails), uniform noise
+          (reports near one end are impossible from the other end), and every mechanism
+          off the grid (floating-point noise leaks the true value in its last bits,
+          Mironov 2012; legacy questions).
+        """
+        if self.model is AdditiveStaircase:
+            noise = self.noise(value_range, params)
+            assert isinstance(noise, AdditiveStaircase)
+            return noise.local_epsilon(value_range[0], value_range[1])
+        if resolution is None or not (math.isfinite(resolution) and resolution > 0):
             return None
-        noise = self.noise(value_range, params)
-        assert isinstance(noise, AdditiveStaircase)
-        return noise.local_epsilon(value_range[0], value_range[1])
+        low, high = float(value_range[0]), float(value_range[1])
+        if self.model is AdditiveLaplace:
+            return (high - low) / float(params["scale"])
+        if self.model is RetentionReplacement:
+            retain = float(params["retain"])
+            if not 0.0 < retain < 1.0:
+                return None
+            points = round((high - low) / resolution) + 1
+            return math.log1p(retain * points / (1.0 - retain))
+        return None
 
 
 # --------------------------------------------------------------------------- channels

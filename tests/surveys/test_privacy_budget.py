@@ -1,0 +1,432 @@
+"""Issue 28: each resident's privacy budget per consultation, reused answers, the resident's
+view of their budget (API, on SQLite here; on PostgreSQL with parallel requests in
+tests/integration/test_privacy_budget_postgres.py)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from surveys.models import Answer, PrivacyLedger, Response
+from tests.factories import consultation_factory, survey_factory
+
+URL = "/api/v1/surveys/"
+RR = math.log(0.7 / 0.3)  # ε of randomised response keeping 70% of two categories
+
+
+def rr_question(key: str = "sex", retain: float = 0.7, **extra: Any) -> dict[str, Any]:
+    return {
+        "key": key,
+        "type": "binary",
+        "categories": ["F", "M"],
+        "mechanism": {"name": "randomised_response", "retain": retain},
+        **extra,
+    }
+
+
+def exact_question(key: str = "tenure") -> dict[str, Any]:
+    return {
+        "key": key,
+        "type": "binary",
+        "categories": ["own", "rent"],
+        "mechanism": {"name": "none"},
+    }
+
+
+def two_rr() -> list[dict[str, Any]]:
+    return [rr_question("sex"), rr_question("smokes"), exact_question()]
+
+
+def submit(client, survey, participant, answers):
+    return client.post(
+        f"{URL}{survey.pk}/responses/",
+        {"participant": participant, "answers": answers},
+        format="json",
+    )
+
+
+def bulk(client, survey, responses):
+    return client.post(f"{URL}{survey.pk}/responses/bulk/", {"responses": responses}, format="json")
+
+
+def spent(consultation, participant: str) -> float | None:
+    row = PrivacyLedger.objects.filter(consultation=consultation, reference=participant).first()
+    return None if row is None else row.spent
+
+
+ANSWERS = {"sex": "F", "smokes": "M", "tenure": "own"}
+
+
+# --------------------------------------------------------------------------- the budget field
+
+
+def test_a_consultation_takes_a_budget_and_shows_it(tenant):
+    created = tenant.analyst.post(
+        "/api/v1/consultations/", {"title": "School", "privacy_budget": 4}, format="json"
+    )
+    assert created.status_code == 201, created.content
+    assert created.json()["privacy_budget"] == 4.0
+    plain = tenant.analyst.post("/api/v1/consultations/", {"title": "No cap"}, format="json")
+    assert plain.json()["privacy_budget"] is None
+
+
+@pytest.mark.parametrize("budget", [0, -1, 0.0, 1e7, "4", True, [4]])
+def test_budgets_that_are_not_positive_finite_numbers_are_refused(tenant, budget):
+    response = tenant.analyst.post(
+        "/api/v1/consultations/", {"title": "School", "privacy_budget": budget}, format="json"
+    )
+    assert response.status_code == 400, response.content
+    assert "privacy_budget" in response.json()["errors"]
+
+
+def test_a_non_finite_budget_is_refused(tenant):
+    body = b'{"title": "School", "privacy_budget": 1e400}'  # parses as infinity
+    response = tenant.analyst.generic(
+        "POST", "/api/v1/consultations/", body, content_type="application/json"
+    )
+    assert response.status_code == 400, response.content
+
+
+def test_once_a_survey_opened_a_budget_can_be_raised_or_removed_only(tenant):
+    capped = consultation_factory(tenant.organisation, privacy_budget=4.0)
+    uncapped = consultation_factory(tenant.organisation)
+    survey_factory(capped, questions=two_rr())
+    survey_factory(uncapped, questions=two_rr())
+
+    def patch(consultation, budget):
+        return tenant.analyst.patch(
+            f"/api/v1/consultations/{consultation.pk}/", {"privacy_budget": budget}, format="json"
+        )
+
+    lowered = patch(capped, 3.0)
+    assert lowered.status_code == 400 and "raised" in lowered.json()["detail"]
+    introduced = patch(uncapped, 3.0)
+    assert introduced.status_code == 400 and "first survey opens" in introduced.json()["detail"]
+    assert patch(capped, 6.0).json()["privacy_budget"] == 6.0
+    assert patch(capped, None).json()["privacy_budget"] is None
+    draft_only = consultation_factory(tenant.organisation)
+    survey_factory(draft_only, questions=two_rr(), open_it=False)
+    assert patch(draft_only, 2.5).json()["privacy_budget"] == 2.5
+    assert patch(draft_only, 1.0).json()["privacy_budget"] == 1.0
+
+
+# --------------------------------------------------------------------------- schemes and opening
+
+
+def test_the_scheme_carries_epsilon_total_and_the_budget(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=4.0)
+    survey = survey_factory(consultation, questions=two_rr())
+    scheme = tenant.portal.get(f"{URL}{survey.pk}/scheme/").json()
+    assert scheme["epsilon_total"] == pytest.approx(2 * RR)  # the exact question counts 0
+    assert scheme["privacy_budget"] == 4.0
+
+
+def test_a_survey_with_an_unbounded_question_has_no_epsilon_total(tenant, survey):
+    scheme = tenant.portal.get(f"{URL}{survey.pk}/scheme/").json()
+    assert scheme["epsilon_total"] is None  # negative surveys, Gaussian noise
+    assert scheme["privacy_budget"] is None
+
+
+def test_unbounded_questions_cannot_open_in_a_budgeted_consultation(tenant):
+    from tests.factories import profile_questions
+
+    consultation = consultation_factory(tenant.organisation, privacy_budget=100.0)
+    survey = survey_factory(consultation, questions=profile_questions(), open_it=False)
+    response = tenant.analyst.post(f"{URL}{survey.pk}/open/")
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert set(body["errors"]["questions"]) == {
+        "satisfaction",
+        "site",
+        "skips_class",
+        "age",
+        "income",
+    }
+    assert "no bounded privacy loss" in body["detail"]
+    survey.refresh_from_db()
+    assert survey.status == "draft"
+    # Without a budget the same survey opens.
+    free = survey_factory(consultation_factory(tenant.organisation), questions=profile_questions())
+    assert free.status == "open"
+
+
+def test_a_survey_that_alone_exceeds_the_budget_cannot_open(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=1.5)
+    survey = survey_factory(consultation, questions=two_rr(), open_it=False)
+    response = tenant.analyst.post(f"{URL}{survey.pk}/open/")
+    assert response.status_code == 400, response.content
+    assert "privacy_budget" in response.json()["errors"]
+    assert "1.695" in response.json()["detail"]
+    fits = survey_factory(
+        consultation, questions=[rr_question()], open_it=False, kind="opinion", title="one"
+    )
+    assert tenant.analyst.post(f"{URL}{fits.pk}/open/").status_code == 200
+
+
+def test_laplace_and_retention_on_a_grid_have_a_pure_epsilon_gaussian_none(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=20.0)
+    questions = [
+        {"key": "age", "type": "continuous", "range": [16, 100], "step": 1,
+         "mechanism": {"name": "additive_laplace", "scale": 21}},
+        {"key": "rooms", "type": "continuous", "range": [0, 9], "step": 1,
+         "mechanism": {"name": "retention_replacement", "retain": 0.5}},
+    ]  # fmt: skip
+    survey = survey_factory(consultation, questions=questions)
+    scheme = tenant.portal.get(f"{URL}{survey.pk}/scheme/").json()
+    by_key = {q["key"]: q for q in scheme["questions"]}
+    assert by_key["age"]["epsilon"] == pytest.approx(84 / 21)
+    assert by_key["rooms"]["epsilon"] == pytest.approx(math.log(1 + 0.5 * 10 / 0.5))
+    assert scheme["epsilon_total"] == pytest.approx(4 + math.log(11))
+    gaussian = [{"key": "age", "type": "continuous", "range": [16, 100], "step": 1,
+                 "mechanism": {"name": "additive_gaussian", "sigma": 5}}]  # fmt: skip
+    draft = survey_factory(
+        consultation, questions=gaussian, open_it=False, kind="opinion", title="g"
+    )
+    refused = tenant.analyst.post(f"{URL}{draft.pk}/open/")
+    assert refused.status_code == 400 and "age" in refused.json()["errors"]["questions"]
+
+
+# --------------------------------------------------------------------------- the ledger
+
+
+def test_a_response_past_the_budget_is_a_409_and_nothing_is_stored(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=3.0)
+    first = survey_factory(consultation, questions=two_rr(), title="before")
+    second = survey_factory(consultation, questions=two_rr(), kind="opinion", title="after")
+    assert submit(tenant.portal, first, "p-1", ANSWERS).status_code == 201
+    assert spent(consultation, "p-1") == pytest.approx(2 * RR)
+    refused = submit(tenant.portal, second, "p-1", ANSWERS)
+    assert refused.status_code == 409, refused.content
+    body = refused.json()
+    assert body["code"] == "privacy_budget"
+    assert "privacy budget" in body["detail"] and "participant" in body["errors"]
+    assert not Response.objects.filter(survey=second).exists()
+    assert spent(consultation, "p-1") == pytest.approx(2 * RR)  # nothing charged either
+    # Another resident still answers both; an exact-only answer costs nothing.
+    assert submit(tenant.portal, second, "p-2", ANSWERS).status_code == 201
+    assert spent(consultation, "p-2") == pytest.approx(2 * RR)
+
+
+def test_a_resident_exactly_at_the_budget_passes(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=4 * RR)
+    first = survey_factory(consultation, questions=two_rr(), title="before")
+    second = survey_factory(consultation, questions=two_rr(), kind="opinion", title="after")
+    assert submit(tenant.portal, first, "p-1", ANSWERS).status_code == 201
+    assert submit(tenant.portal, second, "p-1", ANSWERS).status_code == 201
+
+
+def test_optional_questions_left_out_are_not_charged(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=3.0)
+    questions = [rr_question("sex"), rr_question("smokes", required=False)]
+    first = survey_factory(consultation, questions=questions, title="before")
+    second = survey_factory(consultation, questions=questions, kind="opinion", title="after")
+    assert submit(tenant.portal, first, "p-1", {"sex": "F"}).status_code == 201
+    assert submit(tenant.portal, second, "p-1", {"sex": "M"}).status_code == 201
+    assert spent(consultation, "p-1") == pytest.approx(2 * RR)
+
+
+def test_a_bulk_batch_with_a_resident_past_the_budget_is_refused_whole(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=3.0)
+    first = survey_factory(consultation, questions=two_rr(), title="before")
+    second = survey_factory(consultation, questions=two_rr(), kind="opinion", title="after")
+    assert bulk(tenant.analyst, first, [
+        {"participant": f"p-{n}", "answers": ANSWERS} for n in (2, 5)
+    ]).status_code == 201  # fmt: skip
+    batch = [{"participant": f"p-{n}", "answers": ANSWERS} for n in range(6)]
+    refused = bulk(tenant.analyst, second, batch)
+    assert refused.status_code == 409, refused.content
+    body = refused.json()
+    assert body["code"] == "privacy_budget"
+    assert set(body["errors"]["responses"]) == {"2", "5"}
+    assert "2 responses" in body["detail"]
+    assert not Response.objects.filter(survey=second).exists()
+    assert not Answer.objects.filter(response__survey=second).exists()
+    assert spent(consultation, "p-0") is None and spent(consultation, "p-2") == pytest.approx(
+        2 * RR
+    )
+    accepted = bulk(
+        tenant.analyst, second, [b for b in batch if b["participant"] not in ("p-2", "p-5")]
+    )
+    assert accepted.status_code == 201
+    assert spent(consultation, "p-0") == pytest.approx(2 * RR)
+
+
+def test_a_withdrawal_refunds_nothing(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=3.0)
+    first = survey_factory(consultation, questions=two_rr(), title="before")
+    second = survey_factory(consultation, questions=two_rr(), kind="opinion", title="after")
+    token = submit(tenant.portal, first, "p-1", ANSWERS).json()["withdrawal_token"]
+    withdrawn = tenant.portal.post(
+        f"{URL}{first.pk}/responses/withdraw/",
+        {"participant": "p-1", "withdrawal_token": token},
+        format="json",
+    )
+    assert withdrawn.status_code == 204
+    assert submit(tenant.portal, second, "p-1", ANSWERS).status_code == 409
+
+
+def test_without_a_budget_no_ledger_is_kept(tenant):
+    consultation = consultation_factory(tenant.organisation)
+    survey = survey_factory(consultation, questions=two_rr())
+    assert submit(tenant.portal, survey, "p-1", ANSWERS).status_code == 201
+    assert not PrivacyLedger.objects.exists()
+
+
+# --------------------------------------------------------------------------- reuse
+
+
+def reuse_of(survey, key="sex", question_key="sex_again"):
+    return rr_question(question_key, reuse={"survey": survey.pk, "question": key})
+
+
+def test_a_reused_question_costs_nothing_when_the_report_is_the_same(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=2.0)
+    first = survey_factory(consultation, questions=[rr_question()], title="before")
+    second = survey_factory(
+        consultation, questions=[reuse_of(first), rr_question("smokes")], kind="opinion"
+    )
+    scheme = tenant.portal.get(f"{URL}{second.pk}/scheme/").json()
+    assert scheme["questions"][0]["reuse"] == {"survey": first.pk, "question": "sex"}
+    assert scheme["epsilon_total"] == pytest.approx(RR)  # the reuse counts 0
+    listed = tenant.analyst.get(f"{URL}{second.pk}/").json()["questions"][0]
+    assert listed["reuse"] == {"survey": first.pk, "question": "sex"}
+    assert submit(tenant.portal, first, "p-1", {"sex": "M"}).status_code == 201
+    same = submit(tenant.portal, second, "p-1", {"sex_again": "M", "smokes": "F"})
+    assert same.status_code == 201, same.content
+    assert spent(consultation, "p-1") == pytest.approx(2 * RR)  # sex once, smokes once
+
+
+def test_a_reused_question_with_a_different_report_is_a_409(tenant):
+    consultation = consultation_factory(tenant.organisation)  # checked with or without budget
+    first = survey_factory(consultation, questions=[rr_question()], title="before")
+    second = survey_factory(consultation, questions=[reuse_of(first)], kind="opinion")
+    assert submit(tenant.portal, first, "p-1", {"sex": "M"}).status_code == 201
+    differs = submit(tenant.portal, second, "p-1", {"sex_again": "F"})
+    assert differs.status_code == 409, differs.content
+    assert differs.json()["code"] == "reused_report_differs"
+    assert "sex_again" in differs.json()["errors"]["answers"]
+    assert not Response.objects.filter(survey=second).exists()
+    refused = bulk(tenant.analyst, second, [
+        {"participant": "p-0", "answers": {"sex_again": "F"}},
+        {"participant": "p-1", "answers": {"sex_again": "F"}},
+    ])  # fmt: skip
+    assert refused.status_code == 409
+    assert set(refused.json()["errors"]["responses"]) == {"1"}
+    assert not Response.objects.filter(survey=second).exists()
+
+
+def test_a_reuse_without_an_earlier_report_is_a_fresh_report_and_is_charged(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=1.0)
+    first = survey_factory(consultation, questions=[rr_question()], title="before")
+    second = survey_factory(consultation, questions=[reuse_of(first)], kind="opinion")
+    assert submit(tenant.portal, second, "p-new", {"sex_again": "F"}).status_code == 201
+    assert spent(consultation, "p-new") == pytest.approx(RR)
+
+
+def test_a_reuse_of_a_reuse_points_at_the_first_question(tenant):
+    consultation = consultation_factory(tenant.organisation)
+    first = survey_factory(consultation, questions=[rr_question()], title="1")
+    second = survey_factory(consultation, questions=[reuse_of(first)], kind="opinion", title="2")
+    third = survey_factory(
+        consultation, questions=[reuse_of(second, "sex_again", "sex_third")], kind="opinion"
+    )
+    assert third.questions.get().reuse == {"survey": first.pk, "question": "sex"}
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"categories": ["yes", "no"]}, "categories"),
+        ({"mechanism": {"name": "randomised_response", "retain": 0.8}}, "mechanism"),
+        ({"type": "nominal", "categories": ["F", "M", "X"]}, "nominal"),
+    ],
+)
+def test_a_reuse_of_another_question_shape_is_refused(tenant, change, words):
+    consultation = consultation_factory(tenant.organisation)
+    first = survey_factory(consultation, questions=[rr_question()], title="before")
+    question = {**reuse_of(first), **change}
+    response = tenant.analyst.post(URL, {
+        "consultation": consultation.pk, "kind": "opinion", "title": "after",
+        "questions": [question],
+    }, format="json")  # fmt: skip
+    assert response.status_code == 400, response.content
+    (message,) = response.json()["errors"]["questions"][0]["reuse"]
+    assert words in message
+
+
+def test_a_reuse_across_consultations_or_of_nothing_is_refused(tenant):
+    elsewhere = survey_factory(consultation_factory(tenant.organisation), questions=[rr_question()])
+    consultation = consultation_factory(tenant.organisation)
+    first = survey_factory(consultation, questions=[rr_question()], title="before")
+    cases = [
+        ({"survey": elsewhere.pk, "question": "sex"}, "same consultation"),
+        ({"survey": first.pk, "question": "age"}, "no question"),
+        ({"survey": first.pk}, "Must be"),
+        ({"survey": "1", "question": "sex"}, "Must be"),
+    ]
+    for reuse, words in cases:
+        response = tenant.analyst.post(URL, {
+            "consultation": consultation.pk, "kind": "opinion", "title": "after",
+            "questions": [rr_question("again", reuse=reuse)],
+        }, format="json")  # fmt: skip
+        assert response.status_code == 400, (reuse, response.content)
+        (message,) = response.json()["errors"]["questions"][0]["reuse"]
+        assert words in message, (reuse, message)
+
+
+def test_a_question_sent_as_given_cannot_reuse(tenant):
+    consultation = consultation_factory(tenant.organisation)
+    first = survey_factory(consultation, questions=[exact_question()], title="before")
+    question = {**exact_question("again"), "reuse": {"survey": first.pk, "question": "tenure"}}
+    response = tenant.analyst.post(URL, {
+        "consultation": consultation.pk, "kind": "opinion", "title": "after",
+        "questions": [question],
+    }, format="json")  # fmt: skip
+    assert response.status_code == 400
+    assert "as given" in response.json()["errors"]["questions"][0]["reuse"][0]
+
+
+# --------------------------------------------------------------------------- the resident's view
+
+
+def budget_of(client, survey, participant, token):
+    return client.post(
+        f"{URL}{survey.pk}/responses/budget/",
+        {"participant": participant, "withdrawal_token": token},
+        format="json",
+    )
+
+
+def test_a_resident_reads_their_budget_with_any_of_their_tokens(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=4.0)
+    first = survey_factory(consultation, questions=two_rr(), title="before")
+    second = survey_factory(consultation, questions=[rr_question()], kind="opinion")
+    token = submit(tenant.portal, first, "p-1", ANSWERS).json()["withdrawal_token"]
+    submit(tenant.portal, second, "p-1", {"sex": "F"})
+    seen = budget_of(tenant.portal, second, "p-1", token)  # the first survey's token
+    assert seen.status_code == 200, seen.content
+    assert seen.json() == pytest.approx({"budget": 4.0, "spent": 3 * RR, "remaining": 4.0 - 3 * RR})
+
+
+def test_a_wrong_token_or_an_unknown_resident_gets_the_same_404(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=4.0)
+    survey = survey_factory(consultation, questions=two_rr())
+    other = survey_factory(consultation_factory(tenant.organisation), questions=two_rr())
+    token = submit(tenant.portal, survey, "p-1", ANSWERS).json()["withdrawal_token"]
+    other_token = submit(tenant.portal, other, "p-1", ANSWERS).json()["withdrawal_token"]
+    answers = [
+        budget_of(tenant.portal, survey, "p-1", "wrong"),
+        budget_of(tenant.portal, survey, "p-2", token),
+        budget_of(tenant.portal, survey, "p-1", other_token),  # another consultation's token
+    ]
+    assert [a.status_code for a in answers] == [404, 404, 404]
+    assert len({a.content for a in answers}) == 1
+
+
+def test_without_a_budget_the_resident_sees_no_cap(tenant):
+    survey = survey_factory(consultation_factory(tenant.organisation), questions=two_rr())
+    token = submit(tenant.portal, survey, "p-1", ANSWERS).json()["withdrawal_token"]
+    seen = budget_of(tenant.portal, survey, "p-1", token)
+    assert seen.json() == {"budget": None, "spent": None, "remaining": None}
