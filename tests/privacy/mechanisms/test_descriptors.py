@@ -66,3 +66,208 @@ def test_noise_models_are_built_from_the_descriptors():
         noise_model("additive_cauchy", scale=1.0)
     assert DISCRETE["negative_gaussian"].ordinal_only
     np.testing.assert_allclose(DISCRETE["none"].channel(3, {}), np.eye(3))
+
+
+# ------------------------------------------------------------------ the descriptors' rules
+# (issue 33: direct tests of each rule, so a wrong rule in descriptors.py fails here)
+
+
+def rr_channel(k, params):
+    return DISCRETE["randomised_response"].channel(k, params)
+
+
+def test_randomised_response_with_retain_keeps_the_answer_with_that_probability():
+    channel = rr_channel(3, {"retain": 0.7})
+    np.testing.assert_allclose(np.diag(channel), [0.7, 0.7, 0.7])
+    np.testing.assert_allclose(channel[0], [0.7, 0.15, 0.15])
+
+
+def test_randomised_response_with_a_matrix_is_that_matrix():
+    matrix = [[0.8, 0.2], [0.3, 0.7]]
+    np.testing.assert_allclose(rr_channel(2, {"matrix": matrix}), matrix)
+    # integers are numbers too (an identity given as 0/1)
+    np.testing.assert_allclose(rr_channel(2, {"matrix": [[1, 0], [0, 1]]}), np.eye(2))
+
+
+@pytest.mark.parametrize("params", [{}, {"retain": 0.7, "matrix": [[1, 0], [0, 1]]}])
+def test_randomised_response_needs_exactly_one_of_retain_and_matrix(params):
+    with pytest.raises(ValueError, match=r"either retain .* or matrix") as caught:
+        rr_channel(2, params)
+    assert caught.value.message.params == {}
+
+
+@pytest.mark.parametrize(
+    "matrix",
+    [
+        "[[1, 0], [0, 1]]",
+        [[1, 0], "01"],
+        [[1, 0], [0, "1"]],
+        [[1, 0], [0, None]],
+        [[True, False], [False, True]],
+        ((1, 0), (0, 1)),
+    ],
+)
+def test_randomised_response_matrix_must_be_rows_of_numbers(matrix):
+    with pytest.raises(ValueError, match="list of rows of numbers"):
+        rr_channel(2, {"matrix": matrix})
+
+
+@pytest.mark.parametrize(
+    ("k", "matrix", "shape"),
+    [
+        (3, [[0.5, 0.5], [0.5, 0.5]], (2, 2)),  # too few rows
+        (2, [[0.5, 0.5], [0.5, 0.5], [0.5, 0.5]], (3, 2)),  # too many rows
+        (2, [[1.0], [1.0]], (2, 1)),  # rows too short
+        (2, [[1.0, 0.0], [0.5, 0.25, 0.25]], (2, 2)),  # one row too long
+        (2, [], (0, 0)),  # empty
+    ],
+)
+def test_randomised_response_matrix_must_be_k_by_k(k, matrix, shape):
+    with pytest.raises(ValueError, match="one row per category") as caught:
+        rr_channel(k, {"matrix": matrix})
+    assert caught.value.message.params == {"k": k, "shape": shape}
+
+
+def test_randomised_response_matrix_refuses_tiny_entries_and_names_the_first():
+    matrix = [[1 - 1e-13, 1e-13], [5e-13, 1 - 5e-13]]
+    with pytest.raises(ValueError, match="0 or at least") as caught:
+        rr_channel(2, {"matrix": matrix})
+    assert caught.value.message.params == {"limit": "1e-12", "value": "1e-13"}
+    # exactly the limit is allowed, and so is 0
+    limit = 1e-12
+    np.testing.assert_allclose(
+        rr_channel(2, {"matrix": [[1 - limit, limit], [0.0, 1.0]]}),
+        [[1 - limit, limit], [0.0, 1.0]],
+    )
+
+
+def test_negative_gaussian_needs_sigma_and_uses_it():
+    mechanism = DISCRETE["negative_gaussian"]
+    with pytest.raises(ValueError, match="needs sigma"):
+        mechanism.channel(5, {})
+    narrow, wide = mechanism.channel(5, {"sigma": 0.5}), mechanism.channel(5, {"sigma": 3.0})
+    assert narrow.shape == (5, 5)
+    np.testing.assert_allclose(np.diag(narrow), 0.0)
+    np.testing.assert_allclose(narrow.sum(axis=1), 1.0)
+    # a small sigma keeps the reported answer near the true one
+    assert narrow[0, 1] > wide[0, 1]
+    assert narrow[0, 4] < wide[0, 4]
+
+
+def test_negative_manual_channel_comes_from_the_calibration_pairs():
+    pairs = np.array([[0, 1], [0, 1], [1, 2]])
+    channel = DISCRETE["negative_manual"].channel(3, {}, pairs)
+    np.testing.assert_allclose(channel[0], [0.0, 1.0, 0.0])
+    np.testing.assert_allclose(channel[1], [0.0, 0.0, 1.0])
+    np.testing.assert_allclose(channel[2], [0.5, 0.5, 0.0])  # no pair: uniform negative
+
+
+def test_channels_and_noise_belong_to_their_family():
+    with pytest.raises(ValueError, match="not a discrete mechanism"):
+        CONTINUOUS["additive_gaussian"].channel(3, {})
+    with pytest.raises(ValueError, match="not a continuous mechanism"):
+        DISCRETE["randomised_response"].noise((0.0, 1.0), {"retain": 0.5})
+    assert DISCRETE["none"].discrete and not CONTINUOUS["none"].discrete
+
+
+def test_lookups_by_name():
+    from privacy.mechanisms.descriptors import continuous_mechanism, discrete_mechanism
+
+    assert discrete_mechanism("negative_uniform") is DISCRETE["negative_uniform"]
+    assert continuous_mechanism("additive_laplace") is CONTINUOUS["additive_laplace"]
+    assert discrete_mechanism("additive_laplace") is None
+    assert continuous_mechanism("nope") is None
+
+
+def test_epsilon_is_published_for_the_staircase_covering_the_range_only():
+    staircase = CONTINUOUS["additive_staircase"]
+    params = {"epsilon": 1.5, "sensitivity": 10.0}
+    assert staircase.epsilon(params, (0.0, 10.0)) == pytest.approx(1.5)
+    assert staircase.epsilon(params, (5.0, 12.0)) == pytest.approx(1.5)
+    assert staircase.epsilon(params, (0.0, 10.5)) is None  # wider than the sensitivity
+    assert CONTINUOUS["additive_laplace"].epsilon({"scale": 1.0}, (0.0, 1.0)) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "variance"),
+    [
+        ("additive_uniform", {"half_width": 6.0}, 12.0),
+        ("additive_gaussian", {"sigma": 3.0}, 9.0),
+        ("additive_laplace", {"scale": 2.0}, 8.0),
+        ("retention_replacement", {"retain": 0.5}, None),
+        ("none", {}, None),
+    ],
+)
+def test_noise_variance_of_each_mechanism(name, params, variance):
+    found = CONTINUOUS[name].noise_variance(params)
+    assert found == (None if variance is None else pytest.approx(variance))
+
+
+def test_staircase_variance_is_its_noise_models():
+    params = {"epsilon": 1.0, "sensitivity": 4.0}
+    model = noise_model("additive_staircase", **params)
+    assert CONTINUOUS["additive_staircase"].noise_variance(params) == pytest.approx(model.std**2)
+
+
+def test_noise_takes_the_range_only_where_the_model_needs_it():
+    rr = CONTINUOUS["retention_replacement"].noise((2.0, 8.0), {"retain": 0.25})
+    assert (rr.retain, rr.low, rr.high) == (0.25, 2.0, 8.0)
+    gaussian = CONTINUOUS["additive_gaussian"].noise((2.0, 8.0), {"sigma": 1.5})
+    assert gaussian.std == pytest.approx(1.5)
+
+
+def test_noise_model_names_the_unknown_and_the_known():
+    with pytest.raises(ValueError) as caught:
+        noise_model("additive_cauchy", scale=1.0)
+    assert caught.value.message.params == {
+        "name": "'additive_cauchy'",
+        "names": str(sorted(CONTINUOUS)),
+    }
+
+
+def test_noise_model_names_missing_and_unexpected_parameters():
+    with pytest.raises(ValueError, match="needs parameter") as caught:
+        noise_model("additive_staircase", epsilon=1.0)
+    assert caught.value.message.params == {
+        "name": "additive_staircase",
+        "missing": "['sensitivity']",
+    }
+    with pytest.raises(ValueError, match="does not take") as caught:
+        noise_model("additive_gaussian", sigma=1.0, scale=2.0, bias=0.0)
+    assert caught.value.message.params == {
+        "name": "additive_gaussian",
+        "unexpected": "['bias', 'scale']",
+    }
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "expected"),
+    [
+        ({"name": "randomised_response", "retain": 0.25}, {"retain": "25"}),
+        ({"name": "randomised_response", "retain": 0.8}, {"retain": "80"}),
+        ({"name": "retention_replacement", "retain": 0.6}, {"retain": "60"}),
+        ({"name": "additive_uniform", "half_width": 2.5}, {"size": "2.5"}),
+        ({"name": "additive_gaussian", "sigma": 4}, {"size": "4"}),
+        ({"name": "additive_laplace", "scale": 1.0}, {"size": "1.41"}),
+        ({"name": "negative_uniform"}, {}),
+    ],
+)
+def test_report_sentence_parameters(mechanism, expected):
+    found = report_sentence(mechanism)
+    assert found is not None
+    assert found[1] == expected
+
+
+def test_report_sentence_of_a_matrix_says_it_followed_a_table():
+    from privacy.mechanisms.descriptors import MATRIX_SENTENCE
+
+    matrix = {"name": "randomised_response", "matrix": [[0.8, 0.2], [0.2, 0.8]]}
+    assert report_sentence(matrix) == (MATRIX_SENTENCE, {})
+    retain = report_sentence({"name": "randomised_response", "retain": 0.5})
+    assert retain is not None and retain[0] != MATRIX_SENTENCE
+    # other mechanisms without retain keep their own sentence
+    none = report_sentence({"name": "none"})
+    assert none is not None and none[0] == DISCRETE["none"].sentence != MATRIX_SENTENCE
+    negative = report_sentence({"name": "negative_manual"})
+    assert negative is not None and negative[0] == DISCRETE["negative_manual"].sentence
+    assert report_sentence({"name": "additive_cauchy"}) is None
