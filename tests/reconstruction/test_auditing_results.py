@@ -204,3 +204,15 @@ def test_a_distribution_of_an_unknown_attribute_names_it() -> None:
     with pytest.raises(auditing._Unknown) as unknown:
         auditing.results_of("distribution", spec, {"counts": [1.0]}, QUESTIONS)
     assert unknown.value.args == ("income",)
+
+
+def test_a_report_publishes_every_published_question() -> None:
+    document = {
+        "questions": [
+            {"key": "sex", "published": True, "reconstructed": {"counts": [30.0, 20.0, 10.0]}},
+            {"key": "age", "published": False, "reconstructed": {"counts": [60.0]}},
+            {"key": "sex", "published": True, "reconstructed": {"counts": [31.0, 19.0, 10.0]}},
+        ]
+    }
+    estimates = [r.estimate for r in auditing.report_results(document, QUESTIONS)]
+    assert estimates == [30.0, 20.0, 10.0, 31.0, 19.0, 10.0]
