@@ -327,7 +327,12 @@ def audit(
         half = np.array([(r.high - r.low) / 2 for r in results])
     for column in np.flatnonzero((leverage > 1.0 - 1e-6) & ~known):
         coefficients: NDArray[np.float64] = u @ (vt[:, column] / s)
-        coefficients[np.abs(coefficients) < 1e-9] = 0.0
+        # Snap rounding noise: a combination of 0/1 indicator rows mostly has whole
+        # coefficients (0, 1, -1), and the SVD's 1 - 1e-15 would judge an implied cell of
+        # exactly the threshold (53 - 48 = 5) as 4.99999999999999, below it.
+        whole = np.round(coefficients)
+        near = np.abs(coefficients - whole) < 1e-9
+        coefficients[near] = whole[near]
         if not np.any(coefficients[first_new:]):
             continue
         used = coefficients != 0.0

@@ -153,3 +153,189 @@ def test_an_exact_result_is_its_value_three_times():
     result = Published.exact(Box(), 7)
     assert (result.estimate, result.low, result.high) == (7.0, 7.0, 7.0)
     assert all(isinstance(x, float) for x in (result.estimate, result.low, result.high))
+
+
+# --- the rules one by one (issue 33: each test fails on a wrong rule) ---------------------
+
+AGE = {"age": Continuous(16, 100)}
+
+
+def test_an_implied_cell_exactly_at_the_threshold_is_published():
+    women = exact([("sex", "in", {0})], 53)
+    assert audit(UNIVERSE, [POPULATION, women], [exact(WOMEN_NOT_C, 48)], 5) is None  # 5 in C
+    assert audit(UNIVERSE, [POPULATION, women], [exact(WOMEN_NOT_C, 49)], 5) is not None  # 4
+
+
+WOMEN_NOT_C = [("sex", "in", {0}), ("district", "in", {N, S, E, W})]
+
+
+def test_only_an_implied_cell_below_one_half_counts_as_empty():
+    women = exact([("sex", "in", {0})], 53)
+    # implied cell of exactly 1 person: not empty, refused
+    assert audit(UNIVERSE, [POPULATION, women], [exact(WOMEN_NOT_C, 52)], 5) is not None
+    # an implied interval [0, 0.5] may hold half a person on its upper end: not shown empty
+    half = Published(Box.of(WOMEN_NOT_C), 52.75, 52.5, 53.0)
+    assert audit(UNIVERSE, [POPULATION, women], [half], 5) is not None
+    # [0, 0.4]: provably empty
+    empty = Published(Box.of(WOMEN_NOT_C), 52.8, 52.6, 53.0)
+    assert audit(UNIVERSE, [POPULATION, women], [empty], 5) is None
+
+
+def test_a_difference_finding_names_the_two_results_and_its_kind():
+    women = exact([("sex", "in", {0})], 53)
+    finding = audit(UNIVERSE, [POPULATION, women], [exact(WOMEN_NOT_C, 51)], 5)
+    assert finding is not None
+    assert (finding.kind, finding.uses) == ("difference", (1, 2))
+
+
+def test_implications_among_published_results_alone_are_not_reported_again():
+    # women and 'women outside C' imply the 2 women of C: judged when published
+    women = exact([("sex", "in", {0})], 53)
+    published = [POPULATION, women, exact(WOMEN_NOT_C, 51)]
+    assert audit(UNIVERSE, published, [exact([("district", "in", {N})], 24)], 5) is None
+    assert audit(UNIVERSE, published, [], 5) is None
+
+
+def test_results_published_together_are_audited_among_themselves():
+    women = exact([("sex", "in", {0})], 53)
+    finding = audit(UNIVERSE, [], [POPULATION, women, exact(WOMEN_NOT_C, 51)], 5)
+    assert finding is not None and finding.kind == "difference"
+    men = Published(Box.of([("sex", "in", {1})]), 67, 60, 74)
+    rest = Published(Box.of(WOMEN_NOT_C), 51, 45, 57)
+    finding = audit(UNIVERSE, [], [POPULATION, men, rest], 5)
+    assert finding is not None and finding.kind == "combination"
+
+
+def test_a_new_result_is_judged_against_every_published_one_also_after_its_own_group():
+    # An earlier estimate of the same group (40) differs from the new one (51) by the
+    # method; the new one differenced with the women reveals the 2 women of C.
+    women = exact([("sex", "in", {0})], 53)
+    earlier = Published(Box.of(WOMEN_NOT_C), 40, 38, 42)
+    published = [POPULATION, earlier, women]
+    finding = audit(UNIVERSE, published, [Published(Box.of(WOMEN_NOT_C), 51, 50, 52)], 5)
+    assert finding is not None and finding.kind == "difference"
+    assert finding.uses == (2, 3)
+
+
+def test_results_about_the_whole_population_imply_nothing():
+    # the population's size is public: even a small survey's is never an implied cell
+    small = Published.exact(Box(), 8)
+    assert audit(UNIVERSE, [small], [Published.exact(Box(), 8)], 5) is None
+    assert audit(UNIVERSE, [small, small], [Published(Box(), 8, 6, 10)], 5) is None
+
+
+def test_codes_outside_the_categories_select_nobody():
+    universe = {"x": Discrete(3)}
+    population = Published.exact(Box(), 120)
+    first = Published.exact(Box.of([("x", "in", {0})]), 60)
+    assert audit(universe, [population, first], [exact([("x", "in", {0, 3})], 60)], 5) is None
+    # a box of no category at all is empty
+    assert audit(universe, [], [exact([("x", "in", {7})], 0)], 5) is None
+
+
+def test_the_top_slice_of_a_range_is_a_cell():
+    # 'age > 80' minus 'age in [80, 90)' is 'age >= 90' (up to the range's end)
+    over_80 = exact([("age", "gt", 80)], 30)
+    finding = audit(AGE, [POPULATION, over_80], [exact([("age", "between", (80, 90))], 27)], 5)
+    assert finding is not None and finding.kind == "difference"
+
+
+def test_the_bottom_slice_of_a_range_is_a_cell():
+    # 'age <= 30' minus 'age in [20, 30)' is 'age < 20' (down to the range's start)
+    to_30 = exact([("age", "lte", 30)], 40)
+    finding = audit(AGE, [POPULATION, to_30], [exact([("age", "between", (20, 30))], 37)], 5)
+    assert finding is not None and finding.kind == "difference"
+
+
+def test_a_lower_cut_excludes_what_lies_below_it():
+    # 117 of 120 older than 80 reveals the 3 aged 80 or less
+    assert audit(AGE, [POPULATION], [exact([("age", "gt", 80)], 117)], 5) is not None
+    assert audit(AGE, [POPULATION], [exact([("age", "gt", 80)], 100)], 5) is None
+
+
+def test_a_window_minus_its_upper_part_is_its_lower_part():
+    # [30, 60) minus [40, 60) is [30, 40)
+    upper = exact([("age", "between", (40, 60))], 27)
+    finding = audit(AGE, [POPULATION, upper], [exact([("age", "between", (30, 60))], 30)], 5)
+    assert finding is not None and finding.kind == "difference"
+    assert audit(AGE, [POPULATION, upper], [exact([("age", "between", (30, 60))], 40)], 5) is None
+
+
+def test_a_condition_at_the_ends_of_the_range_is_the_whole_range():
+    # nobody is outside [16, 100]: 'age <= 100', 'age > 10' are the population itself,
+    # whatever their (distorted) estimates' intervals
+    for conditions in ([("age", "lte", 100)], [("age", "gt", 10)], [("age", "between", (16, 100))]):
+        wide = Published(Box.of(conditions), 118, 110, 125)
+        assert audit(AGE, [POPULATION], [wide], 5) is None, conditions
+    # and a cut outside the range cuts nothing off the range's ends
+    below_16 = exact([("age", "lte", 10)], 0)
+    assert audit(AGE, [POPULATION, below_16], [exact([("age", "lte", 20)], 3)], 5) is not None
+
+
+def _three_result_combination(universe, a, b):
+    """population - 'a != 0' - 'a = 0 and b != 0' = the cell 'a = 0 and b = 0' (2 people),
+    each result clearing the threshold on its own interval."""
+    others = Published(Box.of([("a", "in", set(range(1, a)))]), 67, 60, 74)
+    rest = Published(Box.of([("a", "in", {0}), ("b", "in", set(range(1, b)))]), 51, 45, 57)
+    return audit(universe, [POPULATION, others], [rest], 5)
+
+
+def test_the_combination_check_covers_up_to_4096_atoms_by_default():
+    universe = {"a": Discrete(16), "b": Discrete(256)}  # 4096 atoms
+    finding = _three_result_combination(universe, 16, 256)
+    assert finding is not None and finding.kind == "combination"
+    # beyond, only nested differences are checked (the documented limit)
+    assert _three_result_combination({"a": Discrete(17), "b": Discrete(241)}, 17, 241) is None
+
+
+def test_the_combination_check_covers_up_to_400_results_by_default():
+    others = Published(Box.of([("sex", "in", {1})]), 67, 60, 74)
+    rest = Published(Box.of(WOMEN_NOT_C), 51, 45, 57)
+    found = audit(UNIVERSE, [POPULATION] + [others] * 398, [rest], 5)  # 400 results
+    assert found is not None and found.kind == "combination"
+    assert audit(UNIVERSE, [POPULATION] + [others] * 399, [rest], 5) is None  # 401
+
+
+def test_the_limits_can_be_set():
+    others = Published(Box.of([("sex", "in", {1})]), 67, 60, 74)
+    rest = Published(Box.of(WOMEN_NOT_C), 51, 45, 57)
+    args = (UNIVERSE, [POPULATION, others], [rest], 5)
+    assert audit(*args, max_atoms=10, max_results=3) is not None  # 2 x 5 atoms, 3 results
+    assert audit(*args, max_atoms=9) is None
+    assert audit(*args, max_results=2) is None
+
+
+def test_a_combination_with_an_unbounded_result_is_refused():
+    # a result whose interval has an unknown end gives no finite bound on what it implies
+    others = Published(Box.of([("sex", "in", {1})]), 67, 60, float("inf"))
+    rest = Published(Box.of(WOMEN_NOT_C), 30, 25, 35)
+    finding = audit(UNIVERSE, [POPULATION, others], [rest], 5)
+    assert finding is not None
+
+
+def test_a_combination_finding_names_every_result_it_uses():
+    others = Published(Box.of([("sex", "in", {1})]), 67, 60, 74)
+    unrelated = exact([("district", "in", {N})], 24)
+    rest = Published(Box.of(WOMEN_NOT_C), 51, 45, 57)
+    finding = audit(UNIVERSE, [POPULATION, unrelated, others], [rest], 5)
+    assert finding is not None
+    assert (finding.kind, finding.uses) == ("combination", (0, 2, 3))
+
+
+def test_a_result_needs_a_universe_for_each_attribute():
+    import pytest
+
+    with pytest.raises(ValueError, match="no universe for attribute 'income'"):
+        audit(UNIVERSE, [POPULATION], [exact([("income", "gt", 3)], 40)], 5)
+
+
+def test_conditions_on_one_attribute_intersect():
+    both = Box.of([("age", "gt", 30), ("age", "lte", 60), ("age", "gt", 40), ("age", "lte", 50)])
+    assert both == Box.of([("age", "between", (40, 50))])
+    reversed_order = Box.of(
+        [("age", "gt", 40), ("age", "gt", 30), ("age", "lte", 50), ("age", "lte", 60)]
+    )
+    assert reversed_order == both
+    codes = Box.of([("x", "in", {0, 1, 2}), ("x", "in", [1, 2, 3])])
+    assert codes == Box.of([("x", "in", {1, 2})])
+    assert Box.of([("age", "between_closed", [1, 2])]) == Box.of([("age", "between", (1, 2))])
