@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -339,3 +340,63 @@ def test_conditions_on_one_attribute_intersect():
     codes = Box.of([("x", "in", {0, 1, 2}), ("x", "in", [1, 2, 3])])
     assert codes == Box.of([("x", "in", {1, 2})])
     assert Box.of([("age", "between_closed", [1, 2])]) == Box.of([("age", "between", (1, 2))])
+
+
+def test_what_published_results_imply_alone_is_not_blamed_on_a_new_result():
+    # Published: the 2 women of C are implied (judged then). A new count of district C
+    # (15) overlaps that cell; the only new implied cell, the men of C (13), is large.
+    women = exact([("sex", "in", {0})], 53)
+    published = [POPULATION, women, exact(WOMEN_NOT_C, 51)]
+    assert audit(UNIVERSE, published, [exact([("district", "in", {C})], 15)], 5) is None
+    # ... and a small new one is still found: 6 in C, 4 of them men
+    assert audit(UNIVERSE, published, [exact([("district", "in", {C})], 6)], 5) is not None
+
+
+def test_a_combinations_interval_adds_the_half_widths_of_the_results_it_uses():
+    # population 120 - men 60 - 'women outside C' 45 = 15 women in C; the worst case
+    # adds the half-widths: 7 + 6 gives [2, 28], reaching below 5; 5 + 5 gives [5, 25].
+    wide = [Published(Box.of([("sex", "in", {1})]), 60, 53, 67)]
+    rest = Published(Box.of(WOMEN_NOT_C), 45, 39, 51)
+    assert audit(UNIVERSE, [POPULATION, *wide], [rest], 5) is not None
+    narrow = [Published(Box.of([("sex", "in", {1})]), 60, 55, 65)]
+    rest = Published(Box.of(WOMEN_NOT_C), 45, 40, 50)
+    assert audit(UNIVERSE, [POPULATION, *narrow], [rest], 5) is None
+
+
+def test_a_lone_population_count_is_never_an_implied_cell():
+    assert audit(UNIVERSE, [], [Published.exact(Box(), 8)], 5) is None
+    assert audit(UNIVERSE, [], [Published.exact(Box(), 8), Published.exact(Box(), 8)], 5) is None
+
+
+def test_a_box_from_the_ranges_start_is_not_empty_when_another_cuts_below_the_range():
+    # 'age in [16, 30)' holds the young of both sexes whatever 'age <= 10' (nobody) cuts;
+    # taken as empty, it would be 'contained' in the women and 39 - 37 would be refused
+    universe = {"sex": Discrete(2), **AGE}
+    published = [POPULATION, exact([("age", "lte", 10)], 0), exact([("sex", "in", {0})], 39)]
+    young = exact([("age", "between", (16, 30))], 37)
+    assert audit(universe, published, [young], 5) is None
+
+
+def test_unbounded_intervals_are_judged_without_numeric_warnings():
+    import warnings
+
+    unknown = Published(Box.of([("sex", "in", {1})]), 67, float("-inf"), float("inf"))
+    others = Published(Box.of([("district", "in", {N})]), 20, 10, float("inf"))
+    rest = Published(Box.of(WOMEN_NOT_C), 30, float("-inf"), 35)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert audit(UNIVERSE, [POPULATION, unknown, others], [rest], 5) is not None
+
+
+def test_the_span_keeps_singular_values_above_the_tolerance_relative_to_the_largest():
+    from reconstruction.algorithms.audit import _span
+
+    def rank(*diagonal, tol):
+        return _span(np.diag(diagonal), tol)[1].size
+
+    assert rank(4.0, 0.1, tol=0.1) == 1  # 0.1 <= 0.1 * 4
+    assert rank(4.0, 0.5, tol=0.1) == 2
+    assert rank(1.5, 0.18, tol=0.1) == 2  # 0.18 > 0.1 * 1.5
+    assert rank(2.0, 0.5, tol=0.25) == 1  # exactly at the tolerance: dropped
+    assert rank(0.5, 0.09, tol=0.1) == 1  # never below the absolute tolerance
+    assert rank(0.5, 0.11, tol=0.1) == 2
