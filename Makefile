@@ -101,12 +101,14 @@ test-slow: $(VENV)/.dev $(CATALOGUES)
 # privacy-critical modules whose code or tests differ from BASE (a smoke run on one small module
 # when none does), each mutant against that module's tests; fails below 90% per module.
 # Writes bench/results/mutation-YYYY-MM-DD.md. Not part of `make test`.
+# MUTATION_JOBS: mutants run at once (default 1: the team's machine is shared; 0 = one per CPU).
 BASE ?= main
+MUTATION_JOBS ?= 1
 test-mutation: $(VENV)/.dev $(CATALOGUES)
-	$(EMBEDDED) $(PY) mutation/run.py --changed $(BASE)
+	$(EMBEDDED) $(PY) mutation/run.py --jobs $(MUTATION_JOBS) --changed $(BASE)
 
 test-mutation-all: $(VENV)/.dev $(CATALOGUES)
-	$(EMBEDDED) $(PY) mutation/run.py --all
+	$(EMBEDDED) $(PY) mutation/run.py --jobs $(MUTATION_JOBS) --all
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

@@ -261,10 +261,23 @@ def write_results(rows: dict[str, dict[str, object]], threshold: float, run_info
     today = dt.datetime.now(dt.UTC).date().isoformat()
     path = RESULTS / f"mutation-{today}.md"
     merged: dict[str, dict[str, object]] = {}
+    history: list[dict[str, object]] = []
     if path.exists():
         found = re.search(r"<!-- data\n(.*)\n-->", path.read_text("utf-8"), re.S)
         if found:
-            merged = json.loads(found.group(1))
+            data = json.loads(found.group(1))
+            # {"rows": ..., "history": [...]}; the first files held the rows alone
+            merged = data.get("rows", data) if "history" in data else data
+            history = list(data.get("history", []))
+    for module, row in rows.items():
+        if module in merged and merged[module].get("at") != row.get("at"):
+            # an earlier run of the module today: its figures stay, with their time
+            old = {
+                k: v
+                for k, v in merged[module].items()
+                if k not in {"survivors", "stale_equivalents"}
+            }
+            history.append({"module": module, **old})
     merged.update(rows)
     out = [
         f"# Mutation testing, {today} (UTC)",
@@ -305,7 +318,23 @@ def write_results(rows: dict[str, dict[str, object]], threshold: float, run_info
             ]
     if not any_survivor:
         out += ["None.", ""]
-    out += ["<!-- data", json.dumps(merged, indent=1, sort_keys=True), "-->", ""]
+    if history:
+        out += [
+            "## Earlier runs today (superseded by the rows above)",
+            "",
+            "| module | mutants | killed | equivalent | survived | score | run (UTC) | minutes "
+            "| load |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |",
+        ]
+        for row in sorted(history, key=lambda r: (str(r["module"]), str(r["at"]))):
+            out.append(
+                f"| `{row['module']}` | {row['mutants']} | {row['killed']} | "
+                f"{row['equivalent']} | {row['survived']} | {row['score']}%{not_run(row)} | "
+                f"{row['at']} | {row['minutes']} | {row['load']} |"
+            )
+        out.append("")
+    data = {"rows": merged, "history": history}
+    out += ["<!-- data", json.dumps(data, indent=1, sort_keys=True), "-->", ""]
     RESULTS.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(out), "utf-8")
     return path
@@ -316,7 +345,9 @@ def run_module(
 ) -> dict[str, object]:
     work = prepare(module, entry, args.keep)
     names = function_globs(module, entry["functions"])
-    if args.survivors:
+    if args.only:
+        names = list(args.only)
+    elif args.survivors:
         previous = collect_in_child(work, module)
         names = [k for k, v in previous.items() if v["status"] not in KILLED] or names
     mutmut = str(Path(sys.executable).with_name("mutmut"))
@@ -373,13 +404,24 @@ def main() -> int:
     parser.add_argument("--all", action="store_true", help="every module")
     parser.add_argument("--keep", action="store_true", help="keep the work dirs' cached results")
     parser.add_argument("--survivors", action="store_true", help="re-run last survivors only")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        metavar="MUTANT",
+        help="run these mutants (names or globs) of one module and print their status; "
+        "writes no results (e.g. to check the equivalent entries of a module)",
+    )
     parser.add_argument("--threshold", type=float, default=90.0)
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    parser.add_argument(
+        "--jobs", type=int, default=0, help="mutants run at once (default 0: one per CPU)"
+    )
     parser.add_argument("--collect", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.collect:
         print(json.dumps(collect(Path(args.collect[0]), args.collect[1])))
         return 0
+    if args.jobs <= 0:
+        args.jobs = os.cpu_count() or 2
     modules = load_modules()
     if args.all:
         chosen = list(modules)
@@ -399,6 +441,15 @@ def main() -> int:
         if unknown or not args.modules:
             parser.error(f"name modules of mutation/modules.toml: {sorted(modules)}")
         chosen, run_info = args.modules, "named modules"
+    if args.only:
+        if len(chosen) != 1:
+            parser.error("--only needs exactly one module")
+        run_module(chosen[0], modules[chosen[0]], args)
+        statuses = collect_in_child(WORK / slug(chosen[0]), chosen[0])
+        for name in sorted(statuses):
+            if any(fnmatch.fnmatch(name, pattern) for pattern in args.only):
+                print(f"{statuses[name]['status']:>12}  {name}")
+        return 0
     rows = {m: run_module(m, modules[m], args) for m in chosen}
     path = write_results(
         rows, args.threshold, f"{run_info}, commit {git('rev-parse', '--short', 'HEAD')}"
