@@ -185,3 +185,12 @@ def test_group_size_counts_the_participants_when_the_request_has_not(distorted) 
     assert request.participants == 200
     uncounted = replace(request, participants=0)
     assert disclosure.group_size(uncounted) == disclosure.group_size(request)
+
+
+def test_float32_counts_are_judged_on_their_float64_sum():
+    # (issue 33's equivalent-mutant review) Two hidden cells of 2.4999998 and 2.5 sum to
+    # 4.9999998, below 5: the large cell is hidden too. Summed in float32 the total rounds
+    # to 105.0, and 105 - 100 = 5 would publish it, revealing the hidden pair's sum.
+    counts = np.array([2.4999998, 2.5, 100.0], dtype=np.float32)
+    assert disclosure.hidden_cells(counts, 5).tolist() == [True, True, True]
+    assert disclosure.hidden_cells(counts.astype(np.float64), 5).tolist() == [True, True, True]
