@@ -1,0 +1,389 @@
+"""The refusal of infeasible panel quotas on tiny pools whose answers are known by hand
+(panel/feasibility.py: ``_relaxation``, ``_conflict``, ``_infeasible``, ``_undecided``,
+``_check_feasible``, ``_types_problem``; issue 33).
+
+Each pool has two or three types of candidates with 0/1 posteriors, so every band's
+expected count is a number of seats and the smallest relaxation and the conflicting
+quotas can be read off. test_panel_refusal.py checks the same functions against brute
+force on random pools; these run in milliseconds, so mutation testing can use them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from reconstruction.algorithms.panel import InfeasibleQuotas, Quota, limits
+from reconstruction.algorithms.panel.feasibility import (
+    _check_feasible,
+    _conflict,
+    _infeasible,
+    _relaxation,
+    _Relaxed,
+    _types_problem,
+    _undecided,
+)
+from reconstruction.algorithms.panel.problem import _Problem
+from reconstruction.algorithms.panel.results import PanelOptions
+from reconstruction.algorithms.queries import Condition
+
+# Two types: 3 women (posterior of "woman" 1, of "man" 0) and 3 men.
+SIZES = np.array([3.0, 3.0])
+SEX = np.array([[1.0, 0.0], [0.0, 1.0]])
+
+
+def problem(lower, upper, size=4, sizes=SIZES, posteriors=SEX):
+    return _Problem(
+        np.asarray(sizes, dtype=float), np.asarray(posteriors, dtype=float), size,
+        np.asarray(lower, dtype=float), np.asarray(upper, dtype=float),
+    )  # fmt: skip
+
+
+def quotas(bands, attributes=("sex", "sex"), labels=("women", "men")):
+    return [
+        Quota((Condition(attribute, "in", {j}),), lo, hi, label)
+        for j, ((lo, hi), attribute, label) in enumerate(
+            zip(bands, attributes, labels, strict=True)
+        )
+    ]
+
+
+def seats(relaxed: _Relaxed) -> int:
+    return sum(relaxed.slack)
+
+
+# ------------------------------------------------------------------------- _relaxation
+
+
+def test_bands_a_panel_meets_need_no_relaxation():
+    p = problem([1, 1], [3, 3])
+    relaxed = _relaxation(p)
+    assert relaxed.slack == [0, 0, 0, 0]
+    assert relaxed.infeasible is False and relaxed.optimal
+    assert relaxed.panel is not None and p.meets(relaxed.panel)
+
+
+def test_minimums_too_high_are_lowered_by_the_fewest_seats():
+    # 3 women and 3 men on a panel of 4 cannot both be met: 2 seats of minimum go
+    p = problem([3, 3], [3, 3])
+    relaxed = _relaxation(p)
+    assert relaxed.infeasible is True and relaxed.optimal
+    down, up = relaxed.slack[:2], relaxed.slack[2:]
+    assert sum(down) == 2 and up == [0, 0]
+    assert relaxed.panel is not None and relaxed.panel.sum() == 4
+    widened = problem(p.lower - down, p.upper + up)
+    assert widened.meets(relaxed.panel)
+
+
+def test_maximums_too_low_are_raised_by_the_fewest_seats():
+    # at most 1 woman and 1 man on a panel of 4: 2 seats of maximum are added
+    p = problem([0, 0], [1, 1])
+    relaxed = _relaxation(p)
+    down, up = relaxed.slack[:2], relaxed.slack[2:]
+    assert down == [0, 0] and sum(up) == 2
+    assert relaxed.infeasible is True and relaxed.optimal
+    assert problem(p.lower, p.upper + up).meets(relaxed.panel)
+
+
+def test_one_band_relaxed_on_one_side_only():
+    # women 3-3 on a panel of 4 with 3 men at least 2: one seat off the women's minimum
+    # (or the men's): 1 seat in all
+    p = problem([3, 2], [3, 4])
+    relaxed = _relaxation(p)
+    assert seats(relaxed) == 1 and relaxed.infeasible is True
+
+
+def test_the_panel_size_is_a_hard_constraint_of_the_relaxation():
+    # women 0-0 and men 0-0: every seat is a relaxation; a panel of 4 needs 4 seats
+    relaxed = _relaxation(problem([0, 0], [0, 0]))
+    assert seats(relaxed) == 4 and relaxed.panel.sum() == 4
+
+
+def test_the_relaxation_keeps_the_pool_sizes():
+    # 1 woman in the pool: a panel of 3 with at least 2 women needs 1 seat of relaxation,
+    # however many men there are
+    p = problem([2, 0], [3, 3], size=3, sizes=[1.0, 5.0])
+    relaxed = _relaxation(p)
+    assert relaxed.slack == [1, 0, 0, 0]
+    assert list(relaxed.panel) == [1, 2]
+
+
+def test_a_relaxation_past_the_deadline_still_gets_its_floor():
+    # the safety net allows at least limits.DECIDE_FLOOR seconds, even past the deadline
+    relaxed = _relaxation(problem([3, 3], [3, 3]), deadline=limits.now() - 100.0)
+    assert relaxed.optimal and seats(relaxed) == 2
+
+
+def test_a_relaxation_with_time_left_is_the_same():
+    relaxed = _relaxation(problem([3, 3], [3, 3]), deadline=limits.now() + 100.0)
+    assert relaxed.optimal and seats(relaxed) == 2 and relaxed.infeasible is True
+
+
+# ------------------------------------------------------------------------- _conflict
+
+# Three types: women (also "young"), men, and nobody-in-particular.
+THREE = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+
+
+def test_a_quota_that_cannot_hold_alone_is_the_conflict_whatever_the_order():
+    # quota 2: at least 5 young people, but only 3 exist
+    p = problem([0, 0, 5], [4, 4, 6], size=4, sizes=[3, 3, 3], posteriors=THREE)
+    for order in ([0, 1, 2], [2, 1, 0], [1, 2, 0]):
+        assert _conflict(p, order, []) == ((2,), True, False), order
+
+
+def test_two_quotas_that_conflict_together_are_named_together():
+    # at least 3 women and at least 3 men on a panel of 4; "young" at most 4 holds
+    p = problem([3, 3, 0], [4, 4, 4], size=4, sizes=[3, 3, 3], posteriors=THREE)
+    for order in ([0, 1, 2], [2, 0, 1], [1, 2, 0]):
+        assert _conflict(p, order, []) == ((0, 1), True, False), order
+
+
+def test_of_two_conflicts_the_search_finds_one():
+    # women >= 3 with young <= 2 conflict (women are young); women >= 3 and men >= 3 too
+    p = problem([3, 3, 0], [4, 4, 2], size=4, sizes=[3, 3, 3], posteriors=THREE)
+    assert _conflict(p, [0, 1, 2], [])[0] == (0, 1)
+    assert _conflict(p, [0, 2, 1], [])[0] == (0, 2)
+    assert _conflict(p, [2, 0, 1], [])[0] == (0, 2)
+
+
+def test_a_cached_panel_answers_a_check_without_changing_the_result():
+    p = problem([3, 3, 0], [4, 4, 4], size=4, sizes=[3, 3, 3], posteriors=THREE)
+    panels = [np.array([3, 1, 0])]  # meets quotas 0 and 2, not 1
+    assert _conflict(p, [0, 2, 1], panels) == ((0, 1), True, False)
+    # panels found on the way are kept for the caller
+    assert len(panels) >= 1 and all(p.meets(x, np.array([True, False, True])) for x in panels[:1])
+
+
+def test_a_wrong_cached_panel_is_not_believed():
+    # a "panel" of the wrong size or beyond the pool meets nothing
+    p = problem([3, 3, 0], [4, 4, 4], size=4, sizes=[3, 3, 3], posteriors=THREE)
+    bogus = [np.array([3, 3, 0]), np.array([4, 0, 0])]
+    assert _conflict(p, [0, 1, 2], bogus) == ((0, 1), True, False)
+
+
+def test_a_conflict_search_past_its_deadline_names_every_quota_and_says_so():
+    p = problem([3, 3, 0], [4, 4, 4], size=4, sizes=[3, 3, 3], posteriors=THREE)
+    assert _conflict(p, [0, 1, 2], [], deadline=limits.now() - 1.0) == ((0, 1, 2), False, True)
+    assert _conflict(p, [0, 1, 2], [], deadline=limits.now() + 100.0) == ((0, 1), True, False)
+
+
+def test_with_no_quota_to_blame_the_panel_size_is():
+    # a panel of 4 from a pool of 3: infeasible before any quota
+    p = problem([0], [4], size=4, sizes=[3.0], posteriors=[[1.0]])
+    assert _conflict(p, [0], []) == ((), True, False)
+
+
+# ------------------------------------------------------------------ _infeasible, messages
+
+
+def test_the_refusal_names_the_conflict_and_the_relaxation():
+    p = problem([3, 2], [3, 4])
+    qs = quotas([(3, 3), (2, 4)])
+    relaxed = _relaxation(p)
+    error = _infeasible(p, qs, relaxed)
+    assert error.complete
+    assert error.conflicting == (0, 1)
+    down, up = relaxed.slack[:2], relaxed.slack[2:]
+    assert error.relaxation == ((3 - down[0], 3 + up[0]), (2 - down[1], 4 + up[1]))
+    assert sum(down) == 1 and up == [0, 0]
+    moved = "women: 3-3 -> 2-3" if down[0] else "men: 2-4 -> 1-4"
+    assert str(error) == (
+        "no panel of 4 meets the quotas on expected true counts; these quotas conflict: "
+        f"women, men. Smallest feasible relaxation: {moved}"
+    )
+
+
+def test_quotas_without_a_label_are_named_by_their_index():
+    p = problem([3, 3], [3, 3])
+    qs = quotas([(3, 3), (3, 3)], labels=("", ""))
+    error = _infeasible(p, qs, _relaxation(p))
+    assert "these quotas conflict: quota 0, quota 1." in str(error)
+    assert "quota 0: 3-3 -> " in str(error) or "quota 1: 3-3 -> " in str(error)
+
+
+def test_the_refusal_says_when_the_relaxation_may_not_be_the_smallest():
+    p = problem([3, 3], [3, 3])
+    qs = quotas([(3, 3), (3, 3)])
+    found = _Relaxed([2, 1, 0, 0], np.array([1, 3]), False, True)
+    error = _infeasible(p, qs, found)
+    assert not error.complete and error.conflicting == (0, 1)
+    assert error.relaxation == ((1, 3), (2, 3))
+    assert str(error).endswith(
+        "Smallest feasible relaxation: women: 3-3 -> 1-3; men: 3-3 -> 2-3 (the diagnosis "
+        f"reached its work limit of {limits.DECIDE_NODES} branch-and-bound nodes per MILP: "
+        "the relaxation may not be the smallest)"
+    )
+
+
+def test_the_refusal_says_when_the_clock_stopped_the_diagnosis():
+    p = problem([3, 3], [3, 3])
+    qs = quotas([(3, 3), (3, 3)])
+    relaxed = _relaxation(p)
+    late = limits.now() - 1.0
+    error = _infeasible(p, qs, relaxed, deadline=late, max_seconds=2.5)
+    assert not error.complete and error.conflicting == (0, 1)
+    assert (
+        "(diagnosis stopped at max_seconds=2.5: the conflicting quotas may not be the "
+        "fewest; where the clock stops it depends on the machine's load, so this refusal "
+        "may not be reproducible)"
+    ) in str(error)
+    unknown = _infeasible(p, qs, relaxed, deadline=late)
+    assert "max_seconds=?" in str(unknown)
+    # both unproven: both said
+    both = _infeasible(p, qs, _Relaxed([1, 1, 0, 0], np.array([2, 2]), False, True), deadline=late)
+    assert (
+        "the conflicting quotas may not be the fewest, the relaxation may not be the "
+        "smallest" in str(both)
+    )
+
+
+def test_an_unfinished_relaxation_past_the_deadline_counts_as_the_clock():
+    # the conflict search is complete, but the relaxation stopped unproven after the
+    # deadline passed: the message blames the clock, not the node limit
+    p = problem([3, 3], [3, 3])
+    qs = quotas([(3, 3), (3, 3)])
+    unproven = _Relaxed([1, 1, 0, 0], np.array([2, 2]), False, True)
+    error = _infeasible(p, qs, unproven, deadline=limits.now() + 100.0)
+    assert "work limit" in str(error) and "max_seconds" not in str(error)
+
+
+def test_the_search_tries_what_the_relaxation_moves_first():
+    # two conflicts: {women >= 3, men >= 3} and {young <= 2 (women are young), women >= 3}
+    # The relaxation given moves the men's band only, so the conflict named contains it.
+    p = problem([3, 3, 0], [4, 4, 2], size=4, sizes=[3, 3, 3], posteriors=THREE)
+    qs = [
+        Quota((Condition("sex", "in", {0}),), 3, 4, "women"),
+        Quota((Condition("sex", "in", {1}),), 3, 4, "men"),
+        Quota((Condition("age", "lte", 30),), 0, 2, "young"),
+    ]
+    men_moved = _Relaxed([0, 1, 0, 0, 0, 0], None, True, True)
+    assert _infeasible(p, qs, men_moved).conflicting == (0, 1)
+    young_moved = _Relaxed([0, 0, 0, 0, 0, 1], None, True, True)
+    assert _infeasible(p, qs, young_moved).conflicting == (0, 2)
+
+
+def test_the_relaxations_panel_is_handed_to_the_search():
+    # the relaxation's panel meets no quota set that conflicts, so using it changes nothing
+    p = problem([3, 3, 0], [4, 4, 4], size=4, sizes=[3, 3, 3], posteriors=THREE)
+    qs = quotas([(3, 4), (3, 4), (0, 4)], ("sex", "sex", "age"), ("women", "men", "young"))
+    relaxed = _relaxation(p)
+    assert relaxed.panel is not None
+    assert _infeasible(p, qs, relaxed).conflicting == (0, 1)
+
+
+# --------------------------------------------------------------------------- _undecided
+
+
+def test_an_undecided_check_within_the_work_limit_says_so():
+    qs = quotas([(3, 3), (3, 3)])
+    error = _undecided(qs, None, None)
+    assert not error.complete and error.conflicting == ()
+    assert error.relaxation == ((3, 3), (3, 3))
+    assert str(error) == (
+        "no panel meeting the quotas on expected true counts was found within the work "
+        f"limit of {limits.DECIDE_NODES} branch-and-bound nodes per MILP, nor was it "
+        "proven that none exists; widen the quotas"
+    )
+
+
+def test_an_undecided_check_past_the_deadline_says_so():
+    qs = quotas([(3, 3), (3, 3)])
+    error = _undecided(qs, 2.5, limits.now() - 1.0)
+    assert str(error) == (
+        "no panel meeting the quotas on expected true counts was found within "
+        "max_seconds=2.5, nor was it proven that none exists; widen the quotas or allow "
+        "more time"
+    )
+    assert "max_seconds=?" in str(_undecided(qs, None, limits.now() - 1.0))
+    # before the deadline: the work limit
+    assert "work limit" in str(_undecided(qs, 2.5, limits.now() + 100.0))
+
+
+def test_an_undecided_check_proposes_a_relaxation_only_when_one_was_found():
+    qs = quotas([(3, 3), (3, 3)])
+    found = _Relaxed([1, 0, 0, 2], np.array([2, 2]), False, None)
+    error = _undecided(qs, None, None, found)
+    assert error.relaxation == ((2, 3), (3, 5))
+    assert str(error).endswith(
+        "A feasible relaxation was found before the limit (it may not be the smallest): "
+        "women: 3-3 -> 2-3; men: 3-3 -> 3-5"
+    )
+    # no slack (nothing to propose) or no panel: the bands unchanged
+    for relaxed in (_Relaxed([0, 0, 0, 0], np.array([2, 2]), False, None),
+                    _Relaxed([1, 0, 0, 2], None, False, None)):  # fmt: skip
+        plain = _undecided(qs, None, None, relaxed)
+        assert plain.relaxation == ((3, 3), (3, 3)) and "relaxation" not in str(plain)
+
+
+# ---------------------------------------------------------------------- _check_feasible
+
+
+def test_feasible_bands_pass():
+    assert _check_feasible(problem([1, 1], [3, 3]), quotas([(1, 3), (1, 3)])) is None
+
+
+def test_infeasible_bands_are_refused_with_the_diagnosis():
+    with pytest.raises(InfeasibleQuotas) as caught:
+        _check_feasible(problem([3, 3], [3, 3]), quotas([(3, 3), (3, 3)]), max_seconds=9.0)
+    assert caught.value.complete and caught.value.conflicting == (0, 1)
+    assert "Smallest feasible relaxation" in str(caught.value)
+
+
+def test_an_undecided_relaxation_falls_back_to_the_plain_check(monkeypatch):
+    import reconstruction.algorithms.panel.feasibility as feasibility
+
+    undecided = _Relaxed([0, 0, 0, 0], None, False, None)
+    monkeypatch.setattr(feasibility, "_relaxation", lambda problem, deadline=None: undecided)
+    assert _check_feasible(problem([1, 1], [3, 3]), quotas([(1, 3), (1, 3)])) is None
+    with pytest.raises(InfeasibleQuotas) as caught:
+        _check_feasible(problem([3, 3], [3, 3]), quotas([(3, 3), (3, 3)]))
+    assert caught.value.conflicting == (0, 1)
+
+
+# ---------------------------------------------------------------------- _types_problem
+
+
+def _candidates():
+    # 3 women and 3 men, each posterior a little off 0/1 (as distorted answers give)
+    return np.array(
+        [[0.99, 0.01], [0.98, 0.02], [0.985, 0.015], [0.01, 0.99], [0.02, 0.98], [0.015, 0.985]]
+    )
+
+
+def test_near_equal_candidates_are_merged_into_types():
+    qs = quotas([(1, 3), (1, 3)])
+    types = _types_problem(_candidates(), qs, 4, PanelOptions(), None)
+    assert not types.unmerged
+    assert list(types.type_of) == [0, 0, 0, 1, 1, 1] or list(types.type_of) == [1, 1, 1, 0, 0, 0]
+    assert types.problem.sizes.tolist() in ([3.0, 3.0],)
+    assert types.problem.least is not None  # merged: bands on the members' extremes
+
+
+def test_without_merging_each_posterior_is_its_own_type():
+    qs = quotas([(1, 3), (1, 3)])
+    for options in (PanelOptions(merge=False), PanelOptions(max_outside=0.2)):
+        types = _types_problem(_candidates(), qs, 4, options, None)
+        assert len(set(types.type_of.tolist())) == 6, options
+        assert types.problem.least is None
+
+
+def test_when_merged_types_admit_no_panel_exact_types_are_used():
+    # Two women (posteriors 1.0 and 0.98, within the merging radius) and a man; exactly
+    # one expected woman on a panel of 2: the woman of 1.0 with the man. Merged, the
+    # band's lower edge is imposed on the smaller member (0.98): no panel; exact: one.
+    matrix = np.array([[1.0], [0.98], [0.0]])
+    qs = [Quota((Condition("sex", "in", {0}),), 1, 1, "women")]
+    types = _types_problem(matrix, qs, 2, PanelOptions(), None)
+    assert types.problem.least is None
+    assert len(set(types.type_of.tolist())) == 3
+    assert types.problem.decide() is True and not types.unmerged
+
+
+def test_infeasible_quotas_are_refused_on_exact_types():
+    # at least 2 expected women and 2 expected men on a panel of 3
+    qs = quotas([(2, 4), (2, 4)])
+    with pytest.raises(InfeasibleQuotas) as caught:
+        _types_problem(_candidates(), qs, 3, PanelOptions(), None)
+    assert caught.value.conflicting == (0, 1)
+    assert "no panel of 3 meets" in str(caught.value)
