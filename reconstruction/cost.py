@@ -273,9 +273,14 @@ def _group_cost(
 
 def check_cost(request: AnalysisRequest) -> int:
     """Refuse a request whose estimated cost exceeds ``ANALYSIS_COST_BUDGET``; returns the cost."""
+    return check_budget(fit_cost(request), _reading_cost(request))
+
+
+def check_budget(fits: int, reading: int) -> int:
+    """Refuse a cost of ``fits`` + ``reading`` units above ``ANALYSIS_COST_BUDGET`` (a 400
+    giving both); returns the cost. Kinds that price themselves call it too."""
     budget = int(settings.ANALYSIS_COST_BUDGET)
-    fits = fit_cost(request)
-    cost = fits + _reading_cost(request)
+    cost = fits + reading
     if cost > budget:
         raise AnalysisInputError(
             {

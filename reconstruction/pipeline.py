@@ -27,6 +27,8 @@ def resolve(survey: Survey, spec: Mapping[str, Any]) -> AnalysisRequest:
     survey's schema (questions and engine conditions; no answer is read)."""
     kind = registry.get(spec["kind"])
     params = kind.parse(spec)
+    if kind.resolve is not None:
+        return kind.resolve(survey, params)
     strata = [(stratum.where, stratum.size) for stratum in params.strata]
     return analysis.resolve(survey, kind, params, params.where, strata)
 

@@ -14,11 +14,11 @@ from django.utils.translation import gettext_noop
 
 from privacy.mechanisms.messages import Message
 from reconstruction.analysis import AnalysisInputError
-from reconstruction.kinds import count, distribution, mean, panel, sample
+from reconstruction.kinds import change, count, distribution, mean, panel, sample
 from reconstruction.kinds.base import AnalysisKind
 
 KINDS: dict[str, AnalysisKind] = {
-    module.KIND.name: module.KIND for module in (count, mean, distribution, sample, panel)
+    module.KIND.name: module.KIND for module in (count, mean, distribution, sample, panel, change)
 }
 
 

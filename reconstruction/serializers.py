@@ -172,6 +172,7 @@ class QuotaSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
 
 PANEL_OBJECTIVES = ("maximin", "nash", "leximin")
 PANEL_FIELDS = ("quotas", "reserves", "objective", "max_outside")
+CHANGE_FIELDS = ("after", "after_attribute", "panel")
 
 
 class AnalysisRequestSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
@@ -214,6 +215,19 @@ class AnalysisRequestSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
         ),
     )  # fmt: skip
 
+    after = JSONIntegerField(
+        min_value=1, max_value=2**63 - 1, required=False,
+        help_text="change: the after survey (same consultation; `survey` is the before one)",
+    )  # fmt: skip
+    after_attribute = serializers.CharField(
+        max_length=64, required=False,
+        help_text="change: the question's key in the after survey when it differs",
+    )  # fmt: skip
+    panel = JSONIntegerField(
+        min_value=1, max_value=2**63 - 1, required=False,
+        help_text="change: restrict to the members of this succeeded panel analysis",
+    )  # fmt: skip
+
     def get_fields(self) -> dict[str, Any]:
         # Read the registry when used, not at import: a kind registered later counts too.
         fields = super().get_fields()
@@ -250,7 +264,9 @@ class AnalysisRequestSerializer(StrictFieldsMixin, serializers.Serializer[Any]):
                     }
         if "strata" in attrs and "quotas" in kind.request_fields:
             errors["strata"] = _("A %(kind)s takes quotas, not strata.") % {"kind": kind.name}
-        for name in PANEL_FIELDS:
+        if "after" in kind.request_fields and "after" not in attrs:
+            errors["after"] = _("A %(kind)s needs the after survey.") % {"kind": kind.name}
+        for name in (*PANEL_FIELDS, *CHANGE_FIELDS):
             if name in attrs and name not in kind.request_fields:
                 takers = _(" or ").join(
                     k.name for k in registry.KINDS.values() if name in k.request_fields

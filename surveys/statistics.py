@@ -97,7 +97,9 @@ def _joins(
         return " ".join(sql), params
     sql = [f"FROM {_RESPONSE} r"]
     params: list[Any] = []
-    profile_joined = False
+    # Other surveys of the consultation (the profile; a change's "after" survey) are
+    # joined on the participant reference, one live response alias each.
+    others: dict[int, str] = {}
     seen: dict[int, str] = {}
     for question in questions:
         if question.pk in seen:
@@ -107,20 +109,20 @@ def _joins(
         if question.survey_id == survey.pk:
             owner = "r.id"
         else:
-            if not profile_joined:
+            if question.survey_id not in others:
+                others[question.survey_id] = f"pr{len(others) or ''}"
                 sql.append(
-                    f"JOIN {_RESPONSE} pr ON pr.participant_id = r.participant_id "
-                    "AND pr.survey_id = %s AND pr.withdrawn_at IS NULL"
+                    f"JOIN {_RESPONSE} {others[question.survey_id]} ON "
+                    f"{others[question.survey_id]}.participant_id = r.participant_id AND "
+                    f"{others[question.survey_id]}.survey_id = %s AND "
+                    f"{others[question.survey_id]}.withdrawn_at IS NULL"
                 )
                 params.append(question.survey_id)
-                profile_joined = True
-            owner = "pr.id"
+            owner = f"{others[question.survey_id]}.id"
         sql.append(
             f"JOIN {_ANSWER} {alias} ON {alias}.response_id = {owner} AND {alias}.question_id = %s"
         )
         params.append(question.pk)
-    if len({q.survey_id for q in questions if q.survey_id != survey.pk}) > 1:
-        raise ValueError("questions of more than one other survey cannot be joined")
     sql.append("WHERE r.survey_id = %s AND r.withdrawn_at IS NULL")
     params.append(survey.pk)
     return " ".join(sql), params

@@ -33,6 +33,7 @@ __all__ = [
     "CandidatePool",
     "distort_pool",
     "simulate_candidates",
+    "simulate_transitions",
 ]
 
 SEXES: Final = ("F", "M")
@@ -173,3 +174,17 @@ def distort_pool(
         income_noise.distort(pool.income, rng), income_noise, *INCOME_RANGE
     )
     return table
+
+
+def simulate_transitions(
+    n: int, transitions: NDArray[np.float64], *, rng: np.random.Generator
+) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """True (before, after) answer codes of ``n`` residents: each pair drawn from the
+    ``(k, k)`` table of shares ``transitions`` (row: before, column: after; normalised)."""
+    table = np.asarray(transitions, dtype=np.float64)
+    if table.ndim != 2 or table.shape[0] != table.shape[1] or np.any(table < 0):
+        raise ValueError("transitions must be a square table of non-negative shares")
+    k = table.shape[0]
+    cells = rng.choice(k * k, size=int(n), p=(table / table.sum()).ravel())
+    before, after = np.divmod(cells, k)
+    return before.astype(np.intp), after.astype(np.intp)

@@ -147,7 +147,12 @@ class AnalysisKind:
     ``overall_alone`` (without a condition only the target is fitted), ``streams`` (the
     participants are streamed once per quota), ``figure3_bootstrap`` (Figure 3 is
     repeated on every bootstrap replicate). ``attachment``: the result comes with a CSV
-    of selection probabilities; ``admin_form``: the admin's analysis form offers it.
+    of selection probabilities; ``admin_form``: the admin's analysis form offers it;
+    ``label``: what it estimates in plain words (``gettext_noop``; interfaces translate it
+    and fall back to ``name``).
+    ``resolve(survey, request)``
+        Resolves the typed request against the schema itself (a kind that reads a second
+        survey); default :func:`reconstruction.analysis.resolve` of its attributes.
     """
 
     name: str
@@ -177,6 +182,8 @@ class AnalysisKind:
     figure3_bootstrap: bool = False
     attachment: bool = False
     admin_form: bool = True
+    label: str = ""
+    resolve: Callable[[Any, KindRequest], AnalysisRequest] | None = None
 
     def allowed_methods(self, request: AnalysisRequest) -> tuple[str, ...]:
         return self.methods if self.methods_for is None else self.methods_for(request)

@@ -69,8 +69,8 @@ def bodies(survey: int) -> dict[str, dict[str, Any]]:
 
 # (kind, path to the object that gets the extra key, what that object lists as known)
 TOP = (
-    "attribute, kind, max_outside, method, objective, quotas, reserves, seed, size, "
-    "strata, survey, where"
+    "after, after_attribute, attribute, kind, max_outside, method, objective, panel, quotas, "
+    "reserves, seed, size, strata, survey, where"
 )
 LEVELS = [
     *[(kind, (), TOP) for kind in ("count", "mean", "distribution", "sample", "panel")],
