@@ -61,6 +61,9 @@ class Request(base.KindRequest):
         """The after answer's name among the request's attributes (audit boxes, cells)."""
         return f"{self.after_attribute or self.attribute}{AFTER_SUFFIX}"
 
+    def other_surveys(self) -> tuple[int, ...]:
+        return (self.after,) if self.after else ()
+
     def condition_keys(self) -> list[str]:
         # The after answer is required of every participant counted: only pairs count.
         return [*super().condition_keys(), self.after_key]
