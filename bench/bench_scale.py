@@ -450,8 +450,10 @@ def analyses(port: int, survey: int, key: str) -> dict[str, float]:
         ],
     }
     posts = []
+    vacuuming = []  # what (auto)vacuum does while each POST runs (its commit waits for disk)
     first = 0.0
     for attempt in range(5):
+        vacuuming.append(_vacuums_running())
         began = time.perf_counter()
         status, created = _post(conn, "/api/v1/analyses/", json.dumps(count).encode(), key)
         posts.append(time.perf_counter() - began)
@@ -461,6 +463,13 @@ def analyses(port: int, survey: int, key: str) -> dict[str, float]:
         if attempt == 0:  # the very first analysis after the ingest, whatever it waited for
             first = time.perf_counter() - began
     figures = {"post": statistics.median(posts), "first": first}
+    print(
+        "  POST /analyses/ one by one: "
+        + ", ".join(
+            f"{1000 * p:.1f} ms ({busy})" for p, busy in zip(posts, vacuuming, strict=True)
+        ),
+        flush=True,
+    )
     figures["count"] = end_to_end(conn, key, count)
     figures["mean"] = end_to_end(
         conn,
@@ -621,6 +630,19 @@ def _baseline(
     finally:
         put_back(True)
         connection.close()
+
+
+def _vacuums_running() -> str:
+    """The (auto)vacuums running now, e.g. ``autovacuum: VACUUM public.surveys_answer``."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT backend_type, left(query, 60) FROM pg_stat_activity "
+            "WHERE query ILIKE '%%vacuum%%' AND pid <> pg_backend_pid() AND state <> 'idle'"
+        )
+        rows = cursor.fetchall()
+    return "; ".join(f"{kind}: {query}" for kind, query in rows) or "no vacuum"
 
 
 def _answers_table_state() -> dict[str, Any]:

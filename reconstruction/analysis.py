@@ -270,11 +270,11 @@ def participant_count(request: AnalysisRequest) -> int:
 
 @dataclass(frozen=True)
 class CellsRead:
-    """A cell table read while counting (:func:`counted_with_cells`), for the plan it
-    was read for: :func:`cells` of the same plan returns it instead of reading again."""
+    """Cell tables read while counting (:func:`counted_with_cells`,
+    :func:`tested_counted_with_cells`), by the plan each was read for: :func:`cells` of
+    the same plan returns it instead of reading again."""
 
-    key: Any
-    table: tables.CellTable
+    tables: Mapping[Any, tables.CellTable]
 
 
 def counted_with_cells(
@@ -301,8 +301,87 @@ def counted_with_cells(
     if n >= 1:
         exact = plan(request, n, target=target)
         if _same_cells(exact, guess):
-            return n, CellsRead(_cells_key(request, exact), table)
+            return n, CellsRead({_cells_key(request, exact): table})
     return n, None
+
+
+def tested_counted_with_cells(
+    request: AnalysisRequest,
+) -> tuple[AnalysisRequest, int, CellsRead | None]:
+    """The whole-number tests (:func:`detect_whole_numbers`) and :func:`counted_with_cells`
+    of a joint count, from one scan where the database can (one ``GROUPING SETS`` query,
+    :func:`surveys.statistics.cell_counts_and_half_units`): the tested attributes' half
+    units and the condition's cell tables of every model the tests may choose (each
+    tested attribute on whole numbers or not), planned for the tallies' upper bound on
+    ``n`` (:func:`participant_bound`). The tests then choose as they do one by one
+    (:func:`whole_number_verdict`), and every table whose plan for the exact count has
+    the same cells is kept for :func:`cells` (:func:`model_tables` reads the averaged
+    models' tables from it), so the counts are those of the tests and reads in turn.
+
+    Returns the request with its whole numbers and lattice weights, the exact count and
+    the tables read.
+    """
+    keys, average = whole_number_tests(request)
+    bound = participant_bound(request)
+    if not keys or not request.where or bound < 1 or len(keys) > 3:
+        if keys and not (request.kind.overall_alone and not request.where):
+            request = detect_whole_numbers(request, keys, average=average)
+        n, read = counted_with_cells(request, None)
+        return request, n, read
+    models: dict[tuple[bool, ...], AnalysisRequest] = {}
+    guesses: dict[Any, tables.CellPlan] = {}
+    try:
+        for choice in itertools.product((True, False), repeat=len(keys)):
+            lattice = tuple(key for key, on in zip(keys, choice, strict=True) if on)
+            models[choice] = dataclasses.replace(request, whole_numbers=lattice)
+            guess = plan(models[choice], bound)
+            guesses.setdefault(_cells_key(request, guess), guess)
+    except ValueError:  # as counted_with_cells: counted and read one by one
+        request = detect_whole_numbers(request, keys, average=average)
+        n, read = counted_with_cells(request, None)
+        return request, n, read
+    everyone = [request.questions[key] for key in request.keys]
+    counted, halves = statistics.cell_counts_and_half_units(
+        request.survey,
+        [_axes(request, guess) for guess in guesses.values()],
+        [request.questions[key] for key in keys],
+        require=everyone,
+        using=statistics.analysis_alias(),
+    )
+    read = {key: tables.CellTable(counts) for key, counts in zip(guesses, counted, strict=True)}
+    found: list[str] = []
+    weights: list[tuple[str, float]] = []
+    for key in keys:
+        question = request.questions[key]
+        detected, evidence = judge_whole_numbers(question, halves[question.pk])
+        if detected:
+            found.append(key)
+        elif average and evidence is not None:
+            weight = whole_number_weight(selectors.question_noise(question), evidence)
+            if weight is not None:
+                weights.append((key, weight))
+    request = dataclasses.replace(
+        request, whole_numbers=tuple(found), lattice_weights=tuple(weights)
+    )
+    n = next(iter(read.values())).n
+    kept: dict[Any, tables.CellTable] = {}
+    if n >= 1:
+        for model in models.values():
+            guess = plan(model, bound)
+            exact = plan(model, n)
+            if _same_cells(exact, guess):
+                kept[_cells_key(request, exact)] = read[_cells_key(request, guess)]
+    return request, n, CellsRead(kept) if kept else None
+
+
+def _axes(request: AnalysisRequest, cell_plan: tables.CellPlan) -> list[statistics.Axis]:
+    return [
+        statistics.Axis(
+            request.questions[name],
+            None if edges is None else statistics.finite_edges(edges),
+        )
+        for name, edges in zip(cell_plan.names, cell_plan.reported_edges, strict=True)
+    ]
 
 
 def _same_cells(a: tables.CellPlan, b: tables.CellPlan) -> bool:
@@ -454,6 +533,15 @@ def whole_number_verdict(
     halves = statistics.half_unit_counts(
         survey, question, require=require, using=statistics.analysis_alias()
     )
+    return judge_whole_numbers(question, halves)
+
+
+def judge_whole_numbers(
+    question: Question, halves: statistics.HalfUnits
+) -> tuple[bool, WholeNumberEvidence | None]:
+    """:func:`whole_number_verdict` on the half units read (a testable question)."""
+    noise = selectors.question_noise(question)
+    low, high = float(question.range_low), float(question.range_high)
     if not halves.counts:
         return False, None
     if noise_scale(noise) == 0:  # undistorted: whole numbers are read off the reports
@@ -534,15 +622,9 @@ def cells(
     A table :func:`counted_with_cells` read for the same cells (``read``) is not read
     again.
     """
-    if read is not None and read.key == _cells_key(request, cell_plan):
-        return read.table
-    axes = [
-        statistics.Axis(
-            request.questions[name],
-            None if edges is None else statistics.finite_edges(edges),
-        )
-        for name, edges in zip(cell_plan.names, cell_plan.reported_edges, strict=True)
-    ]
+    if read is not None and _cells_key(request, cell_plan) in read.tables:
+        return read.tables[_cells_key(request, cell_plan)]
+    axes = _axes(request, cell_plan)
     target = None
     if cell_plan.target is not None and not request.questions[cell_plan.target].is_discrete:
         target = request.questions[cell_plan.target]

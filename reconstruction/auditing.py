@@ -33,6 +33,7 @@ from reconstruction.kinds import base, distribution
 from reconstruction.kinds.base import KindRequest
 from reconstruction.models import AnalysisJob, Job, Report
 from surveys import selectors as survey_selectors
+from surveys import statistics
 from surveys.models import Question, Survey
 
 _Unknown = base.UnknownAttribute
@@ -85,10 +86,15 @@ def report_results(document: Mapping[str, Any], questions: Mapping[str, Any]) ->
     return out
 
 
-def published_results(job: AnalysisJob, questions: dict[str, Question]) -> list[Published]:
-    """The survey's published results (all keys of the organisation), and its population."""
+def published_results(
+    job: AnalysisJob, questions: dict[str, Question], population: int | None = None
+) -> list[Published]:
+    """The survey's published results (all keys of the organisation), and its population
+    (its live responses: ``population``, else counted here)."""
     survey = job.survey
-    published = [Published.exact(Box(), float(survey_selectors.survey_response_count(survey)))]
+    if population is None:
+        population = survey_selectors.survey_response_count(survey)
+    published = [Published.exact(Box(), float(population))]
     mine = {"organisation_id": job.organisation_id, "survey_id": job.survey_id}
     earlier = AnalysisJob.objects.filter(**mine, status=Job.Status.SUCCEEDED).exclude(pk=job.pk)
     for spec, kind, result in earlier.values_list("spec", "kind", "result"):
@@ -116,6 +122,15 @@ def published_results(job: AnalysisJob, questions: dict[str, Question]) -> list[
     return published
 
 
+def lock_survey(survey_id: int) -> None:
+    """Hold the survey's row until the transaction ends, so that its audits run one
+    after the other: ``FOR NO KEY UPDATE``, which excludes another audit (and a change
+    of the survey's row) but not the ``FOR KEY SHARE`` with which every bulk submission
+    checks that its survey exists (``FOR UPDATE`` held the ingest up for the whole
+    audit: issue 30's ingest beside analyses)."""
+    Survey.objects.select_for_update(no_key=True).filter(pk=survey_id).first()
+
+
 def publish(job: AnalysisJob, prepared: AnalysisRequest, payload: dict[str, Any]) -> None:
     """Audit ``payload`` against the survey's published results and store it, atomically.
 
@@ -126,11 +141,16 @@ def publish(job: AnalysisJob, prepared: AnalysisRequest, payload: dict[str, Any]
         threshold; the reason names the threshold only.
     """
     threshold = prepared.thresholds.min_cell
+    # The population is counted before the survey is held, where the job read its
+    # statistics (the standby when it has one): a scan of the survey's responses.
+    population = survey_selectors.survey_response_count(
+        job.survey, using=statistics.analysis_alias()
+    )
     with transaction.atomic():
-        Survey.objects.select_for_update().filter(pk=job.survey_id).first()
+        lock_survey(job.survey_id)
         questions = dict(prepared.questions)
         new = registry.get(job.kind).published(prepared.params, payload, questions)
-        published = published_results(job, questions)
+        published = published_results(job, questions, population)
         finding = audit(_universe(questions), published, new, threshold) if new else None
         if finding is not None:
             raise JobRefused(

@@ -19,7 +19,9 @@ So the product does it itself, in two ways:
   runs ``VACUUM (ANALYZE)`` once the submissions pause for :data:`QUIET_SECONDS` (at the
   latest :data:`LONGEST_WAIT_SECONDS` after it was queued), so a council that loads its
   register and then asks for a count meets tables that are ready. Closing a survey queues
-  it too (no debounce: nothing more will arrive).
+  it too (no debounce: nothing more will arrive). The task runs the vacuum in a thread of
+  its own and returns at once, so the analyses a worker on every lane serves are not
+  queued behind it.
 
 ``VACUUM`` cannot run inside a transaction: the task runs it on its own autocommit
 connection, outside any atomic block. SQLite (the embedded default) has no such need:
@@ -29,6 +31,7 @@ nothing is queued there.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Sequence
 
@@ -119,11 +122,16 @@ def wait_seconds(queued_at: float, *, now: float | None = None) -> float:
     return max(0.0, float(last) + quiet_seconds() - now)
 
 
-def statistics_tables_vacuum() -> list[str]:
+def statistics_tables_vacuum(*, wait: bool = True) -> list[str]:
     """``VACUUM (ANALYZE)`` the statistics tables; returns the tables vacuumed.
 
     Must run outside a transaction (a Celery task, or a management command): VACUUM
-    refuses to run inside one.
+    refuses to run inside one. With ``wait=False`` (the Celery task) it runs in a thread
+    of its own, on a connection of its own, and this returns at once: the worker's
+    process is free for the next task, so an analysis asked right after a large ingest
+    is not queued behind a vacuum of every answer (seconds at 10^6 participants) on a
+    worker that serves every lane. An interrupted vacuum is harmless (autovacuum's
+    settings of migration 0013 cover the tables).
     """
     if connection.vendor != "postgresql":
         return []
@@ -132,6 +140,14 @@ def statistics_tables_vacuum() -> list[str]:
     # Answers stored from here on count towards the next vacuum.
     cache.delete(_QUEUED)
     cache.set(_PENDING, 0, timeout=None)
+    if wait:
+        _vacuum()
+    else:
+        threading.Thread(target=_vacuum_in_thread, name="statistics-vacuum", daemon=True).start()
+    return list(TABLES)
+
+
+def _vacuum() -> None:
     began = time.perf_counter()
     with connection.cursor() as cursor:
         for table in TABLES:
@@ -141,4 +157,14 @@ def statistics_tables_vacuum() -> list[str]:
         time.perf_counter() - began,
         ", ".join(TABLES),
     )
-    return list(TABLES)
+
+
+def _vacuum_in_thread() -> None:
+    """:func:`_vacuum` on this thread's own connection (Django's are per thread), closed
+    when done."""
+    try:
+        _vacuum()
+    except Exception:  # a background vacuum that fails leaves the tables to autovacuum
+        log.exception("the statistics tables' vacuum failed; autovacuum will do it")
+    finally:
+        connection.close()

@@ -299,6 +299,15 @@ class Response(models.Model):
                 name="response_withdrawn_at_coarsened_to_hour",
             ),
         ]
+        indexes = [
+            # The (few) withdrawn responses: whether a survey has any is one probe, so the
+            # statistics leave out their anti-join when it has none (surveys/joins.py).
+            models.Index(
+                fields=["survey"],
+                condition=models.Q(withdrawn_at__isnull=False),
+                name="response_withdrawn",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"response {self.pk} to survey {self.survey_id}"

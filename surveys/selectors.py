@@ -309,9 +309,9 @@ def question_noise(question: Question) -> Any:
     return schemes.question_noise(question)
 
 
-def survey_response_count(survey: Survey) -> int:
+def survey_response_count(survey: Survey, *, using: str = "default") -> int:
     """Responses to the survey that have not been withdrawn."""
-    return Response.objects.filter(survey=survey, withdrawn_at__isnull=True).count()
+    return Response.objects.using(using).filter(survey=survey, withdrawn_at__isnull=True).count()
 
 
 def profile_survey(survey: Survey) -> Survey | None:

@@ -20,6 +20,7 @@ joined on the participant (their profile response must be live too).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ import numpy as np
 from django.db import connections, transaction
 from numpy.typing import NDArray
 
+from surveys.joins import _LIVE, _aliases, _bucket, _floor, _joins, has_withdrawn
 from surveys.models import Answer, Question, Response, Survey
 from surveys.replicas import (
     analysis_alias,
@@ -62,99 +64,6 @@ class CellStatistics:
     squares: NDArray[np.float64] | None = None
 
 
-_LIVE = (
-    f"NOT EXISTS (SELECT 1 FROM {_RESPONSE} w WHERE w.id = {{alias}}.response_id "
-    "AND w.withdrawn_at IS NOT NULL)"
-)
-"""The answer's response is live: an anti-join with the (few) withdrawn responses."""
-
-
-def _joins(
-    survey: Survey, questions: Sequence[Question], *, participant: bool = False
-) -> tuple[str, list[Any]]:
-    """``FROM`` the survey's live responses, one answer join per distinct question.
-
-    When every question is the survey's own (and ``participant`` is not needed: the
-    alias ``r`` is then absent), the answers are joined to each other on their response
-    and the withdrawn responses are left out by an anti-join: with the covering index
-    ``answer_question_response`` PostgreSQL merges index-only scans in response order
-    and never visits the response table's live rows. An answer to a question of the
-    survey belongs to a response to the survey (the services store them so), so both
-    forms count the same participants.
-    """
-    distinct = list({q.pk: q for q in questions}.values())
-    if distinct and not participant and all(q.survey_id == survey.pk for q in distinct):
-        sql = [f"FROM {_ANSWER} a0"]
-        params: list[Any] = []
-        for index, question in enumerate(distinct[1:], start=1):
-            sql.append(
-                f"JOIN {_ANSWER} a{index} ON a{index}.response_id = a0.response_id "
-                f"AND a{index}.question_id = %s"
-            )
-            params.append(question.pk)
-        sql.append(f"WHERE a0.question_id = %s AND {_LIVE.format(alias='a0')}")
-        params.append(distinct[0].pk)
-        return " ".join(sql), params
-    sql = [f"FROM {_RESPONSE} r"]
-    params: list[Any] = []
-    # Other surveys of the consultation (the profile; a change's "after" survey) are
-    # joined on the participant reference, one live response alias each.
-    others: dict[int, str] = {}
-    seen: dict[int, str] = {}
-    for question in questions:
-        if question.pk in seen:
-            continue
-        alias = f"a{len(seen)}"
-        seen[question.pk] = alias
-        if question.survey_id == survey.pk:
-            owner = "r.id"
-        else:
-            if question.survey_id not in others:
-                others[question.survey_id] = f"pr{len(others) or ''}"
-                sql.append(
-                    f"JOIN {_RESPONSE} {others[question.survey_id]} ON "
-                    f"{others[question.survey_id]}.participant_id = r.participant_id AND "
-                    f"{others[question.survey_id]}.survey_id = %s AND "
-                    f"{others[question.survey_id]}.withdrawn_at IS NULL"
-                )
-                params.append(question.survey_id)
-            owner = f"{others[question.survey_id]}.id"
-        sql.append(
-            f"JOIN {_ANSWER} {alias} ON {alias}.response_id = {owner} AND {alias}.question_id = %s"
-        )
-        params.append(question.pk)
-    sql.append("WHERE r.survey_id = %s AND r.withdrawn_at IS NULL")
-    params.append(survey.pk)
-    return " ".join(sql), params
-
-
-def _aliases(questions: Sequence[Question]) -> dict[int, str]:
-    aliases: dict[int, str] = {}
-    for question in questions:
-        if question.pk not in aliases:
-            aliases[question.pk] = f"a{len(aliases)}"
-    return aliases
-
-
-def _bucket(column: str, edges: NDArray[np.float64], vendor: str) -> tuple[str, list[Any]]:
-    if not edges.size:
-        return "0", []
-    if vendor == "postgresql":
-        return f"width_bucket({column}, %s::double precision[])", [[float(e) for e in edges]]
-    return _balanced_sum([f"({column} >= %s)"] * edges.size), [float(e) for e in edges]
-
-
-def _balanced_sum(terms: Sequence[str]) -> str:
-    """``(t1 + t2 + ...)`` nested as a balanced tree: SQLite refuses expressions deeper
-    than 1,000 (SQLITE_MAX_EXPR_DEPTH), which a flat sum of over 1,000 comparisons is (the
-    reported bins of whole-year ages under wide noise, e.g. the staircase's or Laplace's
-    at eps 2: about 2,000 bins of one year)."""
-    if len(terms) == 1:
-        return terms[0]
-    middle = len(terms) // 2
-    return f"({_balanced_sum(terms[:middle])} + {_balanced_sum(terms[middle:])})"
-
-
 def participant_count(
     survey: Survey, questions: Sequence[Question], *, using: str = "default"
 ) -> int:
@@ -162,7 +71,7 @@ def participant_count(
 
     One aggregate query; with no questions, the survey's live responses.
     """
-    joins, params = _joins(survey, questions)
+    joins, params = _joins(survey, questions, using=using)
     with connections[using].cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) {joins}", params)
         (count,) = cursor.fetchone()
@@ -196,7 +105,7 @@ def cell_statistics(
     vendor = connection.vendor
     questions = [axis.question for axis in axes] + ([target] if target is not None else [])
     questions += list(require)
-    joins, join_params = _joins(survey, questions)
+    joins, join_params = _joins(survey, questions, using=using)
     aliases = _aliases(questions)
     select: list[str] = []
     select_params: list[Any] = []
@@ -267,12 +176,51 @@ def cell_counts_many(
     for index, axes in enumerate(tables):
         keys = {_axis_key(axis) for axis in axes}
         if batch and len(seen | keys) > _GROUPING_WIDTH:
-            out.update(_grouping_sets(survey, tables, batch, questions, using))
+            out.update(_grouping_sets(survey, tables, batch, questions, using)[0])
             batch, seen = [], set()
         batch.append(index)
         seen |= keys
-    out.update(_grouping_sets(survey, tables, batch, questions, using))
+    out.update(_grouping_sets(survey, tables, batch, questions, using)[0])
     return [out[index] for index in range(len(tables))]
+
+
+def cell_counts_and_half_units(
+    survey: Survey,
+    tables: Sequence[Sequence[Axis]],
+    halves: Sequence[Question],
+    *,
+    require: Sequence[Question] = (),
+    using: str = "default",
+) -> tuple[list[NDArray[np.float64]], dict[int, HalfUnits]]:
+    """:func:`cell_counts_many` of ``tables`` and :func:`half_unit_counts` of each of
+    ``halves``, over the same participants (everyone who answered every question named),
+    from one scan on PostgreSQL (one ``GROUPING SETS`` query: a joint count's
+    whole-number tests and its cell tables); elsewhere one query each.
+    """
+    if any(not axes for axes in tables):
+        raise ValueError("cell statistics need at least one axis")
+    questions = [a.question for axes in tables for a in axes] + list(halves) + list(require)
+    columns = {_axis_key(axis) for axes in tables for axis in axes}
+    if (
+        connections[using].vendor != "postgresql"
+        or len(columns) + 2 * len(halves) > _GROUPING_WIDTH
+    ):
+        counts = cell_counts_many(survey, tables, require=questions, using=using)
+        units = {q.pk: half_unit_counts(survey, q, require=questions, using=using) for q in halves}
+        return counts, units
+    out, units = _grouping_sets(survey, tables, range(len(tables)), questions, using, halves)
+    return [out[index] for index in range(len(tables))], units
+
+
+@contextmanager
+def _hashed(using: str) -> Iterator[None]:
+    """A transaction whose grouping-sets queries hash every set: PostgreSQL guesses far
+    more groups than cells x intervals hold (hundreds), and would sort the joined
+    answers for one set (an external sort of every row at 10^6) instead."""
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        cursor.execute("SET LOCAL work_mem = '64MB'")
+        cursor.execute("SET LOCAL enable_sort = off")
+        yield
 
 
 def _grouping_sets(
@@ -281,9 +229,12 @@ def _grouping_sets(
     batch: Sequence[int],
     questions: Sequence[Question],
     using: str,
-) -> dict[int, NDArray[np.float64]]:
-    """One ``GROUPING SETS`` query for the tables ``batch`` (PostgreSQL)."""
-    joins, join_params = _joins(survey, questions)
+    halves: Sequence[Question] = (),
+) -> tuple[dict[int, NDArray[np.float64]], dict[int, HalfUnits]]:
+    """One ``GROUPING SETS`` query for the tables ``batch`` and the half units of
+    ``halves`` (PostgreSQL): per half question, its reports in half units and whether
+    each is fractional (:func:`half_unit_counts`)."""
+    joins, join_params = _joins(survey, questions, using=using)
     aliases = _aliases(questions)
     columns: dict[tuple[int, bytes], int] = {}  # distinct (question, edges) -> column
     select: list[str] = []
@@ -304,9 +255,15 @@ def _grouping_sets(
                     select_params += values
             indexes.append(columns[key])
         per_table[index] = indexes
+    per_half: dict[int, list[int]] = {}
+    for question in halves:
+        column = f"{aliases[question.pk]}.value"
+        per_half[question.pk] = [len(select), len(select) + 1]
+        select.append(f"FLOOR({column} * 2)")
+        select.append(f"CASE WHEN {column} = FLOOR({column}) THEN 0 ELSE 1 END")
     width = len(select)
     masks: dict[frozenset[int], int] = {}  # distinct grouping set -> its GROUPING() value
-    for indexes in per_table.values():
+    for indexes in [*per_table.values(), *per_half.values()]:
         members = frozenset(indexes)
         # GROUPING(x0, ..., xm) sets bit (m - i) when x_i is not grouped in the row's set.
         masks[members] = sum(1 << (width - 1 - i) for i in range(width) if i not in members)
@@ -318,7 +275,7 @@ def _grouping_sets(
         f"FROM (SELECT {inner} {joins}) s GROUP BY GROUPING SETS ({grouping})"
     )
     rows: dict[int, list[tuple[Any, ...]]] = {mask: [] for mask in masks.values()}
-    with connections[using].cursor() as cursor:
+    with _hashed(using), connections[using].cursor() as cursor:
         cursor.execute(sql, select_params + join_params)
         for row in cursor.fetchall():
             rows[int(row[0])].append(row)
@@ -329,7 +286,16 @@ def _grouping_sets(
         for row in rows[masks[frozenset(indexes)]]:
             counts[tuple(int(row[1 + i]) for i in indexes)] = row[-1]
         out[index] = counts
-    return out
+    units: dict[int, HalfUnits] = {}
+    for pk, (unit, other) in per_half.items():
+        found: dict[int, int] = {}
+        fractional = 0
+        for row in rows[masks[frozenset((unit, other))]]:
+            k = int(row[1 + unit])
+            found[k] = found.get(k, 0) + int(row[-1])
+            fractional += int(row[-1]) if int(row[1 + other]) else 0
+        units[pk] = HalfUnits(found, fractional)
+    return out, units
 
 
 def question_tables(
@@ -392,7 +358,8 @@ def question_tables(
     sql = (
         f"SELECT a.question_id, CASE a.question_id {' '.join(cases)} ELSE 0 END, COUNT(*) "
         f"FROM {_ANSWER} a WHERE a.question_id IN ({', '.join('%s' for _ in ids)}) "
-        f"AND {_LIVE.format(alias='a')} GROUP BY 1, 2"
+        + (f"AND {_LIVE.format(alias='a')} " if has_withdrawn(survey, using=using) else "")
+        + "GROUP BY 1, 2"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, *ids])
@@ -426,13 +393,6 @@ class HalfUnits:
     fractional: int
 
 
-def _floor(expression: str, vendor: str) -> str:
-    if vendor == "postgresql":
-        return f"FLOOR({expression})"
-    # SQLite's FLOOR needs the math functions compiled in; CAST truncates towards zero.
-    return f"(CAST({expression} AS INTEGER) - ({expression} < CAST({expression} AS INTEGER)))"
-
-
 def half_unit_counts(
     survey: Survey,
     question: Question,
@@ -451,7 +411,7 @@ def half_unit_counts(
     connection = connections[using]
     vendor = connection.vendor
     questions = [question, *require]
-    joins, params = _joins(survey, questions)
+    joins, params = _joins(survey, questions, using=using)
     column = f"{_aliases(questions)[question.pk]}.value"
     unit = _floor(f"({column} * 2)", vendor)
     whole = _floor(column, vendor)
@@ -494,7 +454,7 @@ def condition_moments(
     ``lte``, ``between`` (``[t1, t2)``).
     """
     named = list(questions) + [q for q, _, _ in where] + ([target] if target is not None else [])
-    joins, params = _joins(survey, named)
+    joins, params = _joins(survey, named, using=using)
     aliases = _aliases(named)
     clauses: list[str] = []
     values: list[Any] = []
@@ -672,16 +632,22 @@ def iter_candidates_many(
         where_params = []
     outer = "".join(f", t.c{i}" for i in range(len(distinct)))
     outer += "".join(f", t.cell{number}" for number in range(len(passes)))
+    # The stream's length comes with its last row (the one without a successor), which
+    # is sent first: a running count (row_number, lead) instead of COUNT(*) OVER (), which
+    # would hold every row of the stream before sending any (a second pass over 10^6).
+    where = f"{where} OR t.last" if where else ""
     sql = (
-        f"SELECT t.pos, t.total, t.pid{outer} FROM (SELECT "
-        "row_number() OVER (ORDER BY r.participant_id) - 1 AS pos, COUNT(*) OVER () AS total, "
-        f"r.participant_id AS pid{select}, {', '.join(cell_sql)} {joins}) t {where} ORDER BY 1"
+        f"SELECT t.pos, t.last, t.pid{outer} FROM (SELECT "
+        "row_number() OVER w - 1 AS pos, (lead(1) OVER w) IS NULL AS last, "
+        f"r.participant_id AS pid{select}, {', '.join(cell_sql)} {joins} "
+        "WINDOW w AS (ORDER BY r.participant_id)) t "
+        f"{where} ORDER BY t.last DESC, t.pos"
     )
     arguments = cell_params + params + where_params
     width = 3 + len(distinct)
 
     def block(
-        rows: list[tuple[Any, ...]],
+        rows: list[tuple[Any, ...]], total: int
     ) -> tuple[
         int, NDArray[np.int64], NDArray[np.int64], dict[int, NDArray[Any]], NDArray[np.bool_]
     ]:
@@ -695,12 +661,30 @@ def iter_candidates_many(
             if flat is not None:
                 hits[:, number] = np.isin(values[:, width + number].astype(np.int64), flat)
         return (
-            int(values[0, 1]),
+            total,
             values[:, 0].astype(np.int64),
             values[:, 2].astype(np.int64),
             found,
             hits,
         )
+
+    def blocks(fetch: Any) -> Iterator[Any]:
+        """The candidates in position order; the last row (sent first) only if wanted."""
+        rows = fetch()
+        if not rows:
+            return
+        last = [rows[0]]
+        total = int(last[0][0]) + 1
+        rows = rows[1:]
+        while True:
+            if rows:
+                yield block(rows, total)
+            rows = fetch()
+            if not rows:
+                break
+        tail = block(last, total)
+        if tail[4].any():
+            yield tail
 
     with transaction.atomic(using=using):
         if connection.vendor == "postgresql":
@@ -708,13 +692,11 @@ def iter_candidates_many(
             with connection.connection.cursor(name="sampling_candidates") as cursor:
                 cursor.itersize = size
                 cursor.execute(sql, arguments)
-                while rows := cursor.fetchmany(size):
-                    yield block(rows)
+                yield from blocks(lambda: cursor.fetchmany(size))
         else:
             with connection.cursor() as cursor:
                 cursor.execute(sql, arguments)
-                while rows := cursor.fetchmany(size):
-                    yield block(rows)
+                yield from blocks(lambda: cursor.fetchmany(size))
 
 
 def attribute_columns(
@@ -767,6 +749,7 @@ __all__ = [
     "Moments",
     "analysis_alias",
     "attribute_columns",
+    "cell_counts_and_half_units",
     "cell_counts_many",
     "cell_statistics",
     "condition_count",

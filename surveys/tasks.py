@@ -17,7 +17,7 @@ def statistics_tables_vacuum(queued_at: float | None = None) -> None:
         if wait > 0:
             statistics_tables_vacuum.apply_async(kwargs={"queued_at": queued_at}, countdown=wait)
             return
-    maintenance.statistics_tables_vacuum()
+    maintenance.statistics_tables_vacuum(wait=False)  # in a thread: the process is free
 
 
 @shared_task(name="surveys.purge_expired_surveys", ignore_result=True)

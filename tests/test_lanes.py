@@ -125,3 +125,29 @@ def test_a_panel_solves_within_its_own_lanes_soft_limit() -> None:
     lanes = {**settings.CELERY_LANES, "panels": {"soft_time_limit": 800, "time_limit": 860}}
     with override_settings(CELERY_LANES=lanes, CELERY_TASK_SOFT_TIME_LIMIT=300):
         assert panels.solver_seconds() == 600.0
+
+
+def test_a_worker_imports_what_the_first_report_needs_before_its_pool_forks() -> None:
+    """The first report of a fresh worker would otherwise import matplotlib, pandas and
+    openpyxl on its analyst's time (1-2 s): the worker's start does it
+    (config.celery.preload on Celery's worker_init), once, in the main process."""
+    probe = (
+        "import sys\n"
+        "from celery.signals import worker_init\n"
+        "import config.celery\n"
+        "heavy = ('matplotlib.figure', 'pandas', 'openpyxl')\n"
+        "assert not any(m in sys.modules for m in heavy), [m for m in heavy if m in sys.modules]\n"
+        "worker_init.send(sender=None)\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DJANGO_DEBUG": "1", "DJANGO_SETTINGS_MODULE": "config.settings"},
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "['matplotlib.figure', 'openpyxl', 'pandas']"

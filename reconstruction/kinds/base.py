@@ -209,19 +209,27 @@ def start(
     *,
     with_cells: bool = False,
     target: str | None = None,
+    participants: int | None = None,
 ) -> Started:
     """Count again (data change) and decide what needs the exact count, before the fit.
 
     Tests the whole-number attributes (:func:`whole_numbers`), counts the participants
     exactly (``with_cells``: off the request's own cell table with ``target``, which is
-    kept for the gather), refuses too few responses and runs the kind's ``validate`` on
-    the exact count.
+    kept for the gather; a joint count's whole-number tests from the same scan), or takes
+    ``participants`` counted by the caller off the same participants' cell tables,
+    refuses too few responses and runs the kind's ``validate`` on the exact count.
     """
-    request = whole_numbers(request)
     read = None
-    if with_cells:
+    if with_cells and target is None:  # a joint count: tests and cells from one scan
+        request, n, read = analysis.tested_counted_with_cells(request)
+    elif with_cells:
+        request = whole_numbers(request)
         n, read = analysis.counted_with_cells(request, target)
+    elif participants is not None:  # counted off the kind's own cell tables
+        request = whole_numbers(request)
+        n = participants
     else:
+        request = whole_numbers(request)
         n = analysis.participant_count(request)
     reason = analysis.too_few_responses(request, n)
     if reason is not None:

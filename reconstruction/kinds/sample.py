@@ -205,18 +205,13 @@ def _specs(request: AnalysisRequest) -> dict[str, tables.Spec]:
 def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
     """The cell tables every condition needs, in one scan (posterior), or every
     participant's answers (figure3), and the pool's and strata's group cells."""
-    request = base.start(request, progress).request
-    quotas = (
-        [([*request.where, *stratum], quota) for stratum, quota in request.strata]
-        if request.strata
-        else [(list(request.where), request.params.size)]  # type: ignore[attr-defined]
-    )
+    quotas = _quotas(request)
     groups = [[*request.where, *stratum] for stratum, _quota in request.strata]
     if request.method != "posterior":
+        request = base.start(request, progress).request
         pool = disclosure.read_group(request) if request.where else None
         strata = [disclosure.read_group(request, conds) for conds in groups]
         return Gathered(request, quotas, {}, pool, strata, analysis.load(request))
-    n = request.participants
     specs = _specs(request)
     # Each condition's cells are read and fitted once, whoever asks (the group checks,
     # the pool, the quotas, the subconditions' precisions): all of them in one scan.
@@ -226,17 +221,23 @@ def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
             needed.setdefault(_label(conds), conds)
             for cond in conds:
                 needed.setdefault(_label([cond]), [cond])
-    plans = {key: tables.plan_cells(specs, conds, n=n) for key, conds in needed.items()}
-    counts = statistics.cell_counts_many(
-        request.survey,
-        [_axes_of(request, plan) for plan in plans.values()],
-        require=[request.questions[key] for key in request.keys],
-        using=statistics.analysis_alias(),
-    )
-    read: dict[tuple[str, ...], tuple[tables.CellPlan, tables.CellTable]] = {
-        key: (plan, tables.CellTable(table))
-        for (key, plan), table in zip(plans.items(), counts, strict=True)
-    }
+    # The same scan counts the participants (every table counts everyone who answered
+    # every attribute): planned for the tallies' upper bound on n, and read again only
+    # if the exact count plans other cells (as analysis.counted_with_cells).
+    read = _read_tables(request, specs, needed, analysis.participant_bound(request))
+    if read is None:
+        request = base.start(request, progress).request
+        read = _read_tables(request, specs, needed, request.participants, strict=True)
+    else:
+        n = next(iter(read.values()))[1].n if read else None
+        request = base.start(request, progress, participants=n).request
+        if read and any(
+            not _same_plan(plan, tables.plan_cells(specs, needed[key], n=request.participants))
+            for key, (plan, _table) in read.items()
+        ):
+            read = _read_tables(request, specs, needed, request.participants, strict=True)
+    assert read is not None
+    n = request.participants
 
     def counted(conds: list[Any]) -> tuple[tables.CellPlan, tables.CellTable]:
         key = _label(conds)
@@ -248,6 +249,54 @@ def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
     pool = disclosure.read_group(request, counted=counted) if request.where else None
     strata = [disclosure.read_group(request, conds, counted=counted) for conds in groups]
     return Gathered(request, quotas, read, pool, strata)
+
+
+def _quotas(request: AnalysisRequest) -> list[tuple[list[Any], int]]:
+    return (
+        [([*request.where, *stratum], quota) for stratum, quota in request.strata]
+        if request.strata
+        else [(list(request.where), request.params.size)]  # type: ignore[attr-defined]
+    )
+
+
+def _read_tables(
+    request: AnalysisRequest,
+    specs: dict[str, tables.Spec],
+    needed: dict[tuple[str, ...], list[Any]],
+    n: int,
+    *,
+    strict: bool = False,
+) -> dict[tuple[str, ...], tuple[tables.CellPlan, tables.CellTable]] | None:
+    """The cell tables of ``needed`` planned for ``n``, in one scan; ``None`` when they
+    cannot be planned for that ``n`` (nothing read), unless ``strict`` (the exact count:
+    the planner's error is the job's)."""
+    if n < 1 and not strict:
+        return None
+    try:
+        plans = {key: tables.plan_cells(specs, conds, n=n) for key, conds in needed.items()}
+    except ValueError:
+        if strict:
+            raise
+        return None
+    if not plans:
+        return {}
+    counts = statistics.cell_counts_many(
+        request.survey,
+        [_axes_of(request, plan) for plan in plans.values()],
+        require=[request.questions[key] for key in request.keys],
+        using=statistics.analysis_alias(),
+    )
+    return {
+        key: (plan, tables.CellTable(table))
+        for (key, plan), table in zip(plans.items(), counts, strict=True)
+    }
+
+
+def _same_plan(a: tables.CellPlan, b: tables.CellPlan) -> bool:
+    return a.names == b.names and all(
+        (x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
+        for x, y in zip(a.reported_edges, b.reported_edges, strict=True)
+    )
 
 
 def _check_groups(gathered: Gathered) -> disclosure.GroupSize | None:

@@ -91,3 +91,59 @@ def test_a_large_bulk_ingest_has_the_worker_vacuum_and_analyse_the_tables(
         assert _table_state(table)[0] > 0, table
     assert "surveys.statistics_tables_vacuum" in celery_worker_process.output()
     assert cache.get(maintenance._QUEUED) is None  # the next large ingest queues again
+
+
+def test_an_analysis_queued_behind_the_vacuum_does_not_wait_for_it(
+    celery_worker_process: Worker,
+) -> None:
+    """The session's worker serves every lane with one process. The vacuum task runs its
+    VACUUM in a thread of its own and returns, so a count queued right after it is
+    answered while the vacuum still waits: here for the participants table, whose lock
+    another session holds (as a long vacuum of 10^6 answers would hold the worker). On a
+    vacuum run in the task itself, the count waits until the lock is released."""
+    import psycopg
+
+    from surveys.tasks import statistics_tables_vacuum
+
+    tenant = tenant_factory()
+    survey = survey_factory(consultation_factory(tenant.organisation, title="Queue"))
+    created = tenant.analyst.post(
+        f"{API}surveys/{survey.pk}/responses/bulk/",
+        {"responses": [{"participant": f"q-{i}", "answers": good_answers(i)} for i in range(60)]},
+        format="json",
+    )
+    assert created.status_code == 201, created.content
+    before = _table_state("surveys_participant")[0]
+    db = connection.settings_dict
+    url = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    with psycopg.connect(url) as blocker:  # a transaction holding the vacuum's lock
+        blocker.execute("LOCK TABLE surveys_participant IN SHARE UPDATE EXCLUSIVE MODE")
+        statistics_tables_vacuum.apply_async()
+        asked = tenant.analyst.post(
+            f"{API}analyses/",
+            {
+                "survey": survey.pk,
+                "kind": "count",
+                "method": "naive",
+                "where": [{"attribute": "sex", "op": "in", "value": ["F"]}],
+            },
+            format="json",
+        )
+        assert asked.status_code == 202, asked.content
+        deadline = time.monotonic() + 60
+        job = tenant.analyst.get(asked.json()["url"]).json()
+        while job["status"] in ("queued", "running") and time.monotonic() < deadline:
+            time.sleep(0.2)
+            job = tenant.analyst.get(asked.json()["url"]).json()
+        assert job["status"] in ("succeeded", "refused"), job
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'VACUUM%%' "
+                "AND wait_event_type = 'Lock'"
+            )
+            assert cursor.fetchone()[0] == 1  # the vacuum is still waiting for the lock
+        blocker.rollback()
+    deadline = time.monotonic() + 60
+    while _table_state("surveys_participant")[0] == before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _table_state("surveys_participant")[0] > before  # and then it ran

@@ -166,11 +166,47 @@ def check_sql_equals_numpy(
         units, tally = np.unique(np.floor(2 * columns[key]).astype(int), return_counts=True)
         assert halves.counts == dict(zip(units.tolist(), tally.tolist(), strict=True))
         assert halves.fractional == int(np.sum(columns[key] != np.floor(columns[key])))
-    # A report's statistics: every question of a survey in one GROUP BY (codes, who
-    # answered, and the continuous values cut at the given edges).
+    # A joint count's whole-number tests and cell tables from one scan (PostgreSQL:
+    # GROUPING SETS) equal one query each.
+    joint = [
+        [statistics.Axis(questions["sex"]), statistics.Axis(questions["age"], cut)],
+        [statistics.Axis(questions["age"], cut[:1])],
+    ]
+    tested = [questions["age"], questions["score"]]
+    counted, units = statistics.cell_counts_and_half_units(
+        opinion, joint, tested, require=ordered, using=using
+    )
+    for axes, counts in zip(joint, counted, strict=True):
+        alone = statistics.cell_statistics(opinion, axes, require=ordered, using=using).counts
+        np.testing.assert_array_equal(counts, alone)
+    for question in tested:
+        assert units[question.pk] == statistics.half_unit_counts(
+            opinion, question, require=ordered, using=using
+        )
+    # The same on the profile survey's own answers, whose withdrawn responses are left
+    # out by an anti-join only when it has any (surveys/joins.py).
     live = [a for a, _, pw, _ in people if a is not None and not pw]
     sexes = np.asarray([a[0] for a in live], dtype=int)
     ages = np.asarray([a[1] for a in live], dtype=np.float64)
+    own = [questions["sex"], questions["age"]]
+    assert statistics.participant_count(profile, own, using=using) == len(live)
+    counted, units = statistics.cell_counts_and_half_units(
+        profile, [joint[0]], [questions["age"]], require=own, using=using
+    )
+    expected = np.zeros((2, cut.size + 1))
+    np.add.at(
+        expected,
+        (sexes, tables.cell_index(ages, np.concatenate([[-np.inf], cut, [np.inf]]))),
+        1,
+    )
+    np.testing.assert_array_equal(counted[0], expected)
+    own_units, own_tally = np.unique(np.floor(2 * ages).astype(int), return_counts=True)
+    assert units[questions["age"].pk] == statistics.HalfUnits(
+        dict(zip(own_units.tolist(), own_tally.tolist(), strict=True)),
+        int(np.sum(ages != np.floor(ages))),
+    )
+    # A report's statistics: every question of a survey in one GROUP BY (codes, who
+    # answered, and the continuous values cut at the given edges).
     report = [questions["sex"], questions["age"]]
     totals = statistics.question_tables(profile, report, using=using)
     np.testing.assert_array_equal(totals[questions["sex"].pk], np.bincount(sexes, minlength=2))
