@@ -70,6 +70,36 @@ def page_messages() -> dict[str, str]:
         "no_survey": _("There is no survey with this number for this portal."),
         "not_loaded": _("The questions could not be loaded: {message}."),
         "not_open": _("This survey is not open for answers at the moment."),
+        # Issue 28: the resident's privacy budget, in plain words ({numbers} are ε).
+        "budget_used": _(
+            "You have used {spent} of your privacy budget of {budget} in this consultation. "
+            "Sending these answers uses {cost} more, which leaves {left}."
+        ),
+        "budget_new": _(
+            "This consultation lets all its surveys together learn at most {budget} about "
+            "you: your privacy budget. This browser has sent nothing of yours yet; sending "
+            "these answers uses {cost} of it, which leaves {left}."
+        ),
+        "budget_over": _(
+            "Your privacy budget of {budget} does not cover this survey: you have used "
+            "{spent}, and these answers would need {cost}. They cannot be sent."
+        ),
+        "budget_explained": _(
+            "The privacy budget measures how much all the surveys of this consultation may "
+            "learn about you together; each scrambled answer uses a little of it."
+        ),
+        "budget_refused": _(
+            "These answers would take you past your privacy budget in this consultation, "
+            "so they were not sent."
+        ),
+        "reused": _(
+            "Asked before: your device sends the same scrambled answer as then, so it uses "
+            "none of your privacy budget."
+        ),
+        "reused_differs": _(
+            "This survey asks again a question you answered before, and this browser no "
+            "longer has the scrambled answer it sent then, so nothing was sent."
+        ),
     }
 
 

@@ -485,3 +485,66 @@ test("submitResponse keeps the withdrawal token beside the memo; withdrawRespons
     globalThis.fetch = realFetch;
   }
 });
+
+// --- Issue 28: reused questions and the privacy budget -----------------------------
+
+seededTest("a question asked again re-sends the report kept for the earlier question", 281, () => {
+  const storage = fakeStorage();
+  const first = distortAnswers(scheme, { sex: "F", income: 3000 }, { participant: "p-7", storage });
+  const again = {
+    survey: 9,
+    status: "open",
+    questions: [
+      { ...sex, key: "sex_again", reuse: { survey: 3, question: "sex" } },
+      { ...scheme.questions.find((q) => q.key === "income"), key: "income_again", reuse: { survey: 3, question: "income" } },
+    ],
+  };
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const sent = distortAnswers(again, { sex_again: "M", income_again: 9000 }, { participant: "p-7", storage });
+    assert.deepEqual(sent, { sex_again: first.sex, income_again: first.income });
+  }
+  // Nothing new is kept: the memo stays the earlier question's.
+  assert.ok(![...storage.map.keys()].some((k) => k.includes(":9:")));
+  // Another participant, or no earlier report on this device: a fresh draw, kept under
+  // the earlier question so that later askings agree with it.
+  const fresh = distortAnswers(again, { sex_again: "M" }, { participant: "p-8", storage });
+  assert.equal(storage.getItem("privacy-distort:v1:3:p-8:sex"), JSON.stringify(fresh.sex_again));
+});
+
+test("fetchBudget proves the participant with a kept token of the consultation", async () => {
+  const { fetchBudget, budgetOutlook } = await import("../../clients/js/src/distort.js");
+  const items = new Map([
+    ["privacy-distort:v1-withdrawal:3:p-1", JSON.stringify("tok-other-consultation")],
+    ["privacy-distort:v1-withdrawal:4:p-1", JSON.stringify("tok-4")],
+    ["privacy-distort:v1-withdrawal:4:p-2", JSON.stringify("tok-p2")],
+  ]);
+  const storage = {
+    getItem: (k) => (items.has(k) ? items.get(k) : null),
+    setItem: (k, v) => items.set(k, v),
+    removeItem: (k) => items.delete(k),
+    key: (i) => [...items.keys()][i] ?? null,
+    get length() { return items.size; },
+  };
+  const calls = [];
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = async (url, init) => {
+    const body = JSON.parse(init.body);
+    calls.push({ url, body });
+    if (body.withdrawal_token !== "tok-4") return new Response(JSON.stringify({ detail: "No participant" }), { status: 404 });
+    return new Response(JSON.stringify({ budget: 4, spent: 1.5, remaining: 2.5 }), { status: 200 });
+  };
+  try {
+    const found = await fetchBudget("https://api.example.org", 5, "KEY", "p-1", { storage });
+    assert.deepEqual(found, { budget: 4, spent: 1.5, remaining: 2.5 });
+    assert.ok(calls.every((c) => c.url === "https://api.example.org/api/v1/surveys/5/responses/budget/"));
+    assert.ok(calls.every((c) => c.body.participant === "p-1"), "never another participant's token");
+    assert.equal(await fetchBudget("https://api.example.org", 5, "KEY", "p-9", { storage }), null);
+    const scheme5 = { survey: 5, status: "open", epsilon_total: 2, privacy_budget: 4, questions: [] };
+    assert.deepEqual(budgetOutlook(scheme5, found), { budget: 4, spent: 1.5, cost: 2, after: 3.5, fits: true });
+    assert.equal(budgetOutlook({ ...scheme5, epsilon_total: 3 }, found).fits, false);
+    assert.equal(budgetOutlook(scheme5, null).spent, 0);
+    assert.equal(budgetOutlook({ ...scheme5, privacy_budget: null }, found).fits, true);
+  } finally {
+    globalThis.fetch = realFetch;
+  }
+});

@@ -62,6 +62,8 @@ export interface SchemeQuestion {
   grid?: Grid | null;
   /** Surveys created before the reporting grid: their reports follow the old law. */
   noise_note?: string;
+  /** This question asks again that earlier one: the report memoised for it is sent again. */
+  reuse?: { survey: number; question: string };
 }
 
 /** A published discrete law; fractions are exact strings "n/d". */
@@ -89,6 +91,10 @@ export interface Fraction {
 export interface Scheme {
   survey: number;
   status: string;
+  /** What one response costs the resident's privacy budget (epsilon); null when unbounded. */
+  epsilon_total?: number | null;
+  /** The consultation's privacy budget per resident (epsilon); null: no cap. */
+  privacy_budget?: number | null;
   questions: SchemeQuestion[];
 }
 
@@ -114,6 +120,8 @@ export interface ApiError extends Error {
   status: number;
   errors: Record<string, unknown>;
   retryAfter: string | null;
+  /** A stable reason where the server gives one: "privacy_budget", "reused_report_differs". */
+  code: string | null;
 }
 
 export interface LocalisedOption {
@@ -193,6 +201,33 @@ export declare function withdrawResponse(
   participant: string,
   options?: TokenOptions & { withdrawalToken?: string },
 ): Promise<void>;
+
+/** A participant's privacy budget in the survey's consultation (epsilon). */
+export interface Budget {
+  budget: number | null;
+  spent: number | null;
+  remaining: number | null;
+}
+
+/** POST .../responses/budget/ with a kept withdrawal token of the consultation (or
+ * options.withdrawalToken); null when none is kept for this participant. */
+export declare function fetchBudget(
+  baseUrl: string,
+  surveyId: number | string,
+  key: string,
+  participant: string,
+  options?: TokenOptions & { withdrawalToken?: string },
+): Promise<Budget | null>;
+
+/** Whether sending the scheme's answers fits the budget (after = spent + epsilon_total). */
+export interface BudgetOutlook {
+  budget: number | null;
+  spent: number | null;
+  cost: number | null;
+  after: number | null;
+  fits: boolean;
+}
+export declare function budgetOutlook(scheme: Scheme, budget: Budget | null): BudgetOutlook;
 
 /** The first preferred language the question has a translation for, or null. */
 export declare function pickLanguage(question: SchemeQuestion, preferred: string | readonly string[]): string | null;

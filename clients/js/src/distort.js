@@ -15,7 +15,7 @@
 // server serves this same file at /static/privacy/distort.js.
 
 // Semantic version of this file; equal to package.json's "version" (tested).
-export const VERSION = "1.3.0";
+export const VERSION = "1.4.0";
 
 const MEMO_PREFIX = "privacy-distort:v1";
 const SAMPLED_DISCRETE = new Set(["randomised_response", "negative_uniform", "negative_gaussian"]);
@@ -387,6 +387,19 @@ function memoKey(surveyId, participant, questionKey) {
   return `${MEMO_PREFIX}:${surveyId}:${participant}:${questionKey}`;
 }
 
+// A question that asks again an earlier one ("reuse": {"survey": S, "question": K}, same
+// categories and mechanism) is memoised under that earlier question: the report kept
+// from survey S is sent again (RAPPOR's permanent randomisation), which the server
+// checks and charges nothing for.  Survey ids are unique across consultations, so the
+// memo is per consultation and participant.
+function memoKeyOf(scheme, participant, question) {
+  const reuse = question.reuse;
+  if (reuse && reuse.survey !== undefined && typeof reuse.question === "string") {
+    return memoKey(reuse.survey, participant, reuse.question);
+  }
+  return memoKey(scheme.survey, participant, question.key);
+}
+
 function recall(storage, key, question) {
   try {
     const raw = storage.getItem(key);
@@ -426,7 +439,7 @@ export function distortAnswers(scheme, answers, options = {}) {
       sent[questionKey] = distorted;
       continue;
     }
-    const key = memoKey(scheme.survey, options.participant, questionKey);
+    const key = memoKeyOf(scheme, options.participant, question);
     const memo = recall(storage, key, question);
     if (memo !== undefined) {
       sent[questionKey] = memo;
@@ -449,7 +462,7 @@ async function call(method, url, key, body) {
   const payload = await response.json().catch(() => null);
   if (!response.ok) {
     const error = new Error((payload && payload.detail) || `HTTP ${response.status}`);
-    Object.assign(error, { status: response.status, errors: (payload && payload.errors) || {}, retryAfter: response.headers.get("Retry-After") });
+    Object.assign(error, { status: response.status, errors: (payload && payload.errors) || {}, retryAfter: response.headers.get("Retry-After"), code: (payload && payload.code) || null });
     throw error;
   }
   return payload;
@@ -503,6 +516,62 @@ export async function withdrawResponse(baseUrl, surveyId, key, participant, opti
   } catch {
     // storage disabled: nothing kept
   }
+}
+
+// --- The resident's privacy budget -------------------------------------------
+// A consultation may cap what all its surveys together learn about one resident
+// (scheme.privacy_budget, ε; null = no cap); each response costs the scheme's
+// epsilon_total.  The server tells a participant what they spent when they prove who
+// they are with a withdrawal token of the consultation: the one kept for this survey
+// first, then any other kept for this participant (another survey's; a token of
+// another consultation is refused with 404 and the next one is tried).
+
+function keptTokens(surveyId, participant, storage) {
+  const tokens = [];
+  const own = withdrawalToken(surveyId, participant, { storage });
+  if (own) tokens.push(own);
+  if (!storage || typeof storage.length !== "number" || typeof storage.key !== "function") return tokens;
+  const prefix = `${MEMO_PREFIX}-withdrawal:`;
+  const suffix = `:${participant}`;
+  try {
+    for (let i = 0; i < storage.length; i++) {
+      const name = storage.key(i);
+      if (!name || !name.startsWith(prefix) || !name.endsWith(suffix)) continue;
+      const token = JSON.parse(storage.getItem(name));
+      if (typeof token === "string" && !tokens.includes(token)) tokens.push(token);
+    }
+  } catch {
+    // storage disabled: what was found so far
+  }
+  return tokens;
+}
+
+// {budget, spent, remaining} of the participant in the survey's consultation, or null
+// when no withdrawal token is kept for them (a first visit on this device: nothing
+// proves who they are).  options.withdrawalToken overrides the kept ones.
+export async function fetchBudget(baseUrl, surveyId, key, participant, options = {}) {
+  const storage = options.storage === undefined ? defaultStorage() : options.storage;
+  const tokens = options.withdrawalToken ? [options.withdrawalToken] : keptTokens(surveyId, participant, storage);
+  for (const token of tokens) {
+    try {
+      return await call("POST", `${surveyUrl(baseUrl, surveyId)}/responses/budget/`, key, { participant, withdrawal_token: token });
+    } catch (error) {
+      if (error.status !== 404) throw error;
+    }
+  }
+  return null;
+}
+
+// Whether sending this scheme's answers fits the budget: {budget, spent, cost, after,
+// fits}.  `budget` is fetchBudget()'s answer or null (nothing spent that this device
+// knows of); a scheme without a budget always fits.
+export function budgetOutlook(scheme, budget) {
+  const cap = scheme.privacy_budget ?? null;
+  const cost = scheme.epsilon_total ?? null;
+  const spent = budget && typeof budget.spent === "number" ? budget.spent : 0;
+  if (cap === null) return { budget: null, spent: null, cost, after: null, fits: true };
+  const after = cost === null ? Infinity : spent + cost;
+  return { budget: cap, spent, cost, after, fits: after <= cap * (1 + 1e-9) };
 }
 
 // --- The resident's language ---------------------------------------------------

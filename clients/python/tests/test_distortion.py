@@ -364,3 +364,47 @@ def test_additive_staircase_refuses_bad_parameters_naming_them(mechanism, messag
     question = {**HOURS, "mechanism": {"name": "additive_staircase", **mechanism}}
     with pytest.raises(ValueError, match=f"question 'hours': .*{message}"):
         distort_answer(question, 40, rng=random.Random(0))
+
+
+def test_kept_reports_are_sent_again_and_a_question_asked_again_reuses_the_earlier_one():
+    """Issue 28: with a participant and a memo, drawn reports are kept and re-sent
+    (permanent randomisation), a ``reuse`` question re-sends the earlier question's report,
+    and no true answer is kept."""
+    rng = random.Random(28)
+    memo: dict[str, object] = {}
+    tenure = {"key": "tenure", "type": "binary", "categories": ["own", "rent"],
+              "mechanism": {"name": "none"}}  # fmt: skip
+    first_scheme = {"survey": 3, "questions": [SEX, AGE, tenure]}
+    first = distort_answers(
+        first_scheme,
+        {"sex": "F", "age": 40, "tenure": "rent"},
+        rng=rng,
+        participant="p-1",
+        memo=memo,
+    )
+    assert set(memo) == {"3:p-1:sex", "3:p-1:age"}  # the exact answer is not kept
+    again_scheme = {
+        "survey": 9,
+        "questions": [
+            {**SEX, "key": "sex_again", "reuse": {"survey": 3, "question": "sex"}},
+            {**AGE, "key": "age_again", "reuse": {"survey": 3, "question": "age"}},
+        ],
+    }
+    for _ in range(30):
+        sent = distort_answers(
+            again_scheme, {"sex_again": "M", "age_again": 70}, rng=rng, participant="p-1", memo=memo
+        )
+        assert sent == {"sex_again": first["sex"], "age_again": first["age"]}
+        assert distort_answers(
+            first_scheme, {"sex": "M"}, rng=rng, participant="p-1", memo=memo
+        ) == {"sex": first["sex"]}
+    assert set(memo) == {"3:p-1:sex", "3:p-1:age"}
+    # Another participant draws afresh, kept under the earlier question.
+    other = distort_answers(again_scheme, {"sex_again": "F"}, rng=rng, participant="p-2", memo=memo)
+    assert memo["3:p-2:sex"] == other["sex_again"]
+    # A stale entry the scheme could not have produced is ignored.
+    memo["3:p-3:sex"] = "X"
+    assert distort_answers(first_scheme, {"sex": "F"}, rng=rng, participant="p-3", memo=memo)[
+        "sex"
+    ] in ("F", "M")
+    assert memo["3:p-3:sex"] in ("F", "M")

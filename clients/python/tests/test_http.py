@@ -248,3 +248,23 @@ def test_a_value_that_is_not_json_is_refused_before_sending(server):
     with pytest.raises(TypeError, match="object is not JSON serialisable"):
         PortalClient(server.url, "k").submit(3, "p-1", {"age": object()})
     assert server.requests == []
+
+
+def test_budget_tries_the_participants_kept_tokens_of_the_consultation(server):
+    """Issue 28: the survey's own token first, then the participant's others (a token of
+    another consultation answers 404 and the next one is tried); never another
+    participant's token; None when nothing is kept."""
+    server.script = [
+        (404, {}, {"detail": "No participant with this reference and withdrawal token."}),
+        (200, {}, {"budget": 4.0, "spent": 1.5, "remaining": 2.5}),
+    ]
+    tokens = {"7:p-1": "tok-other-consultation", "8:p-1": "tok-8", "8:p-2": "tok-p2"}
+    client = PortalClient(server.url, "k", tokens=tokens)
+    assert client.budget(9, "p-1") == {"budget": 4.0, "spent": 1.5, "remaining": 2.5}
+    assert [r["path"] for r in server.requests] == ["/api/v1/surveys/9/responses/budget/"] * 2
+    assert [r["json"] for r in server.requests] == [
+        {"participant": "p-1", "withdrawal_token": "tok-other-consultation"},
+        {"participant": "p-1", "withdrawal_token": "tok-8"},
+    ]
+    assert client.budget(9, "p-3") is None
+    assert len(server.requests) == 2

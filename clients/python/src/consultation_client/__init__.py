@@ -16,11 +16,12 @@ from consultation_client.distortion import (
     distort_answer,
     distort_answers,
     localise_question,
+    memo_key,
     pick_language,
 )
 from consultation_client.http import ClientError, PortalClient, fetch_scheme
 
-__version__ = "1.2.0"
+__version__ = "1.3.0"
 
 __all__ = [
     "ClientError",
@@ -30,5 +31,6 @@ __all__ = [
     "distort_answers",
     "fetch_scheme",
     "localise_question",
+    "memo_key",
     "pick_language",
 ]

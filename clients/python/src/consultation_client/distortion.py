@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
 from consultation_client.grid import grid_report
@@ -237,11 +237,55 @@ def distort_answer(
     raise _fail(question, f"unknown question type {kind!r}")
 
 
+def memo_key(survey_id: Any, participant: str, question_key: str) -> str:
+    """The key under which :func:`distort_answers` keeps a participant's report of one
+    question (``"<survey id>:<participant>:<question key>"``)."""
+    return f"{survey_id}:{participant}:{question_key}"
+
+
+def _memo_key_of(scheme: Mapping[str, Any], participant: str, question: Mapping[str, Any]) -> str:
+    # A question asked again ("reuse": {"survey": S, "question": K}) is kept under the
+    # earlier question, so the report sent then is sent again (RAPPOR's permanent
+    # randomisation); survey ids are unique across consultations.
+    reuse = question.get("reuse")
+    if isinstance(reuse, Mapping) and isinstance(reuse.get("question"), str):
+        return memo_key(reuse.get("survey"), participant, reuse["question"])
+    return memo_key(scheme.get("survey"), participant, question["key"])
+
+
+def _sent_as_is(question: Mapping[str, Any]) -> bool:
+    name = question["mechanism"].get("name")
+    return name == "none" or (question.get("type") != "continuous" and name == "negative_manual")
+
+
+def _plausible(question: Mapping[str, Any], value: Any) -> bool:
+    """A kept report the scheme could have produced (a stale or tampered one is not)."""
+    if question.get("type") == "continuous":
+        return (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        )
+    return isinstance(value, str) and value in (question.get("categories") or [])
+
+
 def distort_answers(
-    scheme: Mapping[str, Any], answers: Mapping[str, Answer], *, rng: random.Random | None = None
+    scheme: Mapping[str, Any],
+    answers: Mapping[str, Answer],
+    *,
+    rng: random.Random | None = None,
+    participant: str | None = None,
+    memo: MutableMapping[str, Answer] | None = None,
 ) -> dict[str, Answer]:
     """Distort one resident's answers ``{question key: true answer}``; every answer is
-    validated before any is drawn, so a bad one leaves nothing half-done."""
+    validated before any is drawn, so a bad one leaves nothing half-done.
+
+    With ``participant`` and ``memo`` (any mutable mapping the portal keeps for the
+    resident, e.g. a shelve or a database-backed dict), each drawn report is kept under
+    :func:`memo_key` and sent again on a later call (permanent randomisation: answering
+    again cannot average the noise away), and a question that asks again an earlier one
+    (``reuse`` in the scheme) re-sends the report kept for that one, which the server
+    checks and charges no privacy budget for. Only distorted reports are kept, never a
+    true answer (answers sent as given are not kept).
+    """
     questions = scheme.get("questions") if isinstance(scheme, Mapping) else None
     if not isinstance(questions, list):
         raise ValueError("not a published scheme: 'questions' is missing")
@@ -249,7 +293,24 @@ def distort_answers(
     unknown = [key for key in answers if key not in by_key]
     if unknown:
         raise ValueError(f"unknown question {unknown[0]!r} for survey {scheme.get('survey')}")
-    return {key: distort_answer(by_key[key], value, rng=rng) for key, value in answers.items()}
+    drawn = {key: distort_answer(by_key[key], value, rng=rng) for key, value in answers.items()}
+    if participant is None or memo is None:
+        return drawn
+    sent: dict[str, Answer] = {}
+    fresh: dict[str, Answer] = {}
+    for key, value in drawn.items():
+        question = by_key[key]
+        if _sent_as_is(question):
+            sent[key] = value
+            continue
+        name = _memo_key_of(scheme, participant, question)
+        kept = memo.get(name)
+        if kept is not None and _plausible(question, kept):
+            sent[key] = kept
+        else:
+            sent[key] = fresh[name] = value
+    memo.update(fresh)
+    return sent
 
 
 def _primary(tag: str) -> str:

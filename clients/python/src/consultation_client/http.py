@@ -202,6 +202,41 @@ class PortalClient:
         self._request("POST", f"/surveys/{int(survey_id)}/responses/withdraw/", body)
         self.tokens.pop(key, None)
 
+    def budget(
+        self, survey_id: int, participant: str, withdrawal_token: str | None = None
+    ) -> dict[str, Any] | None:
+        """``{"budget", "spent", "remaining"}`` (ε) of the participant in the survey's
+        consultation, or ``None`` when no withdrawal token is kept for them.
+
+        The server wants any of the participant's withdrawal tokens in the consultation:
+        the one kept for this survey is tried first, then the others kept for this
+        participant (a token of another consultation answers 404 and the next is tried).
+        """
+        reference = _participant(participant)
+        if withdrawal_token:
+            tokens = [withdrawal_token]
+        else:
+            own = self.tokens.get(token_key(survey_id, reference))
+            tokens = [own] if own else []
+            tokens += [
+                token
+                for key, token in self.tokens.items()
+                if key.endswith(f":{reference}") and token not in tokens
+            ]
+        for token in tokens:
+            body = {"participant": reference, "withdrawal_token": token}
+            try:
+                response = self._request(
+                    "POST", f"/surveys/{int(survey_id)}/responses/budget/", body
+                )
+            except ClientError as exc:
+                if exc.status == 404:
+                    continue
+                raise
+            found: dict[str, Any] = response.json()
+            return found
+        return None
+
     # -- transport --
 
     def _request(self, method: str, path: str, body: Any = None) -> requests.Response:
