@@ -364,3 +364,32 @@ def test_the_admin_form_sets_retention_days(client, tenant, consultation):
     page = client.get(f"/admin/surveys/survey/{survey.pk}/change/")
     assert page.status_code == 200
     assert 'name="retention_days"' in page.content.decode()
+
+
+def test_a_change_whose_after_survey_was_purged_gets_410(
+    tenant, consultation, django_capture_on_commit_callbacks
+):
+    """The change kind reads its ``after`` survey too (other_surveys): purging that
+    survey refuses new changes with 410, while the before survey is untouched."""
+    rr = {"name": "randomised_response", "retain": 0.8}
+    questions = [{"key": "support", "type": "nominal", "categories": ["yes", "no", "unsure"],
+                  "mechanism": rr}]  # fmt: skip
+    before = survey_factory(consultation, kind="opinion", questions=questions, title="Before")
+    after = survey_factory(consultation, kind="opinion", questions=questions, title="After")
+    for i in range(40):
+        answer = {"support": ["yes", "no", "unsure"][i % 3]}
+        response_submit(survey=before, participant=f"p-{i}", answers=answer)
+        response_submit(survey=after, participant=f"p-{i}", answers=answer)
+    survey_close(survey=after)
+    body = {"survey": before.pk, "kind": "change", "after": after.pk, "attribute": "support"}
+    with django_capture_on_commit_callbacks(execute=False):
+        assert _analysis_post(tenant.analyst, body).status_code == 202
+    assert _purge(tenant.analyst, after).status_code == 200
+    refused = _analysis_post(tenant.analyst, body)
+    assert refused.status_code == 410, refused.json()
+    assert f"survey {after.pk}" in refused.json()["detail"]
+    assert Survey.objects.get(pk=before.pk).purged_at is None
+
+
+def _analysis_post(client: Any, body: dict[str, Any]) -> Any:
+    return client.post("/api/v1/analyses/", body, format="json")
