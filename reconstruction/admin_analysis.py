@@ -36,7 +36,7 @@ OPS = [(name, op.symbol) for name, op in OPERATORS.items()]
 def admin_kinds() -> list[tuple[str, str]]:
     """The registry's kinds the form offers (sampling kinds and panels have their own)."""
     return [
-        (name, name)
+        (name, _(kind.label) if kind.label else name)  # a kind's plain words, when it has them
         for name, kind in registry.KINDS.items()
         if not kind.sampling and kind.admin_form
     ]
@@ -74,6 +74,18 @@ class AnalysisRequestForm(forms.Form):
         self.fields["method"].choices = [("", _("default"))] + [
             (m, m) for m in registry.all_methods()
         ]
+        # How opinions changed: the after survey of the same consultation (and its key).
+        others = Survey.objects.filter(consultation_id=survey.consultation_id).exclude(pk=survey.pk)
+        self.fields["after"] = forms.ChoiceField(
+            label=_("After survey (how opinions changed)"), required=False,
+            choices=[("", "—"), *((str(s.pk), str(s)) for s in others)],
+        )  # fmt: skip
+        self.fields["after_attribute"] = forms.CharField(
+            label=_("Its question, when the key differs"), required=False, max_length=64
+        )
+        self.fields["panel"] = forms.IntegerField(
+            label=_("Only the members of panel (analysis id)"), required=False, min_value=1
+        )
         for i in range(CONDITION_ROWS):
             self.fields[f"where_{i}_attribute"] = forms.ChoiceField(
                 label=_("Condition %(n)s: question") % {"n": i + 1},
@@ -94,6 +106,11 @@ class AnalysisRequestForm(forms.Form):
             spec["attribute"] = data["attribute"]
         if data.get("method"):
             spec["method"] = data["method"]
+        if data.get("after"):
+            spec["after"] = int(data["after"])
+        for name in ("after_attribute", "panel"):
+            if data.get(name):
+                spec[name] = data[name]
         where = []
         for i in range(CONDITION_ROWS):
             attribute = data.get(f"where_{i}_attribute")

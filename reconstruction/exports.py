@@ -28,6 +28,7 @@ from django.utils.translation import gettext as _
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
 from core.messages import localise_result, translate_notes
+from reconstruction import transitions
 from reconstruction.presentation import privacy_sentence, section_labels
 
 CSV_TYPE = "text/csv; charset=utf-8"
@@ -207,6 +208,11 @@ def analysis_export(
     notes = _disclosure_notes(thresholds)
     notes.append(_("Request: %(spec)s") % {"spec": spec})
     notes.extend(translate_notes(result.get("notes")))
+    if transitions.is_change(result):
+        notes.extend(transitions.net_shift_sentences(result))
+        order = ["quantity", "before", "after", "estimate", "ci95_low", "ci95_high", "suppressed"]
+        data = pd.DataFrame(transitions.table_rows(result), columns=order)
+        return Export(data, {**columns, **transitions.columns()}, notes)
     if "counts" in result and ("categories" in result or "intervals" in result):
         labels = (
             [str(c) for c in result["categories"]]

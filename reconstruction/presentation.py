@@ -23,6 +23,7 @@ from django.utils.translation import ngettext
 from core.i18n import supported_language
 from core.messages import translate_notes
 from privacy.mechanisms import report_sentence
+from reconstruction import transitions
 
 # Inches; the report page is 60rem (960 px at 96 dpi) wide.
 CHART_WIDTH = 8.0
@@ -230,6 +231,14 @@ def language_of(requested: str | None) -> str:
     return supported_language(requested)
 
 
+def change_sections(document: dict[str, Any], *, charts: bool = True) -> list[dict[str, Any]]:
+    """The report's changes (issue 29) as the template shows them, in the active language."""
+    return [
+        {**view, "chart": mark_safe(view["chart"])}  # matplotlib's own SVG
+        for view in transitions.report_views(document, charts=charts)
+    ]
+
+
 def render_report_html(
     document: dict[str, Any], *, language: str | None = None, charts: bool = True
 ) -> SafeString:
@@ -241,6 +250,7 @@ def render_report_html(
             {
                 "report": document,
                 "sections": report_sections(document, charts=charts, language=code),
+                "changes": change_sections(document, charts=charts),
                 "language": code,
             },
         )
@@ -261,6 +271,8 @@ def report_renderings(document: dict[str, Any], languages: Any) -> dict[str, str
 def result_summary(result: dict[str, Any]) -> list[tuple[str, str]]:
     """The headline numbers of an analysis result, in words for the admin's result page."""
     rows: list[tuple[str, str]] = []
+    if transitions.is_change(result):
+        return transitions.summary_rows(result)
     if "estimate" in result:
         estimate = result.get("estimate")
         rows.append((_("estimate"), "—" if estimate is None else f"{float(estimate):,.2f}"))
@@ -296,6 +308,8 @@ def result_chart_svg(result: dict[str, Any]) -> str:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    if transitions.is_change(result):
+        return transitions.transition_chart_svg(result)
     if "counts" in result and ("categories" in result or "intervals" in result):
         labels = (
             [str(c) for c in result["categories"]]

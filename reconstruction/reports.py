@@ -18,6 +18,7 @@ from typing import Any
 from privacy.mechanisms import epsilon
 from reconstruction.analysis import Thresholds, whole_number_verdict
 from reconstruction.disclosure import hidden_cells as suppress_cells
+from reconstruction.kinds import change
 from reconstruction.kinds.distribution import (
     distribution_from_counts,
     distribution_payload,
@@ -232,6 +233,9 @@ def build_report(
         "thresholds": {"min_responses": thresholds.min_responses, "min_cell": thresholds.min_cell},
         "questions": sections,
     }
+    changes = change.report_entries(survey)
+    if changes:  # how opinions changed (issue 29), only when there are any
+        document["changes"] = changes
     rows = report_sections(document, charts=charts)
     progress(0.95)
     return document, rows, report_csv(document)

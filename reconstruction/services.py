@@ -218,11 +218,17 @@ def _compute_report(report: Report, progress: Progress) -> JobOutput:
 
     retention.require_not_purged([report.survey])  # purged after it was queued: fails
     document, sections, csv = build_report(report.survey, progress)
+    from reconstruction.presentation import change_sections, report_renderings
+
     html = render_to_string(
         "reconstruction/report.html",
-        {"report": document, "sections": sections, "language": settings.LANGUAGE_CODE},
+        {
+            "report": document,
+            "sections": sections,
+            "changes": change_sections(document),
+            "language": settings.LANGUAGE_CODE,
+        },
     )
-    from reconstruction.presentation import report_renderings
 
     renderings = report_renderings(document, report.organisation.languages)
     return JobOutput(result=document, fields={"html": html, "csv": csv, "renderings": renderings})

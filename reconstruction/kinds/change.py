@@ -409,6 +409,22 @@ def published(
     return out
 
 
+def report_entries(survey: Survey) -> list[dict[str, Any]]:
+    """The survey's published changes (succeeded change analyses of its organisation with
+    this survey as the before survey), newest first, as a report shows them."""
+    jobs = AnalysisJob.objects.filter(
+        survey=survey,
+        organisation_id=survey.organisation_id,
+        kind=NAME,
+        status=Job.Status.SUCCEEDED,
+    ).order_by("-finished_at", "-pk")
+    return [
+        {"analysis": pk, "request": spec, "result": result}
+        for pk, spec, result in jobs.values_list("pk", "spec", "result")
+        if isinstance(result, dict)
+    ]
+
+
 KIND = base.AnalysisKind(
     name=NAME,
     summary=(

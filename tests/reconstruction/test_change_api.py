@@ -369,3 +369,83 @@ def test_refusals_speak_the_readers_language(world: World) -> None:
     polish = world.analyst.post(URL, body, format="json", HTTP_ACCEPT_LANGUAGE="pl")
     assert "Davor-Umfrage" in german.json()["errors"]["after"]
     assert "ankietą „przed”" in polish.json()["errors"]["after"]
+
+
+# --------------------------------------------------------------------------- pages, exports
+
+
+@pytest.fixture
+def staff(client: Any) -> Any:
+    from django.contrib.auth.models import User
+
+    User.objects.create_superuser("organiser", "o@example.org", "a-long-passw0rd")
+    client.login(username="organiser", password="a-long-passw0rd")
+    return client
+
+
+def test_the_admin_offers_how_opinions_changed_and_shows_the_heat_map(
+    world: World, staff: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    url = f"/admin/reconstruction/analysisjob/add/?survey={world.before.pk}"
+    assert "how opinions changed" in staff.get(url).content.decode()
+    german = staff.get(url, HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "wie sich Meinungen verändert haben" in german
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff.post(
+            url, {"kind": "change", "attribute": "support", "after": str(world.after.pk)}
+        )
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    job = AnalysisJob.objects.filter(kind="change").latest("pk")
+    assert job.spec["after"] == world.after.pk and job.status == Job.Status.SUCCEEDED
+    page = staff.get(response["Location"]).content.decode()
+    assert "<svg" in page and "answer before" in page and "answer after" in page
+    assert "for gained" in page and "against lost" in page
+    assert "unsure changed by" in page and "the interval covers 0" in page
+    polish = staff.get(response["Location"], HTTP_ACCEPT_LANGUAGE="pl").content.decode()
+    assert "odpowiedź przed" in polish and "przedział obejmuje 0" in polish
+
+
+def test_the_exports_carry_the_transition_table(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    import io
+
+    import openpyxl
+    import pandas as pd
+
+    with django_capture_on_commit_callbacks(execute=True):
+        created = world.analyst.post(URL, change(world), format="json").json()
+    result = world.analyst.get(created["url"]).json()["result"]
+    csv = world.analyst.get(f"{created['url']}export/", {"format": "csv"})
+    assert csv.status_code == 200
+    table = pd.read_csv(io.BytesIO(csv.content), comment="#")
+    cells = table[table["quantity"] == "transition"]
+    assert len(cells) == 9
+    row = cells[(cells["before"] == "against") & (cells["after"] == "for")].iloc[0]
+    assert row["estimate"] == pytest.approx(result["transitions"][0][2])
+    assert row["ci95_low"] == pytest.approx(result["transitions_ci95"][0][2][0])
+    net = table[table["quantity"] == "net_change"]
+    assert list(net["estimate"]) == pytest.approx(result["net_change"])
+    assert "gained" in csv.content.decode()  # the net shift in words, in the notes
+    xlsx = world.analyst.get(f"{created['url']}export/", {"format": "xlsx"})
+    book = openpyxl.load_workbook(io.BytesIO(xlsx.content))
+    header = [c.value for c in next(book.worksheets[0].iter_rows(max_row=1))]
+    assert header[:3] == ["quantity", "before", "after"]
+    assert book.worksheets[0].max_row == 1 + 9 + 3 * 3
+
+
+def test_the_report_shows_each_published_change(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        world.analyst.post(URL, change(world), format="json")
+        created = world.analyst.post(f"/api/v1/surveys/{world.before.pk}/reports/").json()
+    url = f"/api/v1/reports/{created['id']}/download/"
+    html = world.analyst.get(url, {"format": "html"}).content.decode()
+    assert "How opinions changed: support" in html
+    assert "<svg" in html.split("How opinions changed")[1]
+    assert "for gained" in html
+    german = world.analyst.get(url, {"format": "html", "lang": "de"}).content.decode()
+    assert "Wie sich Meinungen verändert haben: support" in german
+    document = world.analyst.get(url, {"format": "json"}).json()
+    assert document["changes"][0]["result"]["paired"] == PAIRED
