@@ -128,6 +128,9 @@ class QuestionForm(forms.ModelForm):
                 question["step"] = data["step"]
         if data.get("translations"):
             question["translations"] = data["translations"]
+        if getattr(self.instance, "reuse", None):
+            # Asked again (issue 28; set through the API or surveys.builder_reuse): kept.
+            question["reuse"] = dict(self.instance.reuse)
         return question
 
 

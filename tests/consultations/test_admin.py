@@ -130,3 +130,25 @@ def test_withdraw_action(staff, filled):
     target.refresh_from_db()
     assert target.withdrawn_at is not None
     assert not target.answers.exists()
+
+
+def test_the_privacy_budget_is_set_in_the_admin_by_the_apis_rules(staff, consultation):
+    """Issue 28: the consultation form takes a privacy budget, refuses one <= 0, and once a
+    survey opened refuses to introduce or lower one, with the API's words."""
+    url = reverse("admin:consultations_consultation_change", args=[consultation.pk])
+    form = {"title": consultation.title, "description": "", "min_responses": 10, "min_cell": 5}
+    refused = staff.post(url, {**form, "privacy_budget": "0"})
+    assert refused.status_code == 200 and "positive finite number" in refused.content.decode()
+    assert staff.post(url, {**form, "privacy_budget": "4"}).status_code == 302
+    consultation.refresh_from_db()
+    assert consultation.privacy_budget == 4.0
+    survey_factory(consultation, questions=[{
+        "key": "sex", "type": "binary", "categories": ["F", "M"],
+        "mechanism": {"name": "randomised_response", "retain": 0.7},
+    }])  # fmt: skip
+    lowered = staff.post(url, {**form, "privacy_budget": "3"})
+    assert lowered.status_code == 200 and "can only be raised" in lowered.content.decode()
+    assert staff.post(url, {**form, "privacy_budget": "5"}).status_code == 302
+    consultation.refresh_from_db()
+    assert consultation.privacy_budget == 5.0
+    assert AuditEvent.objects.filter(action="consultation.update").exists()

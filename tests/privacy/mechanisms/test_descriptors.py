@@ -271,3 +271,57 @@ def test_report_sentence_of_a_matrix_says_it_followed_a_table():
     negative = report_sentence({"name": "negative_manual"})
     assert negative is not None and negative[0] == DISCRETE["negative_manual"].sentence
     assert report_sentence({"name": "additive_cauchy"}) is None
+
+
+def _worst_log_ratio(model, low: float, high: float, resolution: float) -> float:
+    """ln max over reports j and true values x, x' of P(j | x) / P(j | x'), exactly from the
+    grid law's channel: true values on every grid point and between them, one reported
+    bin per grid value (outer bins open, holding the tails)."""
+    steps = round((high - low) / resolution)
+    reach = 40
+    edges = low + resolution * (np.arange(-reach, steps + reach + 2) - 0.5)
+    points = np.linspace(low, high, 4 * steps + 1)
+    channel = model.point_channel(points, edges)
+    used = channel.max(axis=0) > 0
+    return float(np.log(np.max(channel[:, used].max(axis=0) / channel[:, used].min(axis=0))))
+
+
+@pytest.mark.parametrize(("retain", "low", "high", "resolution"), [
+    (0.5, 0.0, 9.0, 1.0), (0.8, 16.0, 26.0, 0.5), (0.3, -2.0, 2.0, 0.25),
+])  # fmt: skip
+def test_retention_replacements_pure_epsilon_on_a_grid_is_its_exact_worst_ratio(
+    retain, low, high, resolution
+):
+    """Issue 28: ln(1 + p P / (1 - p)) with P grid points is the channel's worst ratio (a
+    budget may charge it); off the grid it is unbounded (None)."""
+    from privacy.mechanisms.grid import grid_noise
+
+    mechanism = CONTINUOUS["retention_replacement"]
+    eps = mechanism.epsilon({"retain": retain}, (low, high), resolution)
+    model = grid_noise(mechanism.noise((low, high), {"retain": retain}), low, resolution)
+    assert eps == pytest.approx(_worst_log_ratio(model, low, high, resolution), rel=1e-9)
+    assert mechanism.epsilon({"retain": retain}, (low, high), None) is None
+    assert mechanism.epsilon({"retain": 1.0}, (low, high), resolution) is None
+
+
+@pytest.mark.parametrize(("scale", "low", "high", "resolution"), [
+    (5.0, 0.0, 10.0, 1.0), (21.0, 16.0, 100.0, 1.0), (2.0, 0.0, 3.0, 0.5),
+])  # fmt: skip
+def test_laplace_pure_epsilon_on_a_grid_bounds_its_worst_ratio_tightly(
+    scale, low, high, resolution
+):
+    """(high - low) / scale bounds the discrete Laplace channel's worst ratio and is
+    reached (far reports from the two ends); the Gaussian and uniform noise have none."""
+    from privacy.mechanisms.grid import grid_noise
+
+    mechanism = CONTINUOUS["additive_laplace"]
+    eps = mechanism.epsilon({"scale": scale}, (low, high), resolution)
+    model = grid_noise(mechanism.noise((low, high), {"scale": scale}), low, resolution)
+    worst = _worst_log_ratio(model, low, high, resolution)
+    assert eps == pytest.approx((high - low) / scale)
+    assert worst <= eps * (1 + 1e-9) and worst == pytest.approx(eps, rel=1e-6)
+    for name, params in (
+        ("additive_gaussian", {"sigma": 3.0}),
+        ("additive_uniform", {"half_width": 3.0}),
+    ):
+        assert CONTINUOUS[name].epsilon(params, (low, high), resolution) is None
