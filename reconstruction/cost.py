@@ -271,6 +271,17 @@ def _group_cost(
     return fit_cells(request.questions, keys, where, models) * (1 + N_BOOT)
 
 
+def _footnote(**figures: str) -> Message:
+    """The figures behind a refusal, as the message's last sentence (its footnote)."""
+    return Message(
+        gettext_noop(
+            "(Figures: estimated cost %(cost)s units against a limit of %(budget)s "
+            "(ANALYSIS_COST_BUDGET, about 60 seconds on the reference machine): %(parts)s.)"
+        ),
+        figures,
+    )
+
+
 def check_cost(request: AnalysisRequest) -> int:
     """Refuse a request whose estimated cost exceeds ``ANALYSIS_COST_BUDGET``; returns the cost."""
     return check_budget(fit_cost(request), _reading_cost(request))
@@ -278,25 +289,27 @@ def check_cost(request: AnalysisRequest) -> int:
 
 def check_budget(fits: int, reading: int) -> int:
     """Refuse a cost of ``fits`` + ``reading`` units above ``ANALYSIS_COST_BUDGET`` (a 400
-    giving both); returns the cost. Kinds that price themselves call it too."""
+    saying in plain words what to change, with both figures as its last sentence);
+    returns the cost. Kinds that price themselves call it too."""
     budget = int(settings.ANALYSIS_COST_BUDGET)
     cost = fits + reading
     if cost > budget:
+        parts = Message(
+            gettext_noop(
+                "%(fits)s for fitting the joint table of the conditions with its bootstrap "
+                "replicates, %(reading)s for reading the answers"
+            ),
+            {"fits": f"{fits:,}", "reading": f"{cost - fits:,}"},
+        )
         raise AnalysisInputError(
             {
                 "where": Message(
                     gettext_noop(
-                        "this analysis would cost about %(cost)s units (%(fits)s for joint-table "
-                        "cells x fits, %(reading)s for reading the participants' answers), above "
-                        "the budget of %(budget)s (ANALYSIS_COST_BUDGET); use fewer conditions, "
-                        "strata or attributes with fewer categories"
+                        "This analysis would take more than a minute. Use fewer conditions "
+                        "or strata, or narrower ones: conditions on questions with fewer "
+                        "categories. %(figures)s"
                     ),
-                    {
-                        "cost": f"{cost:,}",
-                        "fits": f"{fits:,}",
-                        "reading": f"{cost - fits:,}",
-                        "budget": f"{budget:,}",
-                    },
+                    {"figures": _footnote(cost=f"{cost:,}", budget=f"{budget:,}", parts=parts)},
                 )
             }
         )
@@ -308,61 +321,156 @@ def check_budget(fits: int, reading: int) -> int:
 PANEL_N_BOOT = 100
 """Bootstrap replicates behind a panel's intervals (``select_panel``'s ``n_boot``)."""
 
+PANEL_CANDIDATE_UNITS = 1
+"""Cost units per candidate and posterior (each quota and the eligibility): the reading
+and the posteriors with their replicates. bench/bench_cost.py --panels measured 2-3 s for
+30,000 candidates and 3-5 quotas end to end before the solver (2026-11-27, load 5-8):
+about 25 microseconds per candidate and posterior, under the unit's 60. It was 10 units,
+which refused the issue's panel of 30 with 3 quotas over 30,000 (1.2 million units) that
+ends in 5 seconds (issue 32)."""
 
-def panel_cost(request: AnalysisRequest) -> int:
+PANEL_TYPE_UNITS = 0.05
+"""Cost units per squared candidate type: the solver. Its master LP has a row and its
+pricing MILPs a variable per type, and its time grew with the square of the types:
+2,400 types took 14-17 s and 5,700 types 95-110 s (load 5-8), about 3 microseconds per
+squared type, the unit's 60 x 0.05 (bench/bench_cost.py --panels). The budget thus
+admits about 4,400 types on their own."""
+
+PANEL_SEAT_UNITS = 0.1
+"""Cost units per seat, type and quota (+1): a larger panel makes larger pricing MILPs
+(panels of 30 and 100 over 2,400 types took about the same time, so the weight is small)."""
+
+
+def panel_types_floor(request: AnalysisRequest) -> int:
+    """A low estimate of the candidate types the quotas make, from the schema alone.
+
+    A candidate's type is its vector of posteriors, one per quota, and a quota's
+    posterior depends on the reported cell of its own attributes; the engine merges
+    types whose posteriors are nearly equal, so the real number is known only in the
+    worker (``select_panel``'s ``max_types``). From the schema: a discrete quota
+    attribute splits the candidates at least into the categories its quotas name and
+    the rest, a continuous one at least into the intervals between its thresholds; at
+    most the participants. The request is refused on this estimate only when even it
+    is too slow.
+    """
+    params: Any = request.params
+    named: dict[str, set[Any]] = {}
+    cuts: dict[str, int] = {}
+    for quota in params.quotas:
+        for condition in quota.where:
+            value = condition.value
+            values = list(value) if isinstance(value, (list, tuple, set, frozenset)) else [value]
+            named.setdefault(condition.attribute, set()).update(map(str, values))
+            cuts[condition.attribute] = cuts.get(condition.attribute, 0) + len(values)
+    types = 1
+    for key, values in named.items():
+        question = request.questions[key]
+        if question.is_discrete:
+            types *= min(int(question.n_categories), len(values) + 1)
+        else:
+            types *= cuts[key] + 1
+    return max(1, min(max(int(request.participants), 1), types))
+
+
+def panel_solver_cost(types: int, size: int, quotas: int) -> int:
+    """The solver's cost units for ``types`` candidate types (see :data:`PANEL_TYPE_UNITS`)."""
+    return int(PANEL_TYPE_UNITS * types * types + PANEL_SEAT_UNITS * size * types * (quotas + 1))
+
+
+def _panel_parts(request: AnalysisRequest) -> tuple[int, int]:
+    """The fits' and the candidates' units of a panel (everything but the solver)."""
+    params: Any = request.params  # the panel's request (reconstruction/kinds/panel.py)
+    where = list(params.where)
+    quotas = list(params.quotas)
+    n = max(int(request.participants), 1)
+    where_keys = list(dict.fromkeys(c.attribute for c in where))
+    fits = 0
+    if where:
+        fits += fit_cells(request.questions, where_keys, where) * (1 + N_BOOT + PANEL_N_BOOT)
+    for quota in quotas:
+        conditions = [*where, *quota.where]
+        keys = list(dict.fromkeys(c.attribute for c in conditions))
+        fits += fit_cells(request.questions, keys, conditions) * (1 + N_BOOT + PANEL_N_BOOT)
+    return fits, int(n * (len(quotas) + 1) * PANEL_CANDIDATE_UNITS)
+
+
+def panel_cost(request: AnalysisRequest, types: int | None = None) -> int:
     """The estimated cost of a panel (issue 14), in the same units plus the solver's.
 
     - fits: the eligible pool and each quota category within it are counted with an
       interval (``N_BOOT`` replicates), then the eligibility and every quota are refitted
       for the posteriors (``PANEL_N_BOOT`` replicates), each over the joint table of its
       attributes;
-    - posteriors: ``participants x (quotas + 1) x PANEL_N_BOOT`` per-candidate
-      replicates are held in memory;
-    - solver: every pricing problem is a MILP over the candidate *types* (distinct
-      reported cells of the quota attributes, at most the participants) with the panel
-      size as its scale, ``size x types x (quotas + 1)``.
+    - candidates: ``participants x (quotas + 1) x PANEL_CANDIDATE_UNITS`` (the reading,
+      the posteriors and their replicates);
+    - solver: :func:`panel_solver_cost` of the candidate types: ``types`` when known (the
+      worker), else :func:`panel_types_floor` (the request: the schema alone).
 
-    The weights are not calibrated by ``bench/bench_cost.py`` (bench/bench_panel.py
-    times the solver); they keep a panel of 100 from a pool of 10,000 on a few
-    attributes within the budget and refuse panels of thousands over fine-grained types.
+    Calibrated by ``bench/bench_cost.py --panels`` (panels of 30 over 30,000 and of 100
+    over 10,000 participants with 2-5 quotas, predicted against measured seconds).
     """
-    params: Any = request.params  # the panel's request (reconstruction/kinds/panel.py)
-    where = list(params.where)
-    quotas = list(params.quotas)
-    n = max(int(request.participants), 1)
-    where_keys = list(dict.fromkeys(c.attribute for c in where))
-    total = 0
-    if where:
-        total += fit_cells(request.questions, where_keys, where) * (1 + N_BOOT + PANEL_N_BOOT)
-    quota_keys: list[str] = []
-    for quota in quotas:
-        conditions = [*where, *quota.where]
-        keys = list(dict.fromkeys(c.attribute for c in conditions))
-        total += fit_cells(request.questions, keys, conditions) * (1 + N_BOOT + PANEL_N_BOOT)
-        quota_keys += [c.attribute for c in quota.where]
-    total += n * (len(quotas) + 1) * PANEL_N_BOOT // 10
-    type_keys = list(dict.fromkeys(quota_keys))
-    types = min(n, fit_cells(request.questions, type_keys, []) if type_keys else 1)
-    total += int(params.size or 0) * types * (len(quotas) + 1)
-    return int(total)
+    params: Any = request.params
+    fits, candidates = _panel_parts(request)
+    if types is None:
+        types = panel_types_floor(request)
+    solver = panel_solver_cost(types, int(params.size or 0), len(params.quotas))
+    return int(fits + candidates + solver)
+
+
+def panel_max_types(request: AnalysisRequest) -> int:
+    """The most candidate types the budget leaves the solver (``select_panel``'s
+    ``max_types``): the largest ``t`` whose :func:`panel_solver_cost` fits in the budget
+    after the fits and the candidates (at least 1)."""
+    params: Any = request.params
+    fits, candidates = _panel_parts(request)
+    left = int(settings.ANALYSIS_COST_BUDGET) - fits - candidates
+    size, quotas = int(params.size or 0), len(params.quotas)
+    b = PANEL_SEAT_UNITS * size * (quotas + 1)
+    if left <= 0:
+        return 1
+    most = int((-b + math.sqrt(b * b + 4 * PANEL_TYPE_UNITS * left)) / (2 * PANEL_TYPE_UNITS))
+    while most > 1 and panel_solver_cost(most, size, quotas) > left:
+        most -= 1
+    return max(1, most)
+
+
+def panel_refusal(request: AnalysisRequest, cost: int, types: int) -> Message:
+    """A panel's refusal in plain words: what to change, then the figures."""
+    budget = int(settings.ANALYSIS_COST_BUDGET)
+    params: Any = request.params
+    parts = Message(
+        gettext_noop(
+            "%(types)s kinds of candidates to balance (distinct answers to the quotas' "
+            "questions); quotas: %(quotas)s, seats: %(size)s, participants: %(participants)s"
+        ),
+        {
+            "types": f"{types:,}",
+            "quotas": len(params.quotas),
+            "size": int(params.size or 0),
+            "participants": f"{int(request.participants):,}",
+        },
+    )
+    return Message(
+        gettext_noop(
+            "This panel would take more than a minute to select. Ask for fewer quotas, or "
+            "put them on questions with fewer categories (for example one quota per age "
+            "band rather than on exact ages). %(figures)s"
+        ),
+        {"figures": _footnote(cost=f"{cost:,}", budget=f"{budget:,}", parts=parts)},
+    )
 
 
 def check_panel_cost(request: AnalysisRequest) -> int:
-    """Refuse a panel whose estimated cost exceeds ``ANALYSIS_COST_BUDGET``; returns it."""
+    """Refuse a panel whose estimated cost exceeds ``ANALYSIS_COST_BUDGET``; returns it.
+
+    At request time the solver is priced on :func:`panel_types_floor`; the worker
+    passes :func:`panel_max_types` to the solver, which refuses once the real number of
+    types is known (``reconstruction/kinds/panel.py``).
+    """
     budget = int(settings.ANALYSIS_COST_BUDGET)
     cost = panel_cost(request)
     if cost > budget:
         raise AnalysisInputError(
-            {
-                "size": Message(
-                    gettext_noop(
-                        "this panel would cost about %(cost)s units (fits, posteriors and the "
-                        "solver's panel size x candidate types), above the budget of %(budget)s "
-                        "(ANALYSIS_COST_BUDGET); ask for a smaller panel, fewer quotas or quotas "
-                        "on attributes with fewer categories"
-                    ),
-                    {"cost": f"{cost:,}", "budget": f"{budget:,}"},
-                )
-            }
+            {"quotas": panel_refusal(request, cost, panel_types_floor(request))}
         )
     return cost

@@ -39,6 +39,7 @@ from reconstruction.algorithms.panel import (
     InfeasibleQuotas,
     PanelResult,
     Quota,
+    TooManyTypes,
     select_panel,
 )
 from reconstruction.analysis import (
@@ -472,7 +473,14 @@ def fit(gathered: Gathered) -> Fitted:
             progress=solving,
             max_outside=params.max_outside,
             max_seconds=solver_seconds(),
+            max_types=cost.panel_max_types(request),
         )
+    except TooManyTypes as exc:
+        # The quotas split the candidates finer than the budget's solver time allows,
+        # known only now (the types come from the posteriors): refused before any MILP.
+        raise JobRefused(
+            cost.panel_refusal(request, cost.panel_cost(request, exc.types), exc.types)
+        ) from None
     except InfeasibleQuotas as exc:
         # Feasibility needs the posteriors, i.e. the fit, which never runs in the request
         # (POST only validates, issue 9), so the worker refuses: the reason names the

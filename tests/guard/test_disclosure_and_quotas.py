@@ -249,7 +249,7 @@ def test_the_cost_counts_the_reading_that_grows_with_the_participants(db):
     assert cost.fit_cost(small) == cost.fit_cost(large)  # exact answers: one COUNT per group
     assert cost.analysis_cost(small) <= settings.ANALYSIS_COST_BUDGET
     assert cost.analysis_cost(large) > settings.ANALYSIS_COST_BUDGET
-    with pytest.raises(analysis.AnalysisInputError, match="reading the participants"):
+    with pytest.raises(analysis.AnalysisInputError, match="for reading the answers"):
         cost.check_cost(large)
     # A count reads its attributes once: 10^6 participants x 2 attributes.
     two = pipeline.resolve(survey, count(survey, is_in("sex", "F"), is_in("district", "N")))
@@ -307,7 +307,7 @@ def test_a_sample_of_many_strata_at_ten_million_is_still_refused_for_its_reading
     response = analyse(tenant, body)
     assert response.status_code == 400, response.content
     detail = response.json()["detail"]
-    assert "ANALYSIS_COST_BUDGET" in detail and "reading the participants" in detail
+    assert "ANALYSIS_COST_BUDGET" in detail and "for reading the answers" in detail
     # Its reading alone is over the budget: 50 strata judged, fitted and streamed.
     reading = int(re.search(r"([\d,]+) for reading", detail).group(1).replace(",", ""))
     assert reading > settings.ANALYSIS_COST_BUDGET
@@ -323,7 +323,7 @@ def test_a_figure3_count_is_priced_for_assigning_every_participant_per_replicate
     body = {**count(survey, *where), "method": "figure3"}
     response = analyse(tenant, body)
     assert response.status_code == 400, response.content
-    assert "reading the participants" in response.json()["detail"]
+    assert "for reading the answers" in response.json()["detail"]
     assert analyse(tenant, count(survey, *where)).status_code == 202  # joint: accepted
     small, _survey = _national(20_000)
     assert analyse(small, {**count(_survey, *where), "method": "figure3"}).status_code == 202

@@ -102,6 +102,7 @@ from reconstruction.algorithms.panel.results import (
     PanelResult,
     Quota,
     QuotaOutcome,
+    TooManyTypes,
 )
 from reconstruction.algorithms.panel.selection import select_panel
 
@@ -114,6 +115,7 @@ __all__ = [
     "PanelResult",
     "Quota",
     "QuotaOutcome",
+    "TooManyTypes",
     "guarantee_statement",
     "select_panel",
 ]

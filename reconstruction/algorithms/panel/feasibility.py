@@ -24,7 +24,12 @@ from privacy.mechanisms.messages import Message, gettext_noop
 from reconstruction.algorithms.panel import limits
 from reconstruction.algorithms.panel.posteriors import _merge_types
 from reconstruction.algorithms.panel.problem import _Problem
-from reconstruction.algorithms.panel.results import InfeasibleQuotas, PanelOptions, Quota
+from reconstruction.algorithms.panel.results import (
+    InfeasibleQuotas,
+    PanelOptions,
+    Quota,
+    TooManyTypes,
+)
 
 
 @dataclass(frozen=True)
@@ -394,6 +399,7 @@ def _types_problem(
     unmerged = False
     if spread > 0:
         type_of, type_posteriors, least, most = _merge_types(matrix, spread)
+        _check_types(type_posteriors.shape[0], options)
         sizes = np.bincount(type_of, minlength=type_posteriors.shape[0]).astype(np.float64)
         merged = _Problem(sizes, type_posteriors, int(size), lower, upper, least=least, most=most)
         merged_feasible = merged.decide(deadline=deadline)
@@ -402,7 +408,14 @@ def _types_problem(
         if merged_feasible is None and deadline is not None:
             unmerged = limits.now() > deadline
     type_of, type_posteriors, _, _ = _merge_types(matrix, 0.0)
+    _check_types(type_posteriors.shape[0], options)
     sizes = np.bincount(type_of, minlength=type_posteriors.shape[0]).astype(np.float64)
     problem = _Problem(sizes, type_posteriors, int(size), lower, upper)
     _check_feasible(problem, quotas, deadline, options.max_seconds)
     return _Types(problem, type_of, type_posteriors, unmerged)
+
+
+def _check_types(types: int, options: PanelOptions) -> None:
+    """Refuse more types than ``options.max_types`` before any MILP runs."""
+    if options.max_types is not None and types > options.max_types:
+        raise TooManyTypes(types, options.max_types)

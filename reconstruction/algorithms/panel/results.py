@@ -231,6 +231,28 @@ class InfeasibleQuotas(ValueError):
         self.complete = complete
 
 
+class TooManyTypes(ValueError):
+    """More candidate types than ``PanelOptions.max_types`` allows (raised before any MILP).
+
+    The solver's work grows with the square of the types (the master LP has one row per
+    type and the pricing MILPs one variable per type; bench/bench_cost.py), so the caller's
+    cost model turns its time budget into a number of types and refuses a panel whose
+    quotas split the candidates finer than that, instead of running it past the limit.
+
+    Attributes
+    ----------
+    types : int
+        The candidate types the quotas' posteriors make (after merging near-equal ones).
+    max_types : int
+        The limit that was passed.
+    """
+
+    def __init__(self, types: int, max_types: int) -> None:
+        super().__init__(f"{types} candidate types, more than max_types={max_types}")
+        self.types = int(types)
+        self.max_types = int(max_types)
+
+
 class PanelCancelled(Exception):
     """Raised by a ``progress`` callback to stop a long run (re-raised unchanged)."""
 
@@ -295,6 +317,10 @@ class PanelOptions:
         still meets the quotas; only the fairness may fall short of the optimum, and
         ``notes`` state the proven bound on the optimal lowest probability. ``None``: run
         to the gap.
+    max_types : int or None
+        Refuse (:class:`TooManyTypes`) a problem of more candidate types than this, once
+        the types are known and before any MILP (the worker's cost model,
+        reconstruction/cost.py). ``None``: no limit.
 
     Raises
     ------
@@ -313,6 +339,7 @@ class PanelOptions:
     max_seconds: float | None = None
     merge: bool = True
     max_rounds: int | None = limits.MAX_ROUNDS
+    max_types: int | None = None
 
     def __post_init__(self) -> None:
         reserves = self.reserves
@@ -334,5 +361,7 @@ class PanelOptions:
             )
         if self.n_boot < 2:
             raise ValueError(f"n_boot must be >= 2, got {self.n_boot}")
+        if self.max_types is not None and not self.max_types >= 1:
+            raise ValueError(f"max_types must be positive or None, got {self.max_types!r}")
         if self.max_outside is not None and not self.max_outside > 0:
             raise ValueError(f"max_outside must be positive or None, got {self.max_outside!r}")
