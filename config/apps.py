@@ -14,3 +14,10 @@ class ConfigConfig(AppConfig):
     name = "config"
     label = "project"
     verbose_name = "Project"
+
+    def ready(self) -> None:
+        # The surveys app imports no sibling: a purge announces itself to the webhooks here.
+        from surveys import retention
+        from webhooks.events import survey_purged
+
+        retention.listen(survey_purged)

@@ -78,8 +78,7 @@ class StaffAdminSite(admin.AdminSite):
         if getattr(user, "is_verified", lambda: False)():
             return True
         return bool(
-            getattr(settings, "OIDC_TRUSTED_MFA", False)
-            and request.session.get(OIDC_SESSION_FLAG)
+            getattr(settings, "OIDC_TRUSTED_MFA", False) and request.session.get(OIDC_SESSION_FLAG)
         )
 
     def each_context(self, request: HttpRequest) -> dict[str, Any]:

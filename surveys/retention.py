@@ -16,7 +16,8 @@ transaction:
 
 It keeps the survey and its questions (the scheme: what others need to read the results),
 the calibration pairs (no participant reference), and every result and report already
-made. It records ``purged_at`` and an audit event ``survey.purge``; from then on new
+made. It records ``purged_at`` and an audit event ``survey.purge`` (and queues the
+webhooks' ``survey.purged``, :func:`listen`); from then on new
 analyses and reports that read the survey's answers (its own, or joined through the
 profile survey or another survey of the consultation) answer 410 naming the purge date
 (:func:`require_not_purged`).
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +67,18 @@ class Purge:
     answers: int
     participants: int
     already: bool = False
+
+
+PurgeListener = Callable[[Survey, str], object]
+_LISTENERS: list[PurgeListener] = []
+
+
+def listen(listener: PurgeListener) -> None:
+    """Call ``listener(survey, reason)`` inside every purge's transaction, after the
+    deletions (``config`` registers the webhooks' ``survey.purged``: the surveys app
+    imports no sibling app)."""
+    if listener not in _LISTENERS:
+        _LISTENERS.append(listener)
 
 
 def purge_date(survey: Survey) -> str:
@@ -170,6 +183,8 @@ def survey_purge(*, survey: Survey, actor: str = "system", reason: str = "reques
             "participants": participants,
         },
     )
+    for listener in _LISTENERS:
+        listener(survey, reason)
     log.info(
         "survey %s purged (%s): %s responses, %s answers", survey.pk, reason, responses, answers
     )
@@ -191,6 +206,7 @@ __all__ = [
     "Purge",
     "SurveyPurged",
     "expires_at",
+    "listen",
     "purge_date",
     "require_not_purged",
     "survey_purge",

@@ -70,7 +70,7 @@ class WebhookListCreateApi(ApiView):
         return Response(WebhookSerializer(hooks, many=True).data)
 
     @extend_schema(
-        summary="Register a webhook for analysis.finished and/or report.finished",
+        summary="Register a webhook for analysis.finished, report.finished and/or survey.purged",
         description=(
             "Deliveries are JSON POSTs signed with the webhook's secret: headers "
             "X-Webhook-Event, X-Webhook-Delivery, X-Webhook-Timestamp and X-Webhook-Signature "

@@ -1,4 +1,5 @@
-"""Events a finished job emits to the organisation's webhooks.
+"""Events a finished job, or a purge of a survey's answers, emits to the organisation's
+webhooks.
 
 Above both ``services`` (a delivery's attempts) and ``tasks`` (the Celery task that makes
 them): creating the deliveries of an event and queueing them imports the task, and the task
@@ -43,13 +44,6 @@ def job_finished(job: Any) -> int:
     if found is None:
         return 0
     event, url = found
-    hooks = [
-        hook
-        for hook in Webhook.objects.filter(organisation_id=job.organisation_id, active=True)
-        if event in hook.events
-    ]
-    if not hooks:
-        return 0
     data = {
         "id": job.pk,
         "status": job.status,
@@ -59,9 +53,33 @@ def job_finished(job: Any) -> int:
     }
     if hasattr(job, "kind"):
         data["kind"] = job.kind
+    return _announce(job.organisation_id, event, data)
+
+
+def survey_purged(survey: Any, reason: str) -> int:
+    """Queue ``survey.purged`` to the organisation's webhooks that listen for it (the
+    purge's own transaction; :func:`surveys.retention.survey_purge` calls it through the
+    listener that ``config`` registers); returns how many were queued."""
+    data = {
+        "survey": survey.pk,
+        "url": f"/api/v1/surveys/{survey.pk}/",
+        "purged_at": survey.purged_at.isoformat() if survey.purged_at else None,
+        "reason": reason,
+    }
+    return _announce(survey.consultation.organisation_id, "survey.purged", data)
+
+
+def _announce(organisation_id: int, event: str, data: dict[str, Any]) -> int:
+    hooks = [
+        hook
+        for hook in Webhook.objects.filter(organisation_id=organisation_id, active=True)
+        if event in hook.events
+    ]
+    if not hooks:
+        return 0
     cap = int(settings.WEBHOOKS_MAX_PENDING_PER_ORGANISATION)
     waiting = Delivery.objects.filter(
-        webhook__organisation_id=job.organisation_id, status=Delivery.Status.PENDING
+        webhook__organisation_id=organisation_id, status=Delivery.Status.PENDING
     ).count()
     now = timezone.now()
     created = []

@@ -1,4 +1,5 @@
-"""Webhooks: an organisation's URLs told when an analysis or a report finishes.
+"""Webhooks: an organisation's URLs told when an analysis or a report finishes, or when a
+survey's answers are purged.
 
 A delivery is signed with the webhook's own secret (HMAC-SHA256 over the timestamp and
 the body, webhooks/signing.py) and recorded with its status and attempts, so organisers
@@ -12,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from consultations.models import Organisation
 
-EVENTS = ("analysis.finished", "report.finished")
+EVENTS = ("analysis.finished", "report.finished", "survey.purged")
 
 
 class Webhook(models.Model):
@@ -24,7 +25,8 @@ class Webhook(models.Model):
     )
     url = models.URLField(max_length=500, verbose_name=_("url"))
     events = models.JSONField(
-        help_text="Any of analysis.finished, report.finished.", verbose_name=_("events")
+        help_text="Any of analysis.finished, report.finished, survey.purged.",
+        verbose_name=_("events"),
     )
     # Kept in clear: the server must sign with it. Shown once at creation in the API.
     secret = models.CharField(max_length=64, editable=False)

@@ -393,3 +393,41 @@ def test_a_change_whose_after_survey_was_purged_gets_410(
 
 def _analysis_post(client: Any, body: dict[str, Any]) -> Any:
     return client.post("/api/v1/analyses/", body, format="json")
+
+
+def test_a_purge_is_announced_to_webhooks_listening_for_it(
+    tenant, consultation, django_capture_on_commit_callbacks
+):
+    from webhooks.models import Delivery, Webhook
+
+    url = "https://93.184.216.34/hook"
+    listening = Webhook.objects.create(
+        organisation=tenant.organisation, url=url, events=["survey.purged"], secret="s" * 64
+    )
+    Webhook.objects.create(
+        organisation=tenant.organisation, url=url, events=["report.finished"], secret="s" * 64
+    )
+    survey, _ = _closed_with_responses(consultation)
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        assert _purge(tenant.analyst, survey).status_code == 200
+    delivery = Delivery.objects.get()  # only the webhook that listens for it
+    assert delivery.webhook == listening and delivery.event == "survey.purged"
+    purged_at = Survey.objects.get(pk=survey.pk).purged_at
+    assert delivery.payload == {
+        "event": "survey.purged",
+        "data": {
+            "survey": survey.pk,
+            "url": f"/api/v1/surveys/{survey.pk}/",
+            "purged_at": purged_at.isoformat(),
+            "reason": "request",
+        },
+    }
+    assert len(queued) == 1  # sent once the purge commits
+    with django_capture_on_commit_callbacks(execute=False):
+        assert _purge(tenant.analyst, survey).status_code == 200  # again: nothing new
+    assert Delivery.objects.count() == 1
+    created = tenant.analyst.post(
+        "/api/v1/webhooks/", {"url": url, "events": ["survey.purged"]}, format="json"
+    )
+    assert created.status_code == 201, created.json()  # the event name is known
+    assert created.json()["events"] == ["survey.purged"]
