@@ -22,7 +22,7 @@ from django.utils.translation import gettext_noop
 
 from core.messages import message_of
 from privacy.mechanisms.messages import Message
-from reconstruction.algorithms import tables
+from reconstruction.algorithms import queries
 from reconstruction.algorithms.continuous import (
     WholeNumberEvidence,
     half_unit_evidence,
@@ -248,11 +248,11 @@ def check_method_fits(question: Question, method: str) -> None:
         ) from None
 
 
-def question_spec(question: Question) -> tables.Spec:
+def question_spec(question: Question) -> queries.Spec:
     """The engine's view of a question without its data (channel, or noise and range)."""
     if question.is_discrete:
-        return tables.DiscreteSpec(selectors.question_channel(question))
-    return tables.ContinuousSpec(
+        return queries.DiscreteSpec(selectors.question_channel(question))
+    return queries.ContinuousSpec(
         selectors.question_noise(question),
         float(question.range_low),
         float(question.range_high),
@@ -274,7 +274,7 @@ class CellsRead:
     :func:`tested_counted_with_cells`), by the plan each was read for: :func:`cells` of
     the same plan returns it instead of reading again."""
 
-    tables: Mapping[Any, tables.CellTable]
+    tables: Mapping[Any, queries.CellTable]
 
 
 def counted_with_cells(
@@ -329,7 +329,7 @@ def tested_counted_with_cells(
         n, read = counted_with_cells(request, None)
         return request, n, read
     models: dict[tuple[bool, ...], AnalysisRequest] = {}
-    guesses: dict[Any, tables.CellPlan] = {}
+    guesses: dict[Any, queries.CellPlan] = {}
     try:
         for choice in itertools.product((True, False), repeat=len(keys)):
             lattice = tuple(key for key, on in zip(keys, choice, strict=True) if on)
@@ -348,7 +348,7 @@ def tested_counted_with_cells(
         require=everyone,
         using=statistics.analysis_alias(),
     )
-    read = {key: tables.CellTable(counts) for key, counts in zip(guesses, counted, strict=True)}
+    read = {key: queries.CellTable(counts) for key, counts in zip(guesses, counted, strict=True)}
     found: list[str] = []
     weights: list[tuple[str, float]] = []
     for key in keys:
@@ -364,7 +364,7 @@ def tested_counted_with_cells(
         request, whole_numbers=tuple(found), lattice_weights=tuple(weights)
     )
     n = next(iter(read.values())).n
-    kept: dict[Any, tables.CellTable] = {}
+    kept: dict[Any, queries.CellTable] = {}
     if n >= 1:
         for model in models.values():
             guess = plan(model, bound)
@@ -374,7 +374,7 @@ def tested_counted_with_cells(
     return request, n, CellsRead(kept) if kept else None
 
 
-def _axes(request: AnalysisRequest, cell_plan: tables.CellPlan) -> list[statistics.Axis]:
+def _axes(request: AnalysisRequest, cell_plan: queries.CellPlan) -> list[statistics.Axis]:
     return [
         statistics.Axis(
             request.questions[name],
@@ -384,14 +384,14 @@ def _axes(request: AnalysisRequest, cell_plan: tables.CellPlan) -> list[statisti
     ]
 
 
-def _same_cells(a: tables.CellPlan, b: tables.CellPlan) -> bool:
+def _same_cells(a: queries.CellPlan, b: queries.CellPlan) -> bool:
     return a.names == b.names and all(
         (x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
         for x, y in zip(a.reported_edges, b.reported_edges, strict=True)
     )
 
 
-def _cells_key(request: AnalysisRequest, cell_plan: tables.CellPlan) -> Any:
+def _cells_key(request: AnalysisRequest, cell_plan: queries.CellPlan) -> Any:
     edges = tuple(None if e is None else e.tobytes() for e in cell_plan.reported_edges)
     return (cell_plan.names, edges, cell_plan.target, tuple(request.keys))
 
@@ -432,7 +432,7 @@ def too_few_responses(request: AnalysisRequest, n: int) -> Message | None:
     )
 
 
-def plan(request: AnalysisRequest, n: int, *, target: str | None = None) -> tables.CellPlan:
+def plan(request: AnalysisRequest, n: int, *, target: str | None = None) -> queries.CellPlan:
     """The engine's plan of the reported cells for the request's condition (and target).
 
     The attributes of :attr:`AnalysisRequest.whole_numbers` get ``step=1``.
@@ -440,9 +440,9 @@ def plan(request: AnalysisRequest, n: int, *, target: str | None = None) -> tabl
     specs = {key: question_spec(request.questions[key]) for key in request.keys}
     for key in request.whole_numbers:
         spec = specs[key]
-        if isinstance(spec, tables.ContinuousSpec) and spec.step is None:
+        if isinstance(spec, queries.ContinuousSpec) and spec.step is None:
             specs[key] = dataclasses.replace(spec, step=1.0)
-    return tables.plan_cells(specs, request.where, n=n, target=target)
+    return queries.plan_cells(specs, request.where, n=n, target=target)
 
 
 def whole_number_tests(request: AnalysisRequest) -> tuple[list[str], bool]:
@@ -552,13 +552,13 @@ def judge_whole_numbers(
 
 def model_tables(
     request: AnalysisRequest, read: CellsRead | None = None
-) -> dict[tuple[tuple[str, bool], ...], tuple[tables.CellPlan, tables.CellTable]]:
+) -> dict[tuple[tuple[str, bool], ...], tuple[queries.CellPlan, queries.CellTable]]:
     """The cell tables of every model of :attr:`AnalysisRequest.lattice_weights`: each
     combination of whole numbers (the plan with ``step=1`` on the attributes a model puts
     on whole numbers) and intervals, one ``GROUP BY`` each (:func:`cells`; the interval
     model's table is the one :func:`counted_with_cells` read), keyed by
     :func:`model_key`. A joint count averages them
-    (:func:`~reconstruction.algorithms.tables.averaged_count_from_tables`)."""
+    (:func:`~reconstruction.algorithms.queries.averaged_count_from_tables`)."""
     keys = [key for key, _weight in request.lattice_weights]
     out = {}
     for choice in itertools.product((True, False), repeat=len(keys)):
@@ -613,8 +613,8 @@ def whole_threshold_notes(request: AnalysisRequest) -> list[str]:
 
 
 def cells(
-    request: AnalysisRequest, cell_plan: tables.CellPlan, read: CellsRead | None = None
-) -> tables.CellTable:
+    request: AnalysisRequest, cell_plan: queries.CellPlan, read: CellsRead | None = None
+) -> queries.CellTable:
     """Count the plan's cells in the database; with a target, its per-cell moments too.
 
     Only participants who answered every attribute of the request count, whichever of
@@ -635,7 +635,7 @@ def cells(
         require=[request.questions[key] for key in request.keys],
         using=statistics.analysis_alias(),
     )
-    return tables.CellTable(counted.counts, counted.sums, counted.squares)
+    return queries.CellTable(counted.counts, counted.sums, counted.squares)
 
 
 def naive_moments(request: AnalysisRequest) -> statistics.Moments:

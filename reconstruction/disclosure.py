@@ -17,7 +17,7 @@ The size's interval is
   and a participant bootstrap would only add a spread the data does not have (it refused
   an exact group of 7 against the threshold of 5);
 - otherwise the engine's own joint count of the condition with its 95% interval
-  (:func:`reconstruction.algorithms.tables.count_from_table`, bootstrap refits over
+  (:func:`reconstruction.algorithms.queries.count_from_table`, bootstrap refits over
   participants).
 
 A suppressed cell is labelled by what is known: its interval reaches below the
@@ -37,7 +37,7 @@ from django.utils.translation import gettext_noop
 from privacy.mechanisms import group_publishable
 from privacy.mechanisms.messages import Message
 from reconstruction import analysis
-from reconstruction.algorithms import tables
+from reconstruction.algorithms import queries
 from reconstruction.algorithms.queries import Condition
 from reconstruction.analysis import AnalysisRequest
 from reconstruction.jobs import JobRefused
@@ -82,15 +82,15 @@ class GroupCells:
     condition), else its condition's plan and cell table (:func:`read_group`)."""
 
     counted: int | None = None
-    plan: tables.CellPlan | None = None
-    table: tables.CellTable | None = None
+    plan: queries.CellPlan | None = None
+    table: queries.CellTable | None = None
 
 
 def read_group(
     request: AnalysisRequest,
     where: Sequence[Condition] | None = None,
     *,
-    counted: Callable[[list[Condition]], tuple[tables.CellPlan, tables.CellTable]] | None = None,
+    counted: Callable[[list[Condition]], tuple[queries.CellPlan, queries.CellTable]] | None = None,
 ) -> GroupCells:
     """The database's part of :func:`group_size`: the exact count, or the cells."""
     conditions = list(request.where if where is None else where)
@@ -114,7 +114,7 @@ def fit_group(cells: GroupCells) -> GroupSize:
     if cells.counted is not None:
         return GroupSize.counted(cells.counted)
     assert cells.plan is not None and cells.table is not None
-    result = tables.count_from_table(cells.plan, cells.table)
+    result = queries.count_from_table(cells.plan, cells.table)
     low, high = result.ci95
     return GroupSize(float(result.estimate), float(low), float(high), False)
 
@@ -123,7 +123,7 @@ def group_size(
     request: AnalysisRequest,
     where: Sequence[Condition] | None = None,
     *,
-    counted: Callable[[list[Condition]], tuple[tables.CellPlan, tables.CellTable]] | None = None,
+    counted: Callable[[list[Condition]], tuple[queries.CellPlan, queries.CellTable]] | None = None,
 ) -> GroupSize:
     """The size of the group ``where`` (default: the request's condition) selects.
 

@@ -1,7 +1,7 @@
 """Sufficient statistics computed in the database: only cells x intervals rows come back.
 
 The analysis engine fits from tables of reported cells
-(:mod:`reconstruction.algorithms.tables`): how many participants reported each joint
+(:mod:`reconstruction.algorithms.queries`): how many participants reported each joint
 cell (discrete codes x continuous values cut into reported bins) and, for a mean, the
 per-cell sum and sum of squares of the target's reported values. Here those tables are
 one ``GROUP BY`` each, so what leaves the database does not grow with the number of
@@ -551,7 +551,7 @@ def iter_candidates(
 
     Every participant keeps their position in the full stream (participant-id order,
     counted by ``row_number()`` in the database), but only those whose flat cell over
-    ``cells`` (C order, as :func:`~reconstruction.algorithms.tables.flat_cells`) is in
+    ``cells`` (C order, as :func:`~reconstruction.algorithms.queries.flat_cells`) is in
     ``wanted`` leave the database (``wanted=None``: all of them). Sampling ranks by the
     cell's posterior, so only the best cells' participants are candidates: a few
     thousand rows instead of ``n``.

@@ -27,7 +27,7 @@ from django.utils.translation import gettext_noop
 
 from privacy.mechanisms.messages import Message, Note
 from reconstruction import analysis, cost, disclosure
-from reconstruction.algorithms import tables
+from reconstruction.algorithms import queries
 from reconstruction.algorithms.audit import Box, Published
 from reconstruction.algorithms.queries import change as engine
 from reconstruction.analysis import AnalysisInputError, AnalysisRequest, interval_json
@@ -212,8 +212,8 @@ def change_cost(request: AnalysisRequest) -> int:
 @dataclass(frozen=True)
 class Gathered:
     request: AnalysisRequest
-    plan: tables.CellPlan
-    table: tables.CellTable
+    plan: queries.CellPlan
+    table: queries.CellTable
     unpaired: pairs.Unpaired
 
 
@@ -252,7 +252,7 @@ def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
         members=members,
         using=using,
     )
-    table = tables.CellTable(counted.counts)
+    table = queries.CellTable(counted.counts)
     if members is not None:
         request = request.with_participants(table.n)
         reason = analysis.too_few_responses(request, table.n)
@@ -263,18 +263,18 @@ def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
     return Gathered(request, plan, table, unpaired)
 
 
-def _plan(request: AnalysisRequest, n: int) -> tables.CellPlan:
+def _plan(request: AnalysisRequest, n: int) -> queries.CellPlan:
     params = request.params
     assert isinstance(params, Request) and params.attribute
     specs = {key: analysis.question_spec(request.questions[key]) for key in request.keys}
     for key in request.whole_numbers:
         spec = specs[key]
-        if isinstance(spec, tables.ContinuousSpec) and spec.step is None:
+        if isinstance(spec, queries.ContinuousSpec) and spec.step is None:
             specs[key] = dataclasses.replace(spec, step=1.0)
     return engine.plan_change(specs, params.attribute, params.after_key, request.where, n=n)
 
 
-def _axes(request: AnalysisRequest, plan: tables.CellPlan) -> list[statistics.Axis]:
+def _axes(request: AnalysisRequest, plan: queries.CellPlan) -> list[statistics.Axis]:
     return [
         statistics.Axis(
             request.questions[name], None if edges is None else statistics.finite_edges(edges)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconstruction import analysis, cost, disclosure
-from reconstruction.algorithms import queries, tables
+from reconstruction.algorithms import queries
 from reconstruction.algorithms.audit import Published
 from reconstruction.analysis import AnalysisRequest, interval_json
 from reconstruction.kinds import base
@@ -47,8 +47,8 @@ def whole_number_tests(request: AnalysisRequest) -> tuple[list[str], bool]:
 @dataclass(frozen=True)
 class Gathered:
     request: AnalysisRequest
-    models: dict[Any, tuple[tables.CellPlan, tables.CellTable]] | None = None
-    joint: tuple[tables.CellPlan, tables.CellTable] | None = None
+    models: dict[Any, tuple[queries.CellPlan, queries.CellTable]] | None = None
+    joint: tuple[queries.CellPlan, queries.CellTable] | None = None
     naive: int | None = None
     loaded: analysis.PreparedAnalysis | None = None
     exact: bool = False
@@ -94,11 +94,11 @@ def fit(gathered: Gathered) -> Fitted:
     request = gathered.request
     if gathered.models is not None:
         models = gathered.models
-        result = tables.averaged_count_from_tables(
+        result = queries.averaged_count_from_tables(
             dict(request.lattice_weights), lambda choice: models[analysis.model_key(choice)]
         )
     elif gathered.joint is not None:
-        result = tables.count_from_table(*gathered.joint)
+        result = queries.count_from_table(*gathered.joint)
     elif gathered.naive is not None:
         result = queries.naive_count_result(gathered.naive, request.participants)
     else:

@@ -19,7 +19,7 @@ from django.utils.translation import gettext_noop
 
 from privacy.mechanisms.messages import Message, note_json
 from reconstruction import analysis, cost, disclosure
-from reconstruction.algorithms import tables
+from reconstruction.algorithms import queries
 from reconstruction.algorithms.audit import Box, Published
 from reconstruction.algorithms.continuous import IntervalReconstruction
 from reconstruction.algorithms.methods import DISCRETE_METHODS, reconstruct
@@ -98,7 +98,7 @@ class OverallCounts:
     codes, or the reported bins of ``plan`` (``whole``: on the lattice of whole numbers)."""
 
     counts: np.ndarray[Any, Any]
-    plan: tables.CellPlan | None = None
+    plan: queries.CellPlan | None = None
     whole: bool = False
 
 
@@ -164,16 +164,16 @@ def with_whole_number_note(
     return dataclasses.replace(result, reconstruction=dataclasses.replace(inner, notes=notes))
 
 
-def overall_plan(question: Question, n: int, *, whole_numbers: bool = False) -> tables.CellPlan:
+def overall_plan(question: Question, n: int, *, whole_numbers: bool = False) -> queries.CellPlan:
     """The engine's plan of a continuous question's reported bins for ``n`` answers
     (``whole_numbers``: on the lattice of whole numbers, ``step=1``)."""
     spec = analysis.question_spec(question)
-    if whole_numbers and isinstance(spec, tables.ContinuousSpec) and spec.step is None:
+    if whole_numbers and isinstance(spec, queries.ContinuousSpec) and spec.step is None:
         spec = dataclasses.replace(spec, step=1.0)
-    return tables.plan_cells({question.key: spec}, (), n=n, target=question.key)
+    return queries.plan_cells({question.key: spec}, (), n=n, target=question.key)
 
 
-def overall_inner_edges(cell_plan: tables.CellPlan) -> np.ndarray[Any, np.dtype[np.float64]]:
+def overall_inner_edges(cell_plan: queries.CellPlan) -> np.ndarray[Any, np.dtype[np.float64]]:
     """The inner edges the database cuts an overall plan's reported values at."""
     bins = cell_plan.reported_edges[0]
     assert bins is not None
@@ -184,7 +184,7 @@ def distribution_from_counts(
     question: Question,
     method: str | None,
     counts: np.ndarray[Any, Any],
-    cell_plan: tables.CellPlan | None = None,
+    cell_plan: queries.CellPlan | None = None,
 ) -> tuple[Reconstruction | IntervalReconstruction, np.ndarray[Any, np.dtype[np.float64]]]:
     """:func:`overall_distribution` from counts already read: a discrete question's
     codes, or a continuous one's reported bins of ``cell_plan`` (:func:`overall_plan`)."""
@@ -200,9 +200,9 @@ def distribution_from_counts(
     assert cell_plan is not None
     bins = cell_plan.reported_edges[0]
     assert bins is not None
-    interval = tables.distribution_from_table(
+    interval = queries.distribution_from_table(
         cell_plan,
-        tables.CellTable(counts),
+        queries.CellTable(counts),
         method=CONTINUOUS_DEFAULT if method is None else method,  # type: ignore[arg-type]
     )
     assert isinstance(interval, IntervalReconstruction)
@@ -275,7 +275,7 @@ def distribution_payload(
 @dataclass(frozen=True)
 class Gathered:
     request: AnalysisRequest
-    table: tuple[tables.CellPlan, tables.CellTable] | None = None
+    table: tuple[queries.CellPlan, queries.CellTable] | None = None
     overall: OverallCounts | None = None
     group: disclosure.GroupCells | None = None
 
@@ -303,7 +303,7 @@ def fit(gathered: Gathered) -> Fitted:
     request = gathered.request
     if gathered.table is not None:
         assert gathered.group is not None
-        result = tables.distribution_from_table(*gathered.table)
+        result = queries.distribution_from_table(*gathered.table)
         return Fitted(request, result, disclosure.fit_group(gathered.group))
     assert gathered.overall is not None and request.attribute is not None
     question = request.questions[request.attribute]

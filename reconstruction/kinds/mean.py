@@ -18,7 +18,7 @@ from django.utils.translation import gettext_noop
 
 from privacy.mechanisms.messages import Message
 from reconstruction import analysis, cost, disclosure
-from reconstruction.algorithms import queries, tables
+from reconstruction.algorithms import queries
 from reconstruction.algorithms.audit import Published
 from reconstruction.analysis import AnalysisInputError, AnalysisRequest, interval_json
 from reconstruction.kinds import base
@@ -63,13 +63,13 @@ def whole_number_tests(request: AnalysisRequest) -> tuple[list[str], bool]:
 
 
 def _marginal_of(
-    request: AnalysisRequest, read: tuple[tables.CellPlan, tables.CellTable] | None
-) -> Callable[[list[Any]], tuple[tables.CellPlan, tables.CellTable]]:
+    request: AnalysisRequest, read: tuple[queries.CellPlan, queries.CellTable] | None
+) -> Callable[[list[Any]], tuple[queries.CellPlan, queries.CellTable]]:
     """The group's cells for :func:`disclosure.read_group`: summed out of a table already
     read when its leading axes are the group's plan (the same participants, the same
     reported cells), else read from the database."""
 
-    def counted(conds: list[Any]) -> tuple[tables.CellPlan, tables.CellTable]:
+    def counted(conds: list[Any]) -> tuple[queries.CellPlan, queries.CellTable]:
         sub = replace(request, where=conds)
         plan = analysis.plan(sub, request.participants)
         if read is not None:
@@ -82,7 +82,7 @@ def _marginal_of(
             )
             if same:
                 others = tuple(range(d, len(full.names)))
-                return plan, tables.CellTable(table.counts.sum(axis=others))
+                return plan, queries.CellTable(table.counts.sum(axis=others))
         return plan, analysis.cells(sub, plan)
 
     return counted
@@ -94,7 +94,7 @@ def _marginal_of(
 @dataclass(frozen=True)
 class Gathered:
     request: AnalysisRequest
-    table: tuple[tables.CellPlan, tables.CellTable] | None = None
+    table: tuple[queries.CellPlan, queries.CellTable] | None = None
     moments: Any = None
     loaded: analysis.PreparedAnalysis | None = None
     group: disclosure.GroupCells | None = None
@@ -134,12 +134,14 @@ def fit(gathered: Gathered) -> Fitted:
     assert attribute is not None
     if gathered.table is not None:
         plan, cells = gathered.table
-        result = tables.mean_from_table(plan, cells, plan.specs)
+        result = queries.mean_from_table(plan, cells, plan.specs)
     elif gathered.moments is not None:
         spec = analysis.question_spec(request.questions[attribute])
-        assert isinstance(spec, tables.ContinuousSpec)
+        assert isinstance(spec, queries.ContinuousSpec)
         moments = gathered.moments
-        result = tables.naive_mean_from_moments(spec, moments.count, moments.total, moments.squares)
+        result = queries.naive_mean_from_moments(
+            spec, moments.count, moments.total, moments.squares
+        )
     else:
         assert gathered.loaded is not None
         loaded = gathered.loaded

@@ -26,7 +26,7 @@ from django.utils.translation import gettext_noop
 
 from privacy.mechanisms.messages import Message
 from reconstruction import analysis, cost, disclosure
-from reconstruction.algorithms import queries, tables
+from reconstruction.algorithms import queries
 from reconstruction.algorithms.audit import Published
 from reconstruction.analysis import AnalysisInputError, AnalysisRequest, interval_json
 from reconstruction.jobs import JobRefused
@@ -100,14 +100,14 @@ class _Pass:
 
     def __init__(
         self,
-        plan: tables.CellPlan | None,
+        plan: queries.CellPlan | None,
         scores: Any,
         quota: int,
         before: int,
         width: int,
     ) -> None:
         self.plan, self.scores, self.quota = plan, scores, quota
-        self.best = tables.TopCandidates(quota + before, width=width)
+        self.best = queries.TopCandidates(quota + before, width=width)
         self.generator: np.random.Generator | None = None
         self.window = np.zeros(0)  # the draws of positions start .. start + window.size
         self.start = 0
@@ -146,7 +146,7 @@ class _Pass:
         if self.plan is None:
             score = np.ones(ids.size)
         else:
-            score = self.scores[tables.flat_cells(self.plan, columns)]
+            score = self.scores[queries.flat_cells(self.plan, columns)]
         rows = np.column_stack([columns[key] for key in keys]) if keys else None
         self.best.offer(ids, score, picked, rows)
 
@@ -171,7 +171,7 @@ def _label(conds: list[Any]) -> tuple[str, ...]:
 class Gathered:
     request: AnalysisRequest
     quotas: list[tuple[list[Any], int]]
-    read: dict[tuple[str, ...], tuple[tables.CellPlan, tables.CellTable]]
+    read: dict[tuple[str, ...], tuple[queries.CellPlan, queries.CellTable]]
     pool: disclosure.GroupCells | None
     strata: list[disclosure.GroupCells]
     loaded: analysis.PreparedAnalysis | None = None
@@ -181,14 +181,14 @@ class Gathered:
 class Fitted:
     request: AnalysisRequest
     quotas: list[tuple[list[Any], int]]
-    read: dict[tuple[str, ...], tuple[tables.CellPlan, tables.CellTable]]
+    read: dict[tuple[str, ...], tuple[queries.CellPlan, queries.CellTable]]
     pool_size: disclosure.GroupSize | None
-    fitted: dict[tuple[str, ...], tuple[tables.CellPlan | None, Any, float]]
+    fitted: dict[tuple[str, ...], tuple[queries.CellPlan | None, Any, float]]
     drawn: Any = None
     loaded: analysis.PreparedAnalysis | None = None
 
 
-def _axes_of(request: AnalysisRequest, plan: tables.CellPlan) -> list[statistics.Axis]:
+def _axes_of(request: AnalysisRequest, plan: queries.CellPlan) -> list[statistics.Axis]:
     return [
         statistics.Axis(
             request.questions[name],
@@ -198,7 +198,7 @@ def _axes_of(request: AnalysisRequest, plan: tables.CellPlan) -> list[statistics
     ]
 
 
-def _specs(request: AnalysisRequest) -> dict[str, tables.Spec]:
+def _specs(request: AnalysisRequest) -> dict[str, queries.Spec]:
     return {key: analysis.question_spec(request.questions[key]) for key in request.keys}
 
 
@@ -232,18 +232,18 @@ def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
         n = next(iter(read.values()))[1].n if read else None
         request = base.start(request, progress, participants=n).request
         if read and any(
-            not _same_plan(plan, tables.plan_cells(specs, needed[key], n=request.participants))
+            not _same_plan(plan, queries.plan_cells(specs, needed[key], n=request.participants))
             for key, (plan, _table) in read.items()
         ):
             read = _read_tables(request, specs, needed, request.participants, strict=True)
     assert read is not None
     n = request.participants
 
-    def counted(conds: list[Any]) -> tuple[tables.CellPlan, tables.CellTable]:
+    def counted(conds: list[Any]) -> tuple[queries.CellPlan, queries.CellTable]:
         key = _label(conds)
         if key not in read:
-            plan = tables.plan_cells(specs, conds, n=n)
-            read[key] = (plan, tables.CellTable(analysis.cells(request, plan).counts))
+            plan = queries.plan_cells(specs, conds, n=n)
+            read[key] = (plan, queries.CellTable(analysis.cells(request, plan).counts))
         return read[key]
 
     pool = disclosure.read_group(request, counted=counted) if request.where else None
@@ -261,19 +261,19 @@ def _quotas(request: AnalysisRequest) -> list[tuple[list[Any], int]]:
 
 def _read_tables(
     request: AnalysisRequest,
-    specs: dict[str, tables.Spec],
+    specs: dict[str, queries.Spec],
     needed: dict[tuple[str, ...], list[Any]],
     n: int,
     *,
     strict: bool = False,
-) -> dict[tuple[str, ...], tuple[tables.CellPlan, tables.CellTable]] | None:
+) -> dict[tuple[str, ...], tuple[queries.CellPlan, queries.CellTable]] | None:
     """The cell tables of ``needed`` planned for ``n``, in one scan; ``None`` when they
     cannot be planned for that ``n`` (nothing read), unless ``strict`` (the exact count:
     the planner's error is the job's)."""
     if n < 1 and not strict:
         return None
     try:
-        plans = {key: tables.plan_cells(specs, conds, n=n) for key, conds in needed.items()}
+        plans = {key: queries.plan_cells(specs, conds, n=n) for key, conds in needed.items()}
     except ValueError:
         if strict:
             raise
@@ -287,12 +287,12 @@ def _read_tables(
         using=statistics.analysis_alias(),
     )
     return {
-        key: (plan, tables.CellTable(table))
+        key: (plan, queries.CellTable(table))
         for (key, plan), table in zip(plans.items(), counts, strict=True)
     }
 
 
-def _same_plan(a: tables.CellPlan, b: tables.CellPlan) -> bool:
+def _same_plan(a: queries.CellPlan, b: queries.CellPlan) -> bool:
     return a.names == b.names and all(
         (x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
         for x, y in zip(a.reported_edges, b.reported_edges, strict=True)
@@ -322,13 +322,13 @@ def fit(gathered: Gathered) -> Fitted:
             request, gathered.quotas, gathered.read, pool_size, {},
             drawn=_figure3(request, gathered.loaded), loaded=gathered.loaded,
         )  # fmt: skip
-    fitted: dict[tuple[str, ...], tuple[tables.CellPlan | None, Any, float]] = {}
+    fitted: dict[tuple[str, ...], tuple[queries.CellPlan | None, Any, float]] = {}
     for conds in [list(request.where), *(conds for conds, _quota in gathered.quotas)]:
         for part in [conds, *([c] for c in conds)] if conds else []:
             key = _label(part)
             if key not in fitted:
                 plan, table = gathered.read[key]
-                scores, estimate = tables.posterior_from_table(plan, table)
+                scores, estimate = queries.posterior_from_table(plan, table)
                 fitted[key] = (plan, scores.ravel(), estimate)
     return Fitted(request, gathered.quotas, gathered.read, pool_size, fitted)
 
@@ -380,7 +380,7 @@ def _publish_posterior(fitted: Fitted) -> dict[str, Any]:
 
     Each condition's posterior comes from one fit of its cell table (:func:`fit`). The
     participants are read once, in chunks, and every quota keeps only its best
-    candidates (:class:`~reconstruction.algorithms.tables.TopCandidates`): memory is the
+    candidates (:class:`~reconstruction.algorithms.queries.TopCandidates`): memory is the
     quotas plus one chunk, whatever the number of participants. The quotas are filled in
     order, each without the participants the earlier ones chose; each quota's random
     tie-break keys are one seeded uniform draw per participant in stream order, the
@@ -395,7 +395,7 @@ def _publish_posterior(fitted: Fitted) -> dict[str, Any]:
     questions = [request.questions[key] for key in keys]
     using = statistics.analysis_alias()
 
-    def posterior(conds: list[Any]) -> tuple[tables.CellPlan | None, Any, float]:
+    def posterior(conds: list[Any]) -> tuple[queries.CellPlan | None, Any, float]:
         if not conds:
             return None, None, float(n)
         return fitted.fitted[_label(conds)]
@@ -463,7 +463,7 @@ def _publish_posterior(fitted: Fitted) -> dict[str, Any]:
             assert plan is not None
             columns = {key: rows[:, keys.index(key)] for key in plan.names}
             per_condition.setdefault(queries.condition_label(cond), []).append(
-                scores[tables.flat_cells(plan, columns)]
+                scores[queries.flat_cells(plan, columns)]
             )
     everyone = np.sort(np.concatenate([ids for ids, _ in chosen]))
     return {

@@ -458,7 +458,7 @@ def _one_quota_after_another(survey_pk: int, body: dict[str, Any]) -> list[list[
     from dataclasses import replace
 
     from reconstruction import analysis, pipeline
-    from reconstruction.algorithms import tables
+    from reconstruction.algorithms import queries
     from surveys import statistics
     from surveys.models import Survey
 
@@ -473,13 +473,13 @@ def _one_quota_after_another(survey_pk: int, body: dict[str, Any]) -> list[list[
     taken = np.zeros(0, dtype=np.int64)
     strata = []
     for stratum, quota in request.strata:
-        plan = tables.plan_cells(specs, [*request.where, *stratum], n=n)
-        scores, _estimate = tables.posterior_from_table(plan, analysis.cells(request, plan))
-        best = tables.TopCandidates(quota)
+        plan = queries.plan_cells(specs, [*request.where, *stratum], n=n)
+        scores, _estimate = queries.posterior_from_table(plan, analysis.cells(request, plan))
+        best = queries.TopCandidates(quota)
         for ids, block in statistics.iter_attribute_columns(survey, questions, chunk=101):
             draws = generator.random(ids.size)
             columns = {key: block[request.questions[key].pk] for key in keys}
-            score = scores.ravel()[tables.flat_cells(plan, columns)]
+            score = scores.ravel()[queries.flat_cells(plan, columns)]
             free = ~np.isin(ids, taken)
             best.offer(ids[free], score[free], draws[free])
         taken = np.concatenate([taken, best.ids])

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import strategies as st
 
 from consultations.models import Consultation
-from reconstruction.algorithms import tables
+from reconstruction.algorithms import queries
 from surveys import statistics, tallies
 from surveys.ingest import this_hour
 from surveys.models import Answer, Participant, Question, Response, Survey
@@ -120,7 +120,7 @@ def check_sql_equals_numpy(
     expected = np.zeros(shape)
     sums = np.zeros(shape)
     squares = np.zeros(shape)
-    bins = tables.cell_index(columns["age"], np.concatenate([[-np.inf], cut, [np.inf]]))
+    bins = queries.cell_index(columns["age"], np.concatenate([[-np.inf], cut, [np.inf]]))
     np.add.at(expected, (columns["sex"].astype(int), bins), 1)
     np.add.at(sums, (columns["sex"].astype(int), bins), columns["score"])
     np.add.at(squares, (columns["sex"].astype(int), bins), columns["score"] ** 2)
@@ -196,7 +196,7 @@ def check_sql_equals_numpy(
     expected = np.zeros((2, cut.size + 1))
     np.add.at(
         expected,
-        (sexes, tables.cell_index(ages, np.concatenate([[-np.inf], cut, [np.inf]]))),
+        (sexes, queries.cell_index(ages, np.concatenate([[-np.inf], cut, [np.inf]]))),
         1,
     )
     np.testing.assert_array_equal(counted[0], expected)
@@ -214,7 +214,7 @@ def check_sql_equals_numpy(
     binned = statistics.question_tables(
         profile, report, inner_edges={questions["age"].pk: cut}, using=using
     )
-    age_bins = tables.cell_index(ages, np.concatenate([[-np.inf], cut, [np.inf]]))
+    age_bins = queries.cell_index(ages, np.concatenate([[-np.inf], cut, [np.inf]]))
     np.testing.assert_array_equal(
         binned[questions["age"].pk], np.bincount(age_bins, minlength=cut.size + 1)
     )
@@ -229,7 +229,7 @@ def check_sql_equals_numpy(
         ids = np.concatenate([i for i, _ in streamed])
         sex = np.concatenate([b[questions["sex"].pk] for _, b in streamed])
         age = np.concatenate([b[questions["age"].pk] for _, b in streamed])
-        flat = sex * (cut.size + 1) + tables.cell_index(
+        flat = sex * (cut.size + 1) + queries.cell_index(
             age, np.concatenate([[-np.inf], cut, [np.inf]])
         )
         wanted = sorted(set(flat.tolist()[::2]))

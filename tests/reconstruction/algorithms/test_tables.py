@@ -1,4 +1,4 @@
-"""The engine's table entry points (tables.py) give the array API's answers.
+"""The engine's table entry points (queries.py) give the array API's answers.
 
 A table of reported cells is all the joint model reads, so fitting from
 ``cell_table`` (the numpy twin of the SQL statistics) must reproduce the array API
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reconstruction.algorithms import tables
+from reconstruction.algorithms import queries
 from reconstruction.algorithms.queries import (
     Condition,
     ContinuousAttribute,
@@ -23,7 +23,7 @@ from reconstruction.algorithms.simulation import distort_pool, simulate_candidat
 
 POOL = simulate_candidates(8_000, rng=np.random.default_rng(11))
 TABLE = distort_pool(POOL, rng=np.random.default_rng(12))
-SPECS = {name: tables.spec_of(attr) for name, attr in TABLE.items()}
+SPECS = {name: queries.spec_of(attr) for name, attr in TABLE.items()}
 N = 8_000
 
 
@@ -34,13 +34,13 @@ def columns() -> dict[str, np.ndarray]:
     }
 
 
-def table_for(plan: tables.CellPlan, target: str | None = None) -> tables.CellTable:
+def table_for(plan: queries.CellPlan, target: str | None = None) -> queries.CellTable:
     values = None
     if target is not None:
         attr = TABLE[target]
         assert isinstance(attr, ContinuousAttribute)
         values = attr.values
-    return tables.cell_table(plan, columns(), values)
+    return queries.cell_table(plan, columns(), values)
 
 
 CONDITIONS = [
@@ -61,8 +61,8 @@ def test_count_from_table_equals_the_array_count(
     from reconstruction.algorithms.queries import counts
 
     monkeypatch.setattr(counts, "_lattice_weights", lambda table, names: {})
-    plan = tables.plan_cells(SPECS, where, n=N)
-    from_table = tables.count_from_table(plan, table_for(plan), rng=np.random.default_rng(3))
+    plan = queries.plan_cells(SPECS, where, n=N)
+    from_table = queries.count_from_table(plan, table_for(plan), rng=np.random.default_rng(3))
     from_arrays = count_joint(TABLE, where, rng=np.random.default_rng(3))
     assert from_table.estimate == pytest.approx(from_arrays.estimate, rel=1e-9)
     assert from_table.ci95 == pytest.approx(from_arrays.ci95, rel=1e-6)
@@ -79,8 +79,8 @@ def test_count_from_table_equals_the_array_count(
     ],
 )
 def test_mean_from_table_equals_the_array_mean(where: list[Condition]) -> None:
-    plan = tables.plan_cells(SPECS, where, n=N, target="income")
-    from_table = tables.mean_from_table(
+    plan = queries.plan_cells(SPECS, where, n=N, target="income")
+    from_table = queries.mean_from_table(
         plan, table_for(plan, "income"), SPECS, rng=np.random.default_rng(5)
     )
     from_arrays = mean(TABLE, "income", where, rng=np.random.default_rng(5))
@@ -96,8 +96,8 @@ def test_mean_from_table_equals_the_array_mean(where: list[Condition]) -> None:
 def test_distribution_from_table_equals_the_array_distribution(
     where: list[Condition], method: str | None
 ) -> None:
-    plan = tables.plan_cells(SPECS, where, n=N, target="age")
-    from_table = tables.distribution_from_table(
+    plan = queries.plan_cells(SPECS, where, n=N, target="age")
+    from_table = queries.distribution_from_table(
         plan,
         table_for(plan),
         method=method,
@@ -110,13 +110,13 @@ def test_distribution_from_table_equals_the_array_distribution(
 
 def test_cell_index_counts_a_value_on_an_edge_in_the_bin_above() -> None:
     reported = np.array([-np.inf, 0.0, 10.0, 20.0, np.inf])
-    assert tables.cell_index([-5.0, 0.0, 9.999, 10.0, 25.0], reported).tolist() == [0, 1, 1, 2, 3]
+    assert queries.cell_index([-5.0, 0.0, 9.999, 10.0, 25.0], reported).tolist() == [0, 1, 1, 2, 3]
 
 
 def test_a_table_of_the_wrong_shape_is_refused() -> None:
-    plan = tables.plan_cells(SPECS, [Condition("sex", "in", {0})], n=N)
+    plan = queries.plan_cells(SPECS, [Condition("sex", "in", {0})], n=N)
     with pytest.raises(ValueError, match="shape"):
-        tables.count_from_table(plan, tables.CellTable(np.ones((3,))))
+        queries.count_from_table(plan, queries.CellTable(np.ones((3,))))
 
 
 @pytest.mark.parametrize("where", CONDITIONS)
@@ -138,8 +138,8 @@ def test_naive_count_and_mean_from_moments_equal_the_array_naive_ones(
             continue
         values = TABLE[target].values[selected]  # type: ignore[union-attr]
         spec = SPECS[target]
-        assert isinstance(spec, tables.ContinuousSpec)
-        by_moments = tables.naive_mean_from_moments(
+        assert isinstance(spec, queries.ContinuousSpec)
+        by_moments = queries.naive_mean_from_moments(
             spec, float(hits), float(values.sum()), float(values @ values)
         )
         by_arrays = mean(TABLE, target, where, method="naive")
@@ -163,8 +163,8 @@ def test_naive_mean_from_moments_mean_corrects_retention_replacement_as_the_arra
     }
     where = [Condition("sex", "in", {1})]
     chosen = reported[codes == 1]
-    by_moments = tables.naive_mean_from_moments(
-        tables.ContinuousSpec(noise, 0.0, 100.0),
+    by_moments = queries.naive_mean_from_moments(
+        queries.ContinuousSpec(noise, 0.0, 100.0),
         float(chosen.size),
         float(chosen.sum()),
         float(chosen @ chosen),
