@@ -59,8 +59,25 @@ def _setup_django(env: dict[str, str]) -> None:
     django.setup()
 
 
-def _prepare(env: dict[str, str]) -> tuple[int, str]:
-    """Migrate, then create an organisation, a portal key and an open 7-question survey."""
+def budgeted_questions() -> list[dict[str, object]]:
+    """The seven questions under mechanisms with a bounded ε (issue 28: only those open in a
+    consultation with a privacy budget): randomised response and Laplace noise on the
+    reporting grid, same keys and categories, so the same answers fit."""
+    from tests.factories import seven_questions
+
+    questions = seven_questions()
+    for question in questions:
+        if question["type"] == "continuous":
+            width = question["range"][1] - question["range"][0]
+            question["mechanism"] = {"name": "additive_laplace", "scale": width / 8}
+        else:
+            question["mechanism"] = {"name": "randomised_response", "retain": 0.7}
+    return questions
+
+
+def _prepare(env: dict[str, str], budget: float | None = None) -> tuple[int, str, int | None]:
+    """Migrate, then create an organisation, a portal key and an open 7-question survey;
+    with ``budget``, a second one in a consultation with that privacy budget."""
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "--verbosity", "0"],
         cwd=REPO,
@@ -85,10 +102,24 @@ def _prepare(env: dict[str, str]) -> tuple[int, str]:
         actor="bench",
     )
     survey_open(survey=survey, actor="bench")
+    budgeted = None
+    if budget is not None:
+        capped = consultation_create(
+            organisation=organisation, title="Benchmark, budgeted", privacy_budget=budget
+        )
+        budgeted = survey_create(
+            organisation=organisation,
+            consultation=capped,
+            kind="profile",
+            title="Benchmark, budgeted",
+            questions=budgeted_questions(),
+            actor="bench",
+        )
+        budgeted = survey_open(survey=budgeted, actor="bench").pk
     from django.db import connections
 
     connections.close_all()
-    return survey.pk, key
+    return survey.pk, key, budgeted
 
 
 def _start_gunicorn(env: dict[str, str], port: int, workers: int, threads: int, log: Path):
@@ -349,13 +380,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--single-seconds", type=int, default=15, help="wrk run length")
     parser.add_argument("--python-client", action="store_true", help="threads instead of wrk")
     parser.add_argument("--no-fail", action="store_true")
+    parser.add_argument(
+        "--privacy-budget",
+        type=float,
+        default=None,
+        help="also run bulk and single submissions to a survey of a consultation with this "
+        "privacy budget (issue 28: the ledger's cost beside the figures without one)",
+    )
     args = parser.parse_args(argv)
 
     from tests.servers import free_port, running_services
 
     with running_services(durable=True) as env:
         env = {**env, "SUBMISSION_RATE_LIMIT": "100000000/minute"}
-        survey, key = _prepare(env)
+        survey, key, budgeted = _prepare(env, args.privacy_budget)
         port = free_port()
         log = Path(env["INTEGRATION_WORKDIR"]) / "gunicorn.log"
         server = _start_gunicorn(env, port, args.workers, args.threads, log)
@@ -375,6 +413,19 @@ def main(argv: list[str] | None = None) -> int:
             single["client"] = "wrk" if wrk else "python threads"
             app_cpu = (_cpu_seconds([server.pid]) - app0) / single["requests"] * 1000
             db_cpu = (_cpu_seconds([postmaster]) - db0) / single["requests"] * 1000
+            capped: dict[str, dict[str, float]] = {}
+            if budgeted is not None:
+                capped["bulk"] = bench_bulk(
+                    port, budgeted, key, max(1, args.bulk_batches), args.bulk_size
+                )
+                if wrk:
+                    capped["single"] = bench_single_wrk(
+                        wrk, port, budgeted, key, args.single_seconds
+                    )
+                else:
+                    capped["single"] = bench_single(
+                        port, budgeted, key, max(1, args.singles // CLIENTS)
+                    )
         except Exception:
             print(log.read_text(errors="replace")[-5000:], file=sys.stderr)
             raise
@@ -405,14 +456,52 @@ def main(argv: list[str] | None = None) -> int:
             None,
         ),
     ]
+    if capped:
+        rows += [
+            (
+                f"with a privacy budget of {args.privacy_budget:g}: bulk (responses/s)",
+                f"{capped['bulk']['rate']:,.0f}",
+                "",
+                None,
+                f"{bulk['rate']:,.0f}",
+            ),
+            (
+                "  median 10,000-response batch (s)",
+                f"{capped['bulk']['batch_median_s']:.2f}",
+                "",
+                None,
+                f"{bulk['batch_median_s']:.2f}",
+            ),
+            (
+                "  single p95 / p50 (ms)",
+                f"{capped['single']['p95_ms']:.1f} / {capped['single']['p50_ms']:.1f}",
+                "",
+                None,
+                f"{single['p95_ms']:.1f} / {single['p50_ms']:.1f}",
+            ),
+            (
+                "  single throughput (requests/s)",
+                f"{capped['single']['rate']:,.0f}",
+                "",
+                None,
+                f"{single['rate']:,.0f}",
+            ),
+        ]
     print(
         f"\nAPI benchmark: gunicorn {args.workers} worker(s) x {args.threads} thread(s), "
         f"PostgreSQL (durable), {os.cpu_count()} CPU(s), "
         f"load average {os.getloadavg()[0]:.1f} (other processes share the CPUs)"
     )
     table = Table("API submissions")
-    for name, value, target, ok in rows:
-        table.add(name.strip(), value, target=target, ok=ok)
+    for name, value, target, ok, *baseline in rows:
+        table.add(
+            name.strip(),
+            value,
+            target=target,
+            ok=ok,
+            baseline=baseline[0] if baseline else None,
+            baseline_name="no budget" if baseline else "",
+        )
     table.note(
         f"(bulk: {bulk['responses']:,} responses in {bulk['seconds']:.1f} s, "
         f"{bulk['body_mb']:.1f} MB per batch; single: {single['requests']:,} requests "
