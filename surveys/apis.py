@@ -399,7 +399,13 @@ class ResponseSubmitApi(SubmissionApi):
             **NOT_FOUND,
             **THROTTLED,
             409: OpenApiResponse(
-                ErrorSerializer, description="The participant already answered or withdrew."
+                ErrorSerializer,
+                description=(
+                    "The participant already answered or withdrew; or (with `code`) the "
+                    "response would take them past the consultation's privacy budget "
+                    "(`privacy_budget`), or re-sends a kept answer that differs from the one "
+                    "sent before (`reused_report_differs`). Nothing is stored."
+                ),
             ),
         },
         examples=[RESPONSE_EXAMPLE],
@@ -433,7 +439,15 @@ class ResponseBulkApi(SubmissionApi):
             **ERRORS,
             **NOT_FOUND,
             **THROTTLED,
-            409: OpenApiResponse(ErrorSerializer, description="Participants already answered."),
+            409: OpenApiResponse(
+                ErrorSerializer,
+                description=(
+                    "Participants already answered, or (with `code`) items would go past the "
+                    "privacy budget (`privacy_budget`) or re-send a differing kept answer "
+                    "(`reused_report_differs`); `errors.responses` names the items and "
+                    "nothing is stored."
+                ),
+            ),
         },
         examples=[
             OpenApiExample(
