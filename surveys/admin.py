@@ -20,9 +20,10 @@ from consultations.admin import staff_actor
 from consultations.admin_scoping import scope_queryset
 from consultations.models import Consultation
 from core.errors import SurveyDomainError
-from surveys import schemes, services
+from surveys import services
 from surveys.admin_retention import SurveyPurgeActionMixin
-from surveys.builder import mechanism_previews, problems_text, question_preview
+from surveys.builder import mechanism_previews, problems_text, question_card, question_preview
+from surveys.builder_forms import card_fieldsets, question_form_for
 from surveys.models import Answer, CalibrationPair, Participant, Question, Response, Survey
 
 
@@ -35,9 +36,6 @@ class ReadOnlyAdminMixin:
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
-
-
-MECHANISMS = sorted(set(schemes.DISCRETE_MECHANISMS) | set(schemes.CONTINUOUS_MECHANISMS))
 
 
 MAX_PREVIEW_ROWS = 500
@@ -57,84 +55,7 @@ def _int_or_none(value: Any) -> int | None:
         return None
 
 
-class QuestionForm(forms.ModelForm):
-    """One question as the organiser types it; turned into the API's JSON shape
-    (:meth:`as_api`) so that the services validate it exactly as they validate the API."""
-
-    categories = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 18}),
-        help_text=_("Discrete questions: one category per line, in order."),
-    )
-    mechanism = forms.ChoiceField(choices=[(m, m) for m in MECHANISMS])
-    mechanism_params = forms.JSONField(
-        required=False,
-        initial=dict,
-        widget=forms.Textarea(attrs={"rows": 2, "cols": 22}),
-        help_text=_('e.g. {"retain": 0.75}, {"sigma": 1.5}, {"half_width": 10}'),
-    )
-    translations = forms.JSONField(
-        required=False,
-        initial=dict,
-        widget=forms.Textarea(attrs={"rows": 2, "cols": 26}),
-        help_text=_('e.g. {"de": {"text": "Geschlecht", "labels": ["weiblich", "männlich"]}}'),
-    )
-
-    class Meta:
-        model = Question
-        fields = [
-            "key", "text", "type", "required", "categories", "range_low", "range_high",
-            "step", "mechanism", "mechanism_params", "translations",
-        ]  # fmt: skip
-        widgets = {"text": forms.TextInput(attrs={"size": 24})}
-        labels = {
-            "key": _("Key"), "text": _("Text"), "type": _("Type"), "required": _("Required"),
-            "range_low": _("Range low"), "range_high": _("Range high"), "step": _("Step"),
-        }  # fmt: skip
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # The builder's column headings in the organiser's language (declared fields too).
-        for name, label in (
-            ("categories", _("Categories")),
-            ("mechanism", _("Mechanism")),
-            ("mechanism_params", _("Mechanism params")),
-            ("translations", _("Translations")),
-        ):
-            self.fields[name].label = label
-        if self.instance.pk and isinstance(self.instance.categories, list):
-            self.initial["categories"] = "\n".join(self.instance.categories)
-
-    def clean_categories(self) -> list[str]:
-        raw = self.cleaned_data.get("categories") or ""
-        return [line.strip() for line in raw.splitlines() if line.strip()]
-
-    def as_api(self) -> dict[str, Any]:
-        data = self.cleaned_data
-        question: dict[str, Any] = {
-            "key": data.get("key"),
-            "text": data.get("text") or "",
-            "type": data.get("type"),
-            "required": bool(data.get("required")),
-            "mechanism": {"name": data.get("mechanism"), **(data.get("mechanism_params") or {})},
-        }
-        if data.get("type") == "continuous":
-            question["range"] = [data.get("range_low"), data.get("range_high")]
-            if data.get("step") is not None:
-                question["step"] = data["step"]
-        else:
-            question["categories"] = data.get("categories") or []
-            if data.get("step") is not None:  # refused by the services, with the API's message
-                question["step"] = data["step"]
-        if data.get("translations"):
-            question["translations"] = data["translations"]
-        if getattr(self.instance, "reuse", None):
-            # Asked again (issue 28; set through the API or surveys.builder_reuse): kept.
-            question["reuse"] = dict(self.instance.reuse)
-        return question
-
-
-API_FIELD_TO_FORM = {"range": "range_low", "mechanism": "mechanism_params"}
+API_FIELD_TO_FORM = {"range": "range_low", "translations": "privacy"}
 
 
 class QuestionFormSet(forms.BaseInlineFormSet):
@@ -145,9 +66,11 @@ class QuestionFormSet(forms.BaseInlineFormSet):
         message ("Duplicate key 'sex': question 0 has it."), where Django's own check
         would say "Please correct the duplicate data for key" (and stop there)."""
 
+    frozen = False
+
     def clean(self) -> None:
         super().clean()
-        if any(form.errors for form in self.forms):
+        if self.frozen or any(form.errors for form in self.forms):
             return
         kept = [
             form
@@ -167,6 +90,8 @@ class QuestionFormSet(forms.BaseInlineFormSet):
                 for name, messages_ in (problems or {}).items():
                     target = API_FIELD_TO_FORM.get(name, name)
                     for message in messages_ if isinstance(messages_, list) else [messages_]:
+                        if name == "translations" and form.languages:
+                            target = f"text_{form.languages[0]}"
                         if target in form.fields:
                             form.add_error(target, str(message))
                         else:
@@ -174,13 +99,15 @@ class QuestionFormSet(forms.BaseInlineFormSet):
             raise forms.ValidationError(exc.detail) from None
 
 
-class QuestionInline(admin.TabularInline):
-    """Questions are built here while the survey is a draft, validated by the services
-    exactly as through the API; once the survey opens they are frozen (read-only)."""
+class QuestionInline(admin.StackedInline):
+    """Questions are built here while the survey is a draft, one card each
+    (surveys/builder_forms.py), validated by the services exactly as through the API; once
+    the survey opens they are frozen and shown as readable cards."""
 
     model = Question
-    form = QuestionForm
+    form = question_form_for(None)
     formset = QuestionFormSet
+    template = "admin/surveys/survey/question_cards.html"
     extra = 0
     verbose_name = _("question")
     verbose_name_plural = _("Questions")
@@ -189,13 +116,25 @@ class QuestionInline(admin.TabularInline):
     def _frozen(self, obj: Survey | None) -> bool:
         return obj is not None and obj.status != Survey.Status.DRAFT
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+    def get_formset(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
+        organisation = obj.consultation.organisation if obj is not None else None
+        kwargs["form"] = question_form_for(organisation)
         if self._frozen(obj):
-            return [
-                "key", "text", "type", "required", "categories", "range_low", "range_high",
-                "step", "mechanism", "mechanism_params", "translations",
-            ]  # fmt: skip
-        return []
+            kwargs["fields"] = ["key"]
+        formset = super().get_formset(request, obj, **kwargs)
+        formset.frozen = self._frozen(obj)
+        if formset.frozen:
+            formset.cards = [question_card(q) for q in obj.questions.order_by("position")]
+        return formset
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        if self._frozen(obj):
+            return [(None, {"fields": ["key"]})]
+        organisation = obj.consultation.organisation if obj is not None else None
+        return card_fieldsets(question_form_for(organisation))
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return ["key"] if self._frozen(obj) else []
 
     def get_extra(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> int:
         return 0 if self._frozen(obj) or (obj is not None and obj.questions.exists()) else 1
@@ -342,12 +281,13 @@ class SurveyAdmin(SurveyPurgeActionMixin, admin.ModelAdmin):
             return JsonResponse({"detail": _("Use POST.")}, status=405)
         data = request.POST
         organisation = None
+        form_organisation = None  # the add form offers every language (no organisation yet)
         survey_id, consultation_id = data.get("survey"), data.get("consultation")
         if survey_id:
             survey = self.get_queryset(request).filter(pk=_int_or_none(survey_id)).first()
             if survey is None or not self.has_view_permission(request, survey):
                 return JsonResponse({"detail": _("Survey not found.")}, status=404)
-            organisation = survey.consultation.organisation
+            organisation = form_organisation = survey.consultation.organisation
         elif consultation_id:
             consultation = (
                 scope_queryset(request, Consultation.objects.select_related("organisation"))
@@ -373,7 +313,7 @@ class SurveyAdmin(SurveyPurgeActionMixin, admin.ModelAdmin):
             prefix = f"questions-{index}"
             if not (data.get(f"{prefix}-key") or "").strip() or data.get(f"{prefix}-DELETE"):
                 continue
-            form = QuestionForm(data=data, prefix=prefix)
+            form = question_form_for(form_organisation)(data=data, prefix=prefix)
             if not form.is_valid():
                 problems = {name: list(errors) for name, errors in form.errors.items()}
                 previews.append(
@@ -381,6 +321,7 @@ class SurveyAdmin(SurveyPurgeActionMixin, admin.ModelAdmin):
                         "key": data.get(f"{prefix}-key", ""),
                         "text": data.get(f"{prefix}-text", ""),
                         "error": problems_text(problems),
+                        "prefix": prefix,
                     }
                 )
                 continue
@@ -391,10 +332,15 @@ class SurveyAdmin(SurveyPurgeActionMixin, admin.ModelAdmin):
                 items = exc.errors.get("questions")
                 problems = items[0] if isinstance(items, list) and items else exc.detail
                 previews.append(
-                    {"key": raw["key"], "text": raw["text"], "error": problems_text(problems)}
+                    {
+                        "key": raw["key"],
+                        "text": raw["text"],
+                        "error": problems_text(problems),
+                        "prefix": prefix,
+                    }
                 )
                 continue
-            previews.append(question_preview(raw, respondents))
+            previews.append({**question_preview(raw, respondents), "prefix": prefix})
         html = render_to_string(
             "admin/surveys/survey/preview_items.html", {"previews": previews}, request=request
         )

@@ -9,12 +9,29 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from django.conf import settings
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 
 from core.messages import translate
+from privacy.mechanisms.descriptors import CONTINUOUS, DISCRETE, report_sentence
 from surveys import schemes, selectors
 from surveys.models import Question, Survey
 from surveys.preview import preview
+
+
+def number(value: float, places: int | None = None) -> str:
+    """A number in the active language's format (1,000.5 / 1.000,5), grouped; a float
+    without ``places`` to three significant digits."""
+    if places is None:
+        if isinstance(value, int) or (float(value).is_integer() and abs(value) >= 100):
+            return str(number_format(int(value), 0, force_grouping=True))
+        size = math.floor(math.log10(abs(value))) if value else 0
+        places = max(0, 2 - size)
+        text = str(number_format(round(float(value), places), places, force_grouping=True))
+        separator = str(number_format(0.5, 1))[1]
+        return text.rstrip("0").rstrip(separator) if separator in text else text
+    return str(number_format(round(value, places), places, force_grouping=True))
 
 
 def _as_api(question: Question) -> dict[str, Any]:
@@ -44,7 +61,7 @@ def epsilon_words(eps: float | None, mechanism: str, discrete: bool) -> str:
     return _(
         "ε = %(epsilon)s: seeing a reported answer makes one true answer at most %(ratio)s "
         "times as likely as another (below 1 is strong, above 3 is weak)."
-    ) % {"epsilon": f"{eps:.2f}", "ratio": f"{math.exp(eps):.3g}"}
+    ) % {"epsilon": number(eps, 2), "ratio": number(math.exp(eps))}
 
 
 def margin_words(margin: float | None, discrete: bool, respondents: int) -> str:
@@ -54,11 +71,39 @@ def margin_words(margin: float | None, discrete: bool, respondents: int) -> str:
         return _(
             "Expected margin of error at %(n)s respondents: ±%(points)s percentage points on "
             "each category's share."
-        ) % {"n": f"{respondents:,}", "points": f"{100 * margin:.1f}"}
+        ) % {"n": number(respondents), "points": number(100 * margin, 1)}
     return _("Expected margin of error of the mean at %(n)s respondents: ±%(margin)s.") % {
-        "n": f"{respondents:,}",
-        "margin": f"{margin:.3g}",
+        "n": number(respondents),
+        "margin": number(margin),
     }
+
+
+def device_sentence(raw_mechanism: dict[str, Any]) -> str:
+    """What the resident's device does, in the report's words (the descriptor's sentence)."""
+    try:
+        found = report_sentence(raw_mechanism)
+    except (KeyError, TypeError, ValueError):
+        return ""
+    if found is None:
+        return ""
+    template, params = found
+    return _(template) % params if params else _(template)
+
+
+def protection_sentence(name: str, discrete: bool, params: dict[str, Any], value_range: Any) -> str:
+    """What protects the resident where ε does not say it (negative surveys, Laplace)."""
+    mechanism = (DISCRETE if discrete else CONTINUOUS).get(name)
+    if mechanism is None or not mechanism.protection:
+        return ""
+    try:
+        return _(mechanism.protection) % mechanism.protection_params(params, value_range)
+    except (KeyError, TypeError, ValueError):
+        return ""
+
+
+def mechanism_label(name: str, discrete: bool) -> str:
+    mechanism = (DISCRETE if discrete else CONTINUOUS).get(name)
+    return _(mechanism.label) if mechanism is not None else name
 
 
 def question_preview(raw: dict[str, Any], respondents: int) -> dict[str, Any]:
@@ -73,13 +118,20 @@ def question_preview(raw: dict[str, Any], respondents: int) -> dict[str, Any]:
     except ValueError as exc:
         return {"key": key, "text": raw.get("text") or "", "error": translate(exc)}
     discrete = spec.type != "continuous"
+    protection = protection_sentence(spec.mechanism, discrete, dict(spec.params), spec.range)
     return {
         "key": spec.key,
         "text": spec.text,
-        "mechanism": spec.mechanism,
+        "mechanism": mechanism_label(spec.mechanism, discrete),
+        "sentence": device_sentence({"name": spec.mechanism, **spec.params}),
+        "protection": protection,
         "categories": shown.categories,
         "rows": list(zip(shown.categories, shown.channel or [], strict=False)),
-        "epsilon": epsilon_words(shown.epsilon, spec.mechanism, discrete),
+        # Where ε says nothing (negative surveys) or is not published (Laplace), the
+        # protection sentence says what protects the resident instead.
+        "epsilon": ""
+        if protection and shown.epsilon is None
+        else epsilon_words(shown.epsilon, spec.mechanism, discrete),
         "margin": margin_words(shown.margin, discrete, respondents),
     }
 
@@ -95,6 +147,51 @@ def problems_text(errors: Any) -> str:
     if isinstance(errors, (list, tuple)):
         return " ".join(problems_text(item) for item in errors if item)
     return str(errors)
+
+
+def question_card(question: Question) -> dict[str, Any]:
+    """A frozen question as the survey page shows it: readable, no JSON."""
+    discrete = question.is_discrete
+    params = dict(question.mechanism_params or {})
+    languages = dict(settings.LANGUAGES)
+    types = {
+        "binary": _("Yes/no or two answers (binary)"),
+        "nominal": _("Choice among answers (nominal)"),
+        "ordinal": _("Ordered answers (ordinal)"),
+        "continuous": _("A number (continuous)"),
+    }
+    shown_params = ", ".join(
+        f"{name} = {number(value) if isinstance(value, (int, float)) else '…'}"
+        for name, value in params.items()
+    )
+    value_range = None
+    if not discrete:
+        value_range = _("%(low)s to %(high)s") % {
+            "low": number(question.range_low or 0),
+            "high": number(question.range_high or 0),
+        }
+        if question.step:
+            value_range += " · " + _("step %(step)s") % {"step": number(question.step)}
+    return {
+        "key": question.key,
+        "text": question.text,
+        "type": types.get(question.type, question.type),
+        "required": question.required,
+        "categories": list(question.categories or []) if discrete else [],
+        "range": value_range,
+        "mechanism": mechanism_label(question.mechanism, discrete),
+        "params": shown_params,
+        "sentence": device_sentence({"name": question.mechanism, **params}),
+        "translations": [
+            {
+                "language": languages.get(code, code),
+                "text": entry.get("text", ""),
+                "labels": entry.get("labels") or [],
+            }
+            for code, entry in (question.translations or {}).items()
+            if isinstance(entry, dict)
+        ],
+    }
 
 
 def mechanism_previews(survey: Survey, respondents: int) -> list[dict[str, Any]]:

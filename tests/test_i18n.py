@@ -463,16 +463,18 @@ def test_the_survey_builder_is_labelled_in_the_organisers_language(db, client):
     draft = survey_factory(consultation_factory(tenant.organisation), open_it=False)
     User.objects.create_superuser("organiser", "o@example.org", "a-long-passw0rd")
     client.login(username="organiser", password="a-long-passw0rd")
+    # The question cards' labels and boxes (issue 32: cards, privacy in plain words).
     headings = {
-        "en": ["Key", "Range low", "Mechanism params", "Translations"],
-        "de": ["Schlüssel", "Bereich von", "Parameter des Mechanismus", "Übersetzungen"],
-        "pl": ["Klucz", "Zakres od", "Parametry mechanizmu", "Tłumaczenia"],
+        "en": ["Key", "Range low", "Privacy mechanism", "Privacy", "Answers"],
+        "de": ["Schlüssel", "Bereich von", "Datenschutzverfahren", "Datenschutz", "Antworten"],
+        "pl": ["Klucz", "Zakres od", "Mechanizm prywatności", "Prywatność", "Możliwe odpowiedzi"],
     }
     for language, expected in headings.items():
         page = client.get(
             f"/admin/surveys/survey/{draft.pk}/change/?lang={language}"
         ).content.decode()
-        shown = re.findall(r'<th class="column-[\w]+[^"]*">\s*([^<]+?)\s*<', page)
+        shown = re.findall(r"<label[^>]*>\s*([^<]+?):\s*</label>", page)
+        shown += re.findall(r'<h4[^>]*class="fieldset-heading">\s*([^<]+?)\s*<', page)
         assert all(label in shown for label in expected), (language, shown)
         added = client.get(f"/admin/surveys/survey/add/?lang={language}").content.decode()
         title = {"en": "Title", "de": "Titel", "pl": "Tytuł"}[language]

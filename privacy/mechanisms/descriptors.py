@@ -46,6 +46,7 @@ from privacy.mechanisms.noise import (
 __all__ = [
     "CONTINUOUS",
     "DISCRETE",
+    "PRESET_EPSILON",
     "Mechanism",
     "continuous_mechanism",
     "discrete_mechanism",
@@ -99,6 +100,15 @@ class Mechanism:
     model_params : tuple of str
         The noise model's constructor parameters (continuous; ``low``/``high`` come from
         the question's range).
+    rank : int
+        Its place in the survey builder's list (most recommended first).
+    param_labels : mapping of str to str
+        A short label (translatable template) for each parameter the builder's "custom"
+        privacy shows (a randomised response's full ``matrix`` is API-only).
+    protection : str
+        What protects the resident where ε says nothing or is not published (negative
+        surveys, noise without a bounded ε): a translatable ``%``-template filled by
+        :meth:`protection_params`; empty where ε or :attr:`sentence` says it.
     """
 
     name: str
@@ -111,7 +121,16 @@ class Mechanism:
     ordinal_only: bool = False
     model: type | None = None
     model_params: tuple[str, ...] = ()
+    rank: int = 100
+    param_labels: Mapping[str, str] = field(default_factory=dict)
+    protection: str = ""
     _fill: Callable[[Params], dict[str, str]] = field(default=lambda m: {}, repr=False)
+    _presets: Callable[[float, int, tuple[float, float] | None], dict[str, float]] | None = field(
+        default=None, repr=False
+    )
+    _protect: Callable[[Params, tuple[float, float] | None], dict[str, str]] = field(
+        default=lambda m, value_range: {}, repr=False
+    )
     _channel: Callable[[int, Params, Any], NDArray[np.float64]] | None = field(
         default=None, repr=False
     )
@@ -120,6 +139,33 @@ class Mechanism:
     @property
     def discrete(self) -> bool:
         return self.family == "discrete"
+
+    @property
+    def has_presets(self) -> bool:
+        """Whether the builder offers "strong / balanced / light" for it."""
+        return self._presets is not None
+
+    def preset(
+        self, level: str, k: int = 2, value_range: tuple[float, float] | None = None
+    ) -> dict[str, float]:
+        """The parameters of a builder preset (``strong``, ``balanced`` or ``light``: ε of
+        :data:`PRESET_EPSILON`, or the noise of the same size where ε is not bounded) for a
+        question of ``k`` categories or on ``value_range``; ``{}`` without presets."""
+        if self._presets is None:
+            return {}
+        if level not in PRESET_EPSILON:
+            raise InputError(
+                gettext_noop("unknown privacy level %(level)s; choose one of %(levels)s"),
+                level=repr(level),
+                levels=", ".join(PRESET_EPSILON),
+            )
+        return self._presets(PRESET_EPSILON[level], max(2, int(k)), value_range)
+
+    def protection_params(
+        self, mechanism: Params, value_range: tuple[float, float] | None = None
+    ) -> dict[str, str]:
+        """The values of :attr:`protection`'s placeholders."""
+        return self._protect(mechanism, value_range)
 
     def sentence_params(self, mechanism: Params) -> dict[str, str]:
         """The values of :attr:`sentence`'s placeholders for a mechanism's JSON."""
@@ -255,6 +301,44 @@ def _staircase_std(mechanism: Params) -> float:
     return AdditiveStaircase(float(mechanism["epsilon"]), float(mechanism["sensitivity"])).std
 
 
+# --------------------------------------------------------------------------- builder presets
+
+PRESET_EPSILON: dict[str, float] = {"strong": 1.0, "balanced": 2.0, "light": 3.0}
+"""The survey builder's plain-words privacy levels as ε of local differential privacy
+(below 1 is strong, above 3 weak). A mechanism without a bounded ε gets noise of the same
+size: its scale is the range's width divided by this number."""
+
+
+def _width(value_range: tuple[float, float] | None) -> float:
+    if value_range is None:
+        raise InputError(gettext_noop("a continuous question needs its range for a preset"))
+    return float(value_range[1]) - float(value_range[0])
+
+
+def _rr_preset(eps: float, k: int, value_range: Any) -> dict[str, float]:
+    # ε = ln(p (k - 1) / (1 - p)) for randomised response over k categories.
+    return {"retain": round(math.exp(eps) / (math.exp(eps) + k - 1), 4)}
+
+
+def _noise_size(eps: float, value_range: tuple[float, float] | None) -> float:
+    return float(f"{_width(value_range) / eps:.3g}")
+
+
+def _laplace_protection(mechanism: Params, value_range: Any) -> dict[str, str]:
+    scale = float(mechanism["scale"])
+    fill = {"size": f"{scale * math.sqrt(2):.3g}", "ratio": f"{math.exp(1.0):.3g}"}
+    fill["distance"] = f"{scale:.3g}"
+    fill["epsilon"] = "—" if value_range is None else f"{_width(value_range) / scale:.2f}"
+    return fill
+
+
+_NEGATIVE_PROTECTION = gettext_noop(
+    "What protects the resident: the reported answer is one they did not give, so it "
+    "only rules one answer out and never says which of the others is theirs. There is "
+    "no bounded privacy level (ε) for a negative survey; the more categories, the "
+    "better it hides."
+)
+
 _NONE_SENTENCE = gettext_noop(
     "Answers to this question were sent as given: they are not protected by "
     "distortion, so only publish them if they are not sensitive."
@@ -270,7 +354,7 @@ DISCRETE: dict[str, Mechanism] = {
     for m in (
         Mechanism(
             "none", "discrete", (), gettext_noop("No distortion"), _NONE_SENTENCE, "as_is",
-            _channel=_identity,
+            rank=90, _channel=_identity,
         ),
         Mechanism(
             "randomised_response",
@@ -283,18 +367,26 @@ DISCRETE: dict[str, Mechanism] = {
                 "can be taken at face value."
             ),
             "channel",
+            rank=0,
+            param_labels={"retain": gettext_noop("Chance of keeping the true answer")},
             _fill=_percent,
             _channel=_randomised_response,
+            _presets=_rr_preset,
         ),
         Mechanism(
             "negative_uniform", "discrete", (), gettext_noop("Negative survey (uniform)"),
-            _NEGATIVE_SENTENCE, "channel", negative=True,
+            _NEGATIVE_SENTENCE, "channel", negative=True, rank=10,
+            protection=_NEGATIVE_PROTECTION,
             _channel=lambda k, params, pairs: negative_uniform(k),
         ),
         Mechanism(
             "negative_gaussian", "discrete", ("sigma",),
             gettext_noop("Negative survey (Gaussian)"), _NEGATIVE_SENTENCE, "channel",
-            negative=True, ordinal_only=True, _channel=_negative_gaussian,
+            negative=True, ordinal_only=True, _channel=_negative_gaussian, rank=20,
+            param_labels={"sigma": gettext_noop("Spread (in category steps)")},
+            protection=_NEGATIVE_PROTECTION,
+            # A wider spread reaches further categories: more private.
+            _presets=lambda eps, k, value_range: {"sigma": 2.0 / eps},
         ),
         Mechanism(
             "negative_manual",
@@ -307,6 +399,8 @@ DISCRETE: dict[str, Mechanism] = {
             ),
             "as_is",
             negative=True,
+            rank=30,
+            protection=_NEGATIVE_PROTECTION,
             _channel=lambda k, params, pairs: manual_negative(k, pairs),
         ),
     )
@@ -323,7 +417,7 @@ CONTINUOUS: dict[str, Mechanism] = {
     for m in (
         Mechanism(
             "none", "continuous", (), gettext_noop("No distortion"), _NONE_SENTENCE, "as_is",
-            model=NoNoise,
+            model=NoNoise, rank=90,
         ),
         Mechanism(
             "additive_uniform",
@@ -337,25 +431,46 @@ CONTINUOUS: dict[str, Mechanism] = {
             "noise",
             model=AdditiveUniform,
             model_params=("half_width",),
+            rank=60,
+            param_labels={"half_width": gettext_noop("Noise up to ± (in the answer's units)")},
+            _presets=lambda eps, k, value_range: {"half_width": _noise_size(eps, value_range)},
             _fill=lambda m: {"size": f"{float(m['half_width']):g}"},
             _variance=lambda p: float(p["half_width"]) ** 2 / 3.0,
         ),
         Mechanism(
             "additive_gaussian", "continuous", ("sigma",), gettext_noop("Gaussian noise"),
-            _NOISE_SENTENCE, "noise", model=AdditiveGaussian, model_params=("sigma",),
+            _NOISE_SENTENCE, "noise", model=AdditiveGaussian, model_params=("sigma",), rank=50,
+            param_labels={"sigma": gettext_noop("Typical noise (standard deviation)")},
+            _presets=lambda eps, k, value_range: {"sigma": _noise_size(eps, value_range)},
             _fill=lambda m: {"size": f"{float(m['sigma']):g}"},
             _variance=lambda p: float(p["sigma"]) ** 2,
         ),
         Mechanism(
             "additive_laplace", "continuous", ("scale",), gettext_noop("Laplace noise"),
-            _NOISE_SENTENCE, "noise", model=AdditiveLaplace, model_params=("scale",),
+            _NOISE_SENTENCE, "noise", model=AdditiveLaplace, model_params=("scale",), rank=40,
+            param_labels={"scale": gettext_noop("Noise scale (in the answer's units)")},
+            protection=gettext_noop(
+                "What protects the resident: the number sent is the true one plus random "
+                "noise of typically ±%(size)s. Seeing it makes two true values %(distance)s "
+                "apart at most %(ratio)s times as likely as each other; over the whole range "
+                "that is a privacy level of ε = %(epsilon)s."
+            ),
+            _presets=lambda eps, k, value_range: {"scale": _noise_size(eps, value_range)},
+            _protect=_laplace_protection,
             _fill=lambda m: {"size": f"{float(m['scale']) * math.sqrt(2):.3g}"},
             _variance=lambda p: 2.0 * float(p["scale"]) ** 2,
         ),
         Mechanism(
             "additive_staircase", "continuous", ("epsilon", "sensitivity"),
             gettext_noop("Staircase noise"), _NOISE_SENTENCE, "noise",
-            model=AdditiveStaircase, model_params=("epsilon", "sensitivity"),
+            model=AdditiveStaircase, model_params=("epsilon", "sensitivity"), rank=45,
+            param_labels={
+                "epsilon": gettext_noop("Privacy level ε"),
+                "sensitivity": gettext_noop("Distance protected (in the answer's units)"),
+            },
+            _presets=lambda eps, k, value_range: {
+                "epsilon": eps, "sensitivity": _width(value_range)
+            },
             _fill=lambda m: {"size": f"{_staircase_std(m):.3g}"},
             _variance=lambda p: _staircase_std(p) ** 2,
         ),
@@ -371,6 +486,9 @@ CONTINUOUS: dict[str, Mechanism] = {
             "noise",
             model=RetentionReplacement,
             model_params=("retain", "low", "high"),
+            rank=70,
+            param_labels={"retain": gettext_noop("Chance of keeping the true number")},
+            _presets=lambda eps, k, value_range: {"retain": round(eps / 4.0, 2)},
             _fill=_percent,
         ),
     )

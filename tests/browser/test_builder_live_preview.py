@@ -50,7 +50,9 @@ def test_changing_the_retain_probability_updates_the_preview_without_saving(
     # eval that Playwright's string predicates need.
     page.locator("#mechanism-preview[data-updated]").wait_for(state="attached")
 
-    page.fill("#id_questions-0-mechanism_params", '{"retain": 0.9}')
+    # Custom privacy: the mechanism's own field (no JSON).
+    assert page.input_value("#id_questions-0-privacy") == "custom"
+    page.fill("#id_questions-0-randomised_response__retain", "0.9")
     expect(page.locator("#preview-hours table.channel td").first).to_have_text(
         "0.90", timeout=15_000
     )
@@ -62,12 +64,12 @@ def test_changing_the_retain_probability_updates_the_preview_without_saving(
     assert page.url.endswith(f"/admin/surveys/survey/{survey.pk}/change/")
 
     # A value the API refuses shows the API's message, still without saving.
-    page.fill("#id_questions-0-mechanism_params", '{"retain": 0.2}')
+    page.fill("#id_questions-0-randomised_response__retain", "0.2")
     page.wait_for_selector("#preview-hours .errornote", timeout=15_000)
     assert "retain must exceed 1/k = 1/3" in page.inner_text("#preview-hours")
     assert Question.objects.get(survey=survey).mechanism_params == {"retain": 0.75}
 
     # The expected number of respondents updates it too.
-    page.fill("#id_questions-0-mechanism_params", '{"retain": 0.9}')
+    page.fill("#id_questions-0-randomised_response__retain", "0.9")
     page.fill('#mechanism-preview input[name="respondents"]', "250")
     page.wait_for_selector("#preview-hours >> text=at 250 respondents", timeout=15_000)

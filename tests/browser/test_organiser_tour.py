@@ -19,6 +19,7 @@ from consultations.services import consultation_create, organisation_create
 from reconstruction.models import AnalysisJob
 from surveys.models import Survey
 from surveys.services import responses_submit_bulk
+from tests.browser.admin_pages import fill_card
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -56,30 +57,19 @@ def organiser(browser, live_server):
     context.close()
 
 
-def fill_question(page, index: int, **fields: str) -> None:
-    prefix = f"#id_questions-{index}-"
-    for name in ("key", "text", "categories", "range_low", "range_high", "mechanism_params"):
-        if name in fields:
-            page.fill(prefix + name, fields[name])
-    if "type" in fields:
-        page.select_option(prefix + "type", fields["type"])
-    if "mechanism" in fields:
-        page.select_option(prefix + "mechanism", fields["mechanism"])
-
-
 def test_organiser_builds_a_survey_and_asks_for_an_analysis(organiser, live_server, tour_dir):
     page, consultation = organiser
     page.goto(f"{live_server.url}/admin/surveys/survey/add/")
     page.select_option("#id_consultation", str(consultation.pk))
     page.select_option("#id_kind", "opinion")
     page.fill("#id_title", "Opening hours")
-    fill_question(page, 0, key="hours", text="Preferred closing time", type="ordinal",
-                  categories="17:00\n19:00\n21:00", mechanism="randomised_response",
-                  mechanism_params='{"retain": 0.3}')  # fmt: skip
+    fill_card(page, 0, key="hours", text="Preferred closing time", type="ordinal",
+              categories=["17:00", "19:00", "21:00"], mechanism="randomised_response",
+              privacy="custom", params={"retain": 0.3})  # fmt: skip
     page.click("text=Add another Question")
-    fill_question(page, 1, key="age", text="Age", type="continuous", range_low="16",
-                  range_high="100", mechanism="additive_uniform",
-                  mechanism_params='{"half_width": 10}')  # fmt: skip
+    fill_card(page, 1, key="age", text="Age", type="continuous", range_low="16",
+              range_high="100", mechanism="additive_uniform", privacy="custom",
+              params={"half_width": 10})  # fmt: skip
     page.click('input[name="_continue"]')
     # retain 0.3 <= 1/3 of 3 categories cannot be inverted: the API's own message.
     try:
@@ -92,7 +82,7 @@ def test_organiser_builds_a_survey_and_asks_for_an_analysis(organiser, live_serv
     assert not Survey.objects.exists()
     shot(page, tour_dir, "02-builder-refuses.png")
 
-    page.fill("#id_questions-0-mechanism_params", '{"retain": 0.75}')
+    page.fill("#id_questions-0-randomised_response__retain", "0.75")
     page.click('input[name="_continue"]')
     page.wait_for_selector("#mechanism-preview")
     survey = Survey.objects.get()

@@ -47,12 +47,21 @@ def management(total, initial=0):
 
 
 def question_row(index, **fields):
+    """One question card as the browser posts it; ``mechanism_params`` and ``translations``
+    (the API's JSON, for the tests' reading) become the card's own fields."""
     row = {
         "key": "", "text": "", "type": "binary", "required": "on", "categories": "",
-        "range_low": "", "range_high": "", "step": "", "mechanism": "none",
-        "mechanism_params": "{}", "translations": "{}",
+        "range_low": "", "range_high": "", "step": "", "mechanism": "none", "privacy": "custom",
     }  # fmt: skip
+    params = json.loads(fields.pop("mechanism_params", "{}"))
+    translations = json.loads(fields.pop("translations", "{}"))
     row.update(fields)
+    for name, value in params.items():
+        row[f"{row['mechanism']}__{name}"] = str(value)
+    for code, entry in translations.items():
+        row[f"text_{code}"] = entry.get("text", "")
+        if "labels" in entry:
+            row[f"labels_{code}"] = entry["labels"]
     return {f"{PREFIX}-{index}-{name}": value for name, value in row.items()}
 
 
@@ -95,7 +104,7 @@ def test_a_draft_survey_is_built_with_its_questions_in_the_admin(staff, consulta
         {"key": "site", "type": "nominal", "categories": "A\nB\nC",
          "mechanism": "randomised_response", "mechanism_params": '{"retain": 0.3}'},
         {"key": "sex", "type": "binary", "categories": "F\nM", "mechanism": "none",
-         "translations": '{"fr": {"text": "Sexe", "labels": ["F", "H"]}}'},
+         "translations": '{"pl": {"text": "Płeć", "labels": ["K", "M"]}}'},
         {"key": "sex", "type": "binary", "categories": "F\nM", "mechanism": "none",
          "translations": '{"de": {"text": "G", "labels": ["w"]}}'},
         {"key": "9bad", "type": "binary", "categories": "F\nM", "mechanism": "none"},
@@ -108,12 +117,9 @@ def test_a_draft_survey_is_built_with_its_questions_in_the_admin(staff, consulta
          "mechanism": "negative_gaussian", "mechanism_params": '{"sigma": -1}'},
         {"key": "age", "type": "continuous", "range_low": "0", "range_high": "10",
          "mechanism": "additive_uniform", "mechanism_params": '{"half_width": 1e6}'},
-        {"key": "age", "type": "continuous", "range_low": "0", "range_high": "10",
-         "mechanism": "additive_gaussian", "mechanism_params": '{"sigma": 1, "x": 2}'},
     ],
     ids=["negative-binary", "singular-rr", "foreign-language", "missing-label", "bad-key",
-         "empty-range", "duplicate-label", "rr-below-chance", "negative-sigma", "huge-noise",
-         "unknown-parameter"],
+         "empty-range", "duplicate-label", "rr-below-chance", "negative-sigma", "huge-noise"],
 )  # fmt: skip
 def test_the_builder_refuses_what_the_api_refuses_with_the_same_messages(staff, consultation, row):
     data = {"consultation": consultation.pk, "kind": "opinion", "title": "T",
@@ -239,7 +245,7 @@ def test_the_live_preview_follows_unsaved_values(staff, consultation):
         {"key": "site", "type": "nominal", "categories": "A\nB\nC",
          "mechanism": "randomised_response", "mechanism_params": '{"retain": 0.3}'},
         {"key": "sex", "type": "binary", "categories": "F\nM", "mechanism": "none",
-         "translations": '{"fr": {"text": "Sexe", "labels": ["F", "H"]}}'},
+         "translations": '{"pl": {"text": "Płeć", "labels": ["K", "M"]}}'},
         {"key": "age", "type": "continuous", "range_low": "50", "range_high": "10",
          "mechanism": "none"},
     ],
@@ -352,3 +358,60 @@ def test_editing_keys_of_a_draft_is_judged_on_the_whole_list(staff, consultation
     swapped = change("b", "a")
     assert swapped.status_code == 302, swapped.content.decode()[-2000:]
     assert list(survey.questions.order_by("position").values_list("key", flat=True)) == ["b", "a"]
+
+
+# --------------------------------------------------------------------------- cards (issue 32)
+
+
+def test_the_builder_has_no_json_box_and_lists_mechanisms_in_plain_words(staff, consultation):
+    page = staff.get("/admin/surveys/survey/add/").content.decode()
+    assert "<textarea" not in page and "mechanism_params" not in page
+    options = page.split('name="questions-0-mechanism"')[1].split("</select>")[0]
+    # Randomised response first and chosen; labels, not raw names.
+    first = options.split("<option")[1]
+    assert 'value="randomised_response"' in first and "selected" in first
+    assert ">Randomised response<" in first and ">additive_gaussian<" not in options
+    assert 'name="questions-0-privacy"' in page and 'value="strong"' in page
+    german = staff.get("/admin/surveys/survey/add/?lang=de", HTTP_ACCEPT_LANGUAGE="de")
+    assert "Datenschutzverfahren" in german.content.decode()
+
+
+def test_a_privacy_preset_sets_the_mechanisms_parameters(staff, consultation):
+    data = {
+        "consultation": consultation.pk, "kind": "opinion", "title": "Presets", **management(2),
+        **question_row(0, key="site", type="nominal", categories="A\nB\nC",
+                       mechanism="randomised_response", privacy="strong"),
+        **question_row(1, key="age", type="continuous", range_low="16", range_high="100",
+                       mechanism="additive_laplace", privacy="balanced"),
+        "_continue": "1",
+    }  # fmt: skip
+    response = staff.post("/admin/surveys/survey/add/", data)
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    site, age = Survey.objects.get().questions.order_by("position")
+    # strong: eps = 1, so retain = e / (e + k - 1) over k = 3 categories.
+    assert site.mechanism_params["retain"] == pytest.approx(np.e / (np.e + 2), abs=1e-4)
+    # balanced: eps = 2 over the range's width 84: scale 42.
+    assert age.mechanism_params == {"scale": 42.0}
+    page = staff.get(f"/admin/surveys/survey/{site.survey_id}/change/").content.decode()
+    # The card reads the preset back; Laplace says what protects the resident, with eps.
+    assert 'value="strong" selected' in page
+    assert "What protects the resident" in page and "ε = 2.00" in page
+
+
+def test_an_open_surveys_questions_read_as_cards_not_json(staff, consultation):
+    data = {"consultation": consultation.pk, "kind": "opinion", "title": "T", **management(1),
+            **question_row(0, key="site", type="nominal", categories="North\nSouth\nCentre",
+                           mechanism="negative_uniform",
+                           translations='{"de": {"text": "Ort", "labels": ["N", "S", "M"]}}'),
+            "_continue": "1"}  # fmt: skip
+    assert staff.post("/admin/surveys/survey/add/", data).status_code == 302
+    survey = Survey.objects.get()
+    from surveys.services import survey_open
+
+    survey_open(survey=survey)
+    page = staff.get(f"/admin/surveys/survey/{survey.pk}/change/").content.decode()
+    card = page.split('id="card-site"')[1].split("</article>")[0]
+    assert "<li>North</li>" in card and "Negative survey (uniform)" in card
+    assert "Ort" in card and "[&quot;" not in card and "{" not in card
+    # Negative surveys say what protects the resident (no bounded eps).
+    assert "What protects the resident" in page

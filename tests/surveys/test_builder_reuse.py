@@ -54,17 +54,17 @@ def test_the_option_lists_earlier_questions_a_device_keeps_and_fills_in_the_ques
 
 
 def test_the_builder_keeps_reuse_when_a_draft_is_saved_again(tenant, client):
-    from surveys.admin import QuestionForm
+    from surveys.builder_forms import question_form_for
 
     consultation = consultation_factory(tenant.organisation)
     first = survey_factory(consultation, questions=[SEX])
     again = {**SEX, "key": "sex_again", "reuse": {"survey": first.pk, "question": "sex"}}
     draft = survey_factory(consultation, questions=[again], kind="opinion", open_it=False)
     question = draft.questions.get()
-    form = QuestionForm(
+    form = question_form_for(tenant.organisation)(
         data={"key": "sex_again", "text": "Sex", "type": "binary", "required": "on",
-              "categories": "F\nM", "mechanism": "randomised_response",
-              "mechanism_params": '{"retain": 0.7}', "translations": "{}"},
+              "categories": "F\nM", "mechanism": "randomised_response", "privacy": "custom",
+              "randomised_response__retain": "0.7"},
         instance=question,
     )  # fmt: skip
     assert form.is_valid(), form.errors

@@ -15,6 +15,24 @@
     let timer = null;
     let sent = 0;
 
+    // Each question's preview goes into its own card (the inline row with its prefix);
+    // previews without a card stay in this panel.
+    function place(container) {
+      document.querySelectorAll(".card-preview").forEach((slot) => slot.replaceChildren());
+      container.querySelectorAll(".question-preview[data-prefix]").forEach((item) => {
+        const row = document.getElementById(item.dataset.prefix);
+        if (!row) return;
+        let slot = row.querySelector(".card-preview");
+        if (!slot) {
+          slot = document.createElement("div");
+          slot.className = "card-preview";
+          slot.setAttribute("aria-live", "polite");
+          row.appendChild(slot);
+        }
+        slot.appendChild(item);
+      });
+    }
+
     async function refresh() {
       const ticket = ++sent;
       const data = new FormData(form);
@@ -35,6 +53,7 @@
           return;
         }
         items.innerHTML = body.html;
+        place(items);
         status.textContent = "";
         panel.dataset.updated = String(ticket);
       } catch (error) {

@@ -1,0 +1,327 @@
+"""The survey builder's question card: one form per question, without any JSON.
+
+Categories (and each language's labels) are list editors (one text input per entry,
+``surveys/static/surveys/builder_cards.js`` adds, removes and reorders them); privacy is
+chosen in plain words ("strong / balanced / light", which set the chosen mechanism's
+parameters from its descriptor's presets, or "custom" with the mechanism's own fields);
+each of the organisation's languages has its own text and labels. :meth:`QuestionForm.as_api`
+turns a card into the API's question JSON, so the services validate it exactly as they
+validate the API.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+from privacy.mechanisms.descriptors import CONTINUOUS, DISCRETE, PRESET_EPSILON, Mechanism
+from surveys.models import Question
+
+DEFAULT_MECHANISM = {"discrete": "randomised_response", "continuous": "additive_laplace"}
+DEFAULT_LEVEL = "balanced"
+LEVELS = (
+    ("strong", _("Strong: residents are well hidden, estimates need more respondents")),
+    ("balanced", _("Balanced")),
+    ("light", _("Light: more precise estimates, residents less hidden")),
+    ("custom", _("Custom: set the mechanism's own parameters")),
+)
+# Builder options that engineer `budget`'s issue adds beside privacy (e.g. "ask again,
+# same answer kept"): declare them on QuestionForm and list their names here, and they
+# join the card's privacy box.
+PRIVACY_OPTIONS: tuple[str, ...] = ()
+
+
+def mechanism_menu() -> list[tuple[str, Mechanism, tuple[str, ...]]]:
+    """Every mechanism once, most recommended first: (name, descriptor, families)."""
+    names: dict[str, tuple[Mechanism, list[str]]] = {}
+    for family, table in (("discrete", DISCRETE), ("continuous", CONTINUOUS)):
+        for name, mechanism in table.items():
+            entry = names.setdefault(name, (mechanism, []))
+            entry[1].append(family)
+    ordered = sorted(names.items(), key=lambda item: (item[1][0].rank, item[0]))
+    return [(name, mechanism, tuple(families)) for name, (mechanism, families) in ordered]
+
+
+def descriptor(name: str, discrete: bool) -> Mechanism | None:
+    return (DISCRETE if discrete else CONTINUOUS).get(name)
+
+
+def param_fields() -> list[tuple[str, Mechanism, str]]:
+    """The "custom" fields: (form field name, mechanism, parameter), e.g.
+    ``randomised_response__retain``; a full channel ``matrix`` stays API-only."""
+    seen: list[tuple[str, Mechanism, str]] = []
+    for name, _mechanism, families in mechanism_menu():
+        for family in families:
+            mechanism = (DISCRETE if family == "discrete" else CONTINUOUS)[name]
+            for param in mechanism.params:
+                field = f"{name}__{param}"
+                if param != "matrix" and field not in {f for f, _m, _p in seen}:
+                    seen.append((field, mechanism, param))
+    return seen
+
+
+class MechanismSelect(forms.Select):
+    """The mechanism list; each option says which question types it serves, whether it
+    has presets and which parameters it takes (the card's script reads them)."""
+
+    def create_option(self, name: str, value: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        option = super().create_option(name, value, *args, **kwargs)
+        for mechanism_name, mechanism, families in mechanism_menu():
+            if mechanism_name == value:
+                option["attrs"]["data-families"] = " ".join(families)
+                option["attrs"]["data-presets"] = "1" if mechanism.has_presets else ""
+                option["attrs"]["data-params"] = " ".join(
+                    f"{mechanism_name}__{p}" for p in mechanism.params if p != "matrix"
+                )
+        return option
+
+
+class ListEditor(forms.Widget):
+    """A list of short texts as one text input each (same name, in order)."""
+
+    template_name = "admin/surveys/widgets/list_editor.html"
+
+    def __init__(
+        self, attrs: dict[str, Any] | None = None, *, rows: int = 2, add_label: Any = ""
+    ) -> None:
+        super().__init__(attrs)
+        self.rows = rows
+        self.add_label = add_label
+
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> list[str]:
+        values = data.getlist(name) if hasattr(data, "getlist") else data.get(name) or []
+        if isinstance(values, str):
+            values = [values]
+        lines: list[str] = []
+        for value in values:
+            # One value with line breaks (a pasted list) is one entry per line.
+            lines += str(value).splitlines() or [""]
+        return lines
+
+    def value_omitted_from_data(self, data: Any, files: Any, name: str) -> bool:
+        return name not in data
+
+    def get_context(self, name: str, value: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:
+        context = super().get_context(name, value, attrs)
+        items = [str(v) for v in value] if isinstance(value, (list, tuple)) else []
+        context["widget"]["items"] = items + [""] * max(0, self.rows - len(items))
+        context["widget"]["add_label"] = self.add_label
+        return context
+
+
+class ListField(forms.Field):
+    widget = ListEditor
+
+    def __init__(self, *, keep_blanks: bool = False, **kwargs: Any) -> None:
+        self.keep_blanks = keep_blanks
+        super().__init__(**kwargs)
+
+    def to_python(self, value: Any) -> list[str]:
+        items = [str(v).strip() for v in (value or [])]
+        if not self.keep_blanks:
+            return [item for item in items if item]
+        while items and not items[-1]:
+            items.pop()
+        return items
+
+
+def language_name(code: str) -> str:
+    return str(dict(settings.LANGUAGES).get(code, code))
+
+
+def translation_languages(organisation: Any) -> list[str]:
+    """The languages a question card offers translations in: the organisation's (every
+    site language while none is chosen), without the site's own language."""
+    codes = [code for code, _name in settings.LANGUAGES]
+    chosen = list(getattr(organisation, "languages", None) or codes) if organisation else codes
+    return [code for code in codes if code in chosen and code != settings.LANGUAGE_CODE]
+
+
+class QuestionForm(forms.ModelForm):
+    """One question card (see the module docstring)."""
+
+    languages: tuple[str, ...] = ()  # question_form_for adds the fields of each
+
+    categories = ListField(
+        required=False,
+        widget=ListEditor(rows=2, add_label=_("Add a category")),
+        help_text=_("Discrete questions: the answers to choose from, in order."),
+    )
+    mechanism = forms.ChoiceField(widget=MechanismSelect)
+    privacy = forms.ChoiceField(choices=LEVELS, initial=DEFAULT_LEVEL)
+
+    class Meta:
+        model = Question
+        fields = ["key", "text", "type", "required", "range_low", "range_high", "step"]
+        widgets = {"text": forms.TextInput(attrs={"class": "vTextField"})}
+        labels = {
+            "key": _("Key"), "text": _("Text"), "type": _("Type"), "required": _("Required"),
+            "range_low": _("Range low"), "range_high": _("Range high"), "step": _("Step"),
+        }  # fmt: skip
+        help_texts = {
+            "key": _("A short name for analyses and exports, e.g. age or district."),
+            "step": _("Continuous questions: e.g. 1 for whole years (optional)."),
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "type" not in self.fields:  # a frozen survey's cards (key only, read-only)
+            return
+        self.fields["type"].choices = [
+            ("binary", _("Yes/no or two answers (binary)")),
+            ("nominal", _("Choice among answers (nominal)")),
+            ("ordinal", _("Ordered answers (ordinal)")),
+            ("continuous", _("A number (continuous)")),
+        ]
+        self.fields["mechanism"].choices = [
+            (name, gettext(mechanism.label)) for name, mechanism, _f in mechanism_menu()
+        ]
+        self.fields["mechanism"].initial = DEFAULT_MECHANISM["discrete"]
+        self.fields["categories"].label = _("Categories")
+        self.fields["mechanism"].label = _("Privacy mechanism")
+        self.fields["privacy"].label = _("Privacy")
+        for field_name, mechanism, param in param_fields():
+            self.fields[field_name].label = gettext(mechanism.param_labels.get(param, param))
+        for code in self.languages:
+            name = language_name(code)
+            self.fields[f"text_{code}"].label = _("Text in %(language)s") % {"language": name}
+            self.fields[f"labels_{code}"].label = _("Categories in %(language)s") % {
+                "language": name
+            }
+        if self.instance.pk:
+            self._initial_from(self.instance)
+
+    def _initial_from(self, question: Question) -> None:
+        self.initial["categories"] = list(question.categories or [])
+        self.initial["mechanism"] = question.mechanism
+        params = dict(question.mechanism_params or {})
+        for name, value in params.items():
+            self.initial[f"{question.mechanism}__{name}"] = value
+        mechanism = descriptor(question.mechanism, question.is_discrete)
+        level = "custom"
+        if mechanism is not None and mechanism.has_presets:
+            value_range = (
+                None if question.is_discrete else (question.range_low, question.range_high)
+            )
+            for candidate in PRESET_EPSILON:
+                if (
+                    mechanism.preset(candidate, len(question.categories or []), value_range)
+                    == params
+                ):  # type: ignore[arg-type]
+                    level = candidate
+        self.initial["privacy"] = level
+        for code, entry in (question.translations or {}).items():
+            if code in self.languages and isinstance(entry, dict):
+                self.initial[f"text_{code}"] = entry.get("text", "")
+                self.initial[f"labels_{code}"] = list(entry.get("labels") or [])
+
+    def mechanism_params(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        discrete = data.get("type") != "continuous"
+        name = data.get("mechanism") or ""
+        mechanism = descriptor(name, discrete)
+        if mechanism is None:
+            return {}
+        if mechanism.has_presets and data.get("privacy", DEFAULT_LEVEL) != "custom":
+            low, high = data.get("range_low"), data.get("range_high")
+            value_range = None if discrete or low is None or high is None else (low, high)
+            if not discrete and value_range is None:
+                return {}  # the services name the missing range
+            return mechanism.preset(
+                data.get("privacy") or DEFAULT_LEVEL, len(data.get("categories") or []), value_range
+            )
+        return {
+            param: data[f"{name}__{param}"]
+            for param in mechanism.params
+            if data.get(f"{name}__{param}") is not None
+        }
+
+    def as_api(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        question: dict[str, Any] = {
+            "key": data.get("key"),
+            "text": data.get("text") or "",
+            "type": data.get("type"),
+            "required": bool(data.get("required")),
+            "mechanism": {"name": data.get("mechanism"), **self.mechanism_params()},
+        }
+        discrete = data.get("type") != "continuous"
+        if not discrete:
+            question["range"] = [data.get("range_low"), data.get("range_high")]
+            if data.get("step") is not None:
+                question["step"] = data["step"]
+        else:
+            question["categories"] = data.get("categories") or []
+            if data.get("step") is not None:  # refused by the services, with the API's message
+                question["step"] = data["step"]
+        translations: dict[str, Any] = {}
+        for code in self.languages:
+            text = data.get(f"text_{code}") or ""
+            labels = data.get(f"labels_{code}") or []
+            if text or (discrete and labels):
+                translations[code] = {"text": text, **({"labels": labels} if discrete else {})}
+        if translations:
+            question["translations"] = translations
+        if getattr(self.instance, "reuse", None):
+            # Asked again (issue 28; set through the API or surveys.builder_reuse): kept.
+            question["reuse"] = dict(self.instance.reuse)
+        return question
+
+
+def _card_fields(languages: tuple[str, ...]) -> dict[str, forms.Field]:
+    """The card's fields beyond the model's: each mechanism's parameters ("custom") and
+    each language's text and labels (labelled per request, in ``QuestionForm.__init__``)."""
+    fields: dict[str, forms.Field] = {
+        name: forms.FloatField(required=False, localize=True) for name, _m, _p in param_fields()
+    }
+    for code in languages:
+        fields[f"text_{code}"] = forms.CharField(
+            required=False,
+            max_length=500,
+            widget=forms.TextInput(attrs={"class": "vTextField", "lang": code}),
+        )
+        fields[f"labels_{code}"] = ListField(
+            required=False,
+            keep_blanks=True,
+            widget=ListEditor(rows=0, attrs={"lang": code, "data-labels": "1"}),
+        )
+    return fields
+
+
+def question_form_for(organisation: Any) -> type[QuestionForm]:
+    """The card form with translation fields for ``organisation``'s languages (every
+    site language but the default when ``None``, as on the add page)."""
+    languages = tuple(translation_languages(organisation))
+    return type(  # a ModelForm's declared fields must exist when the class is made
+        "QuestionForm", (QuestionForm,), {"languages": languages, **_card_fields(languages)}
+    )
+
+
+def card_fieldsets(form: type[QuestionForm]) -> list[tuple[Any, dict[str, Any]]]:
+    """The card's boxes: the question, its answers, its privacy, its translations."""
+    params = [name for name, _m, _p in param_fields()]
+    sets: list[tuple[Any, dict[str, Any]]] = [
+        (None, {"fields": ["key", "text", "type", "required"], "classes": ["card-question"]}),
+        (
+            _("Answers"),
+            {
+                "fields": ["categories", ("range_low", "range_high", "step")],
+                "classes": ["card-answers"],
+            },
+        ),
+        (
+            _("Privacy"),
+            {
+                "fields": ["mechanism", "privacy", *params, *PRIVACY_OPTIONS],
+                "classes": ["card-privacy"],
+            },
+        ),
+    ]
+    if form.languages:
+        fields = [name for code in form.languages for name in (f"text_{code}", f"labels_{code}")]
+        sets.append((_("Translations"), {"fields": fields, "classes": ["card-translations"]}))
+    return sets

@@ -1,0 +1,164 @@
+// The survey builder's question cards (admin): list editors for categories and their
+// translations (add, remove, reorder), and each card showing only what applies to it:
+// categories or a range for its type, the mechanisms for its type, the privacy presets
+// where the mechanism has them, the mechanism's own fields for "custom".
+(function () {
+  "use strict";
+  const DEFAULTS = { discrete: "randomised_response", continuous: "additive_laplace" };
+
+  function card(element) {
+    return element.closest(".inline-related");
+  }
+
+  function changed(element) {
+    element.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+
+  function newItem(editor, value) {
+    const item = document.createElement("li");
+    const input = document.createElement("input");
+    input.type = "text";
+    // A card added with "Add another" was cloned from the template row: its index
+    // replaces __prefix__ (Django's inlines.js renames names and ids, not data-name).
+    const box = card(editor);
+    const index = box && box.id ? box.id.split("-").pop() : "";
+    input.name = editor.dataset.name.replace("__prefix__", index);
+    input.maxLength = 200;
+    input.value = value || "";
+    if (editor.getAttribute("lang")) input.lang = editor.getAttribute("lang");
+    const tools = document.createElement("span");
+    tools.className = "list-editor-tools";
+    for (const [name, text, label] of [
+      ["list-up", "↑", editor.dataset.up],
+      ["list-down", "↓", editor.dataset.down],
+      ["list-remove", "✕", editor.dataset.remove],
+    ]) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = name;
+      button.textContent = text;
+      button.title = label;
+      button.setAttribute("aria-label", label);
+      tools.appendChild(button);
+    }
+    item.append(input, tools);
+    return item;
+  }
+
+  function renumber(editor) {
+    editor.querySelectorAll("li input").forEach((input, index) => {
+      input.setAttribute("aria-label", `${editor.dataset.entry} ${index + 1}`);
+    });
+  }
+
+  // Each language's labels follow the categories: one per category, in their order.
+  function syncLabels(categories, move, removed) {
+    const box = card(categories);
+    if (!box) return;
+    const names = [...categories.querySelectorAll("li input")].map((input) => input.value);
+    box.querySelectorAll(".list-editor[data-labels]").forEach((labels) => {
+      const list = labels.querySelector("ol");
+      if (removed !== undefined && list.children[removed]) list.children[removed].remove();
+      if (move) {
+        const items = [...list.children];
+        const [from, to] = move;
+        if (items[from] && items[to]) {
+          if (to < from) list.insertBefore(items[from], items[to]);
+          else list.insertBefore(items[to], items[from]);
+        }
+      }
+      while (list.children.length < names.length) list.appendChild(newItem(labels));
+      while (list.children.length > names.length) list.lastElementChild.remove();
+      list.querySelectorAll("li input").forEach((input, index) => {
+        input.placeholder = names[index] || "";
+      });
+      renumber(labels);
+    });
+  }
+
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest(".list-editor button");
+    if (!button) return;
+    const editor = button.closest(".list-editor");
+    const list = editor.querySelector("ol");
+    const item = button.closest("li");
+    const index = item ? [...list.children].indexOf(item) : -1;
+    let move = null;
+    if (button.classList.contains("list-add")) {
+      const added = newItem(editor);
+      list.appendChild(added);
+      added.querySelector("input").focus();
+    } else if (button.classList.contains("list-remove")) {
+      item.remove();
+    } else if (button.classList.contains("list-up") && item.previousElementSibling) {
+      list.insertBefore(item, item.previousElementSibling);
+      move = [index, index - 1];
+    } else if (button.classList.contains("list-down") && item.nextElementSibling) {
+      list.insertBefore(item.nextElementSibling, item);
+      move = [index, index + 1];
+    } else {
+      return;
+    }
+    renumber(editor);
+    if (!editor.dataset.labels && editor.dataset.name.endsWith("-categories")) {
+      syncLabels(editor, move, button.classList.contains("list-remove") ? index : undefined);
+    }
+    changed(list);
+  });
+
+  document.addEventListener("input", (event) => {
+    const editor = event.target.closest(".list-editor");
+    if (editor && !editor.dataset.labels) syncLabels(editor, null);
+  });
+
+  function rows(box, selector) {
+    return box.querySelectorAll(selector);
+  }
+
+  function show(elements, visible) {
+    elements.forEach((element) => element.classList.toggle("hidden-by-card", !visible));
+  }
+
+  function update(box) {
+    const type = box.querySelector("select[name$='-type']");
+    const mechanism = box.querySelector("select[name$='-mechanism']");
+    const privacy = box.querySelector("select[name$='-privacy']");
+    if (!type || !mechanism) return;
+    const family = type.value === "continuous" ? "continuous" : "discrete";
+    show(rows(box, ".form-row.field-categories, .form-row[class*='field-labels_']"), family === "discrete");
+    show(rows(box, ".form-row.field-range_low"), family === "continuous");
+    for (const option of mechanism.options) {
+      const fits = (option.dataset.families || "").split(" ").includes(family);
+      option.hidden = !fits;
+      option.disabled = !fits;
+    }
+    if (mechanism.selectedOptions[0] && mechanism.selectedOptions[0].disabled) {
+      mechanism.value = DEFAULTS[family];
+    }
+    const chosen = mechanism.selectedOptions[0];
+    const presets = Boolean(chosen && chosen.dataset.presets);
+    show(rows(box, ".form-row.field-privacy"), presets);
+    const own = new Set(((chosen && chosen.dataset.params) || "").split(" ").filter(Boolean));
+    const custom = !presets || (privacy && privacy.value === "custom");
+    box.querySelectorAll(".form-row[class*='__']").forEach((row) => {
+      const name = [...row.classList].find((c) => c.startsWith("field-") && c.includes("__"));
+      show([row], custom && own.has(name.slice("field-".length)));
+    });
+  }
+
+  function start() {
+    document.querySelectorAll("#questions-group .inline-related").forEach(update);
+    document.querySelectorAll(".list-editor:not([data-labels])").forEach((e) => syncLabels(e, null));
+    document.addEventListener("change", (event) => {
+      const box = event.target.closest && event.target.closest(".inline-related");
+      if (box && event.target.matches("select")) update(box);
+    });
+    document.addEventListener("formset:added", (event) => update(event.target));
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();
