@@ -115,12 +115,19 @@ def test_demo_runs_end_to_end_on_a_fresh_sqlite(tmp_path: Path) -> None:
     assert "Traceback" not in demo.stderr, demo.stderr[-3000:]
     # The comparison table is printed; at 2,000 residents disclosure control refuses or
     # suppresses some results, which the demo shows as "not published" and goes on.
-    table = demo.stdout[demo.stdout.index("quantity") : demo.stdout.index("Admin site")]
+    table = demo.stdout[demo.stdout.index("quantity") : demo.stdout.index("Deliberation")]
     rows = [line for line in table.splitlines()[2:] if line.strip() and not line.startswith("[")]
     assert len(rows) >= 10, table
     assert rows[0].startswith("count: F, age <= 30, children"), table
     for row in rows:
         assert "not published" in row or "%" in row, row
+    # The deliberation step (issue 29): the panel's change, true beside reconstructed.
+    change = demo.stdout[demo.stdout.index("before -> after") : demo.stdout.index("Admin site")]
+    cells = [line for line in change.splitlines() if " -> " in line][1:]
+    assert len(cells) == 9, change
+    for line in cells:
+        assert "not published" in line or "[" in line, line
+    assert "toward for" in change and "panel members answered both surveys" in demo.stdout
     reports = list((tmp_path / "reports").glob("*.html"))
     assert reports, (demo.stdout[-3000:], sorted(p.name for p in tmp_path.rglob("*")))
     assert "<html" in reports[0].read_text(errors="replace").lower()

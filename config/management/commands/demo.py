@@ -36,6 +36,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 from django.utils import timezone
 
+from config.deliberation_demo import deliberation
 from consultations.models import Organisation
 from consultations.services import api_key_create, consultation_create, organisation_create
 from privacy.client import PortalClient, distort_table, table_responses
@@ -315,6 +316,16 @@ class Command(BaseCommand):
 
             rows = self.analyses(profile.pk, opinion.pk, pool, truth, sent_profile, sent_opinion)
             self.print_table(rows)
+            deliberation(
+                self,
+                organisation=organisation,
+                consultation=consultation,
+                profile_id=profile.pk,
+                participants=participants,
+                pool=pool,
+                ingest=ingest,
+                rng=rng,
+            )
 
             self.step("Building the opinion survey's report (HTML with charts)")
             report = self.post(f"surveys/{opinion.pk}/reports/", {})
