@@ -5,7 +5,9 @@ Run: ``python bench/bench_accuracy.py`` (every part) or name parts: ``speed``,
 ``coverage_joint30k_real`` (its real-valued control), ``coverage_joint30k_step`` (with
 ``step=1`` declared), ``coverage_joint1k``, ``coverage_mean``, ``grid`` (issue 31: the
 coverage cases under the old continuous law and the reporting grid's discrete laws,
-side by side in one run).
+side by side in one run), ``change_coverage`` and ``change_bias`` (issue 29: the change
+kind's (before, after) table; written to ``bench/results/bench_accuracy_change.md`` when
+only they run).
 ``BENCH_ACCURACY_SURVEYS`` sets the simulated surveys per coverage case (default 300, the
 issue's minimum). The joint count at n = 1,000 runs ``BENCH_ACCURACY_BATCHES`` (default
 3) independent batches of that many surveys (batch ``b`` seeded ``1000 + 100003 b``):
@@ -42,7 +44,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import Table, finish_all, median_time
+from bench.common import Table, finish_all, median_time, write_results
 from privacy.mechanisms import AdditiveUniform, distort_codes, randomised_response
 from reconstruction.algorithms import em_as, reported_counts
 from reconstruction.algorithms.queries import (
@@ -402,6 +404,118 @@ def coverage_mean(table: Table) -> None:
                   "not re-measured: issue 91.0%")  # fmt: skip
 
 
+# --------------------------------------------------------------------------- change (issue 29)
+
+CHANGE_RETAIN = 0.7
+CHANGE_PAIRED = 1_000
+
+
+def change_truth(k: int) -> np.ndarray:
+    """A deliberation's true (before, after) shares: most keep their answer (60%), the
+    rest move mostly to the neighbouring categories and toward the last one; uneven
+    before shares (the first category the most common)."""
+    before = np.linspace(2.0, 1.0, k)
+    before /= before.sum()
+    moves = np.zeros((k, k))
+    for i in range(k):
+        for j in range(k):
+            if i != j:
+                moves[i, j] = (1.0 / abs(i - j)) * (1.5 if j > i else 1.0)
+        moves[i] *= 0.4 / moves[i].sum()
+        moves[i, i] = 0.6
+    return before[:, None] * moves
+
+
+def _change_survey(k: int, n: int, rng: np.random.Generator, *, ci: bool = True):  # type: ignore[no-untyped-def]
+    from reconstruction.algorithms.queries.change import change
+    from reconstruction.algorithms.simulation import simulate_transitions
+
+    channel = randomised_response(k, CHANGE_RETAIN)
+    before, after = simulate_transitions(n, change_truth(k), rng=rng)
+    truth = np.bincount(before * k + after, minlength=k * k).reshape(k, k).astype(float)
+    result = change(
+        DiscreteAttribute(distort_codes(before, channel, rng), channel),
+        DiscreteAttribute(distort_codes(after, channel, rng), channel),
+        ci=ci,
+        rng=rng,
+    )
+    return truth, result
+
+
+def change_coverage(table: Table) -> None:
+    """Issue 29: 95% coverage of net_change and of the diagonal cells over SURVEYS
+    simulated consultations of 1,000 paired residents, RR retain 0.7, k = 3 and 5: a
+    fresh population and fresh distortion each. Judged against each sample's own table
+    (what the result estimates) and, as a control, against the population's shares that
+    the samples are drawn from (what a participant bootstrap's spread is made for: it
+    holds the sampling variance of the true table too, so against the sample's own table
+    it is conservative, as the count's interval is)."""
+    for k in (3, 5):
+        rng = np.random.default_rng(29_000 + k)
+        population = change_truth(k) / change_truth(k).sum()
+        hits: dict[tuple[str, str], list[bool]] = {}
+        for _ in range(SURVEYS):
+            truth, result = _change_survey(k, CHANGE_PAIRED, rng)
+            for target, table_truth in (
+                ("sample's own table", truth / CHANGE_PAIRED),
+                ("population shares", population),
+            ):
+                net = table_truth.sum(axis=0) - table_truth.sum(axis=1)
+                low, high = result.net_change_ci95[:, 0], result.net_change_ci95[:, 1]
+                hits.setdefault(("net_change", target), []).extend((low <= net) & (net <= high))
+                cells = result.transitions_ci95[np.arange(k), np.arange(k)] / CHANGE_PAIRED
+                diagonal = np.diag(table_truth)
+                hits.setdefault(("diagonal cells", target), []).extend(
+                    (cells[:, 0] <= diagonal) & (diagonal <= cells[:, 1])
+                )
+        for (name, target), covered in hits.items():
+            share = 100.0 * float(np.mean(covered))
+            control = target == "population shares"
+            table.add(
+                f"change k={k}: {name} vs {target}, {CHANGE_PAIRED:,} paired, RR 0.7, "
+                f"{SURVEYS} consultations ({len(covered)} intervals)",
+                share / 100.0,
+                unit="%",
+                baseline_name="none (new kind, issue 29)",
+                target="control" if control else f"within [{LOW:g}, {HIGH:g}]%",
+                ok=None if control else LOW <= share <= HIGH,
+            )
+    table.note(
+        "change coverage: intervals pooled over categories (k per consultation); the "
+        "issue's target applies to the sample's own table."
+    )
+
+
+def change_bias(table: Table) -> None:
+    """Issue 29: bias below 0.5 points at 10^5 paired residents: mean error of the net
+    change and of the diagonal shares over 100 populations and distortions, k = 3 and 5
+    (the mean of 100 errors has a standard error near 0.05-0.1 points)."""
+    n, seeds = 100_000, 100
+    for k in (3, 5):
+        rng = np.random.default_rng(2900 + k)
+        errors = []
+        for _ in range(seeds):
+            truth, result = _change_survey(k, n, rng, ci=False)
+            net = truth.sum(axis=0) / n - truth.sum(axis=1) / n
+            errors.append(
+                np.concatenate(
+                    [result.net_change - net, (np.diag(result.transitions) - np.diag(truth)) / n]
+                )
+            )
+        bias = 100.0 * np.abs(np.mean(errors, axis=0))
+        error = 100.0 * np.std(errors, axis=0, ddof=1) / math.sqrt(seeds)
+        table.note(f"change k={k} bias: standard error of each mean up to {error.max():.2f} points")
+        table.add(
+            f"change k={k}: largest |bias| of net_change and diagonal shares, n=10^5, "
+            f"{seeds} seeds",
+            float(bias.max()),
+            unit="points",
+            baseline_name="none (new kind, issue 29)",
+            target="< 0.5 points",
+            ok=float(bias.max()) < 0.5,
+        )
+
+
 PARTS = {
     "speed": speed,
     "never_reported": never_reported,
@@ -413,6 +527,8 @@ PARTS = {
     "coverage_joint1k": coverage_joint1k,
     "coverage_mean": coverage_mean,
     "grid": grid,
+    "change_coverage": change_coverage,
+    "change_bias": change_bias,
 }
 
 
@@ -425,10 +541,20 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"unknown parts {unknown}; choose from {list(PARTS)}", file=sys.stderr)
         return 2
-    table = Table("Accuracy on realistic data (issue 10)")
+    change_only = all(name.startswith("change") for name in chosen)
+    title = (
+        "How opinions changed (issue 29)"
+        if change_only
+        else "Accuracy on realistic data (issue 10)"
+    )
+    table = Table(title)
     for name in chosen:
         PARTS[name](table)
         print(f"done: {name}", flush=True)
+    if change_only:  # its own results file (the other parts' figures stay as they are)
+        table.print()
+        write_results([table], name="bench_accuracy_change")
+        return 1 if table.missed else 0
     return finish_all([table])
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from django.db import connections
 
-from surveys import statistics
+from surveys import statistics, tallies
 from surveys.models import Participant, Question, Survey
 
 
@@ -114,3 +114,13 @@ def unpaired(
         before_only=_count(before_survey, [before], members, using) - both,
         after_only=_count(after_survey, [after], members, using) - both,
     )
+
+
+def unpaired_from_tallies(
+    before: Question, after: Question, *, paired: int, using: str = "default"
+) -> Unpaired:
+    """:func:`unpaired` when the ``paired`` participants who answered both are already
+    counted: each question's live answers come from the response tallies (a few rows,
+    :mod:`surveys.tallies`), one answer per participant and question."""
+    _, answers = tallies.live_counts([], [before.pk, after.pk], using=using)
+    return Unpaired(before_only=answers[before.pk] - paired, after_only=answers[after.pk] - paired)

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from django.utils.translation import gettext_noop
 
 from privacy.mechanisms.messages import Message, Note
@@ -233,18 +234,38 @@ def _members(request: AnalysisRequest) -> list[int] | None:
 
 
 def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
+    """One ``GROUP BY`` of the pairs' reported cells (joined on the participant), which
+    also counts them exactly; who answered one survey only comes from the response
+    tallies (constant time) and, with a condition or a panel, one count of the pairs."""
     params = request.params
     assert isinstance(params, Request) and params.attribute
     members = _members(request)
     using = statistics.analysis_alias()
+    request = base.whole_numbers(request)
+    guess = _plan(request, max(analysis.participant_bound(request), 1))
+    table = _read(request, guess, members, using)
+    n = table.n
+    request = request.with_participants(n)
+    reason = analysis.too_few_responses(request, n)
+    if reason is not None:
+        raise JobRefused(reason)
+    request.kind.validate(request)
+    progress(0.3)
+    plan = _plan(request, max(n, 1))
+    if not _same_cells(plan, guess):  # continuous conditions cut for the exact n
+        table = _read(request, plan, members, using)
     before, after = request.questions[params.attribute], request.questions[params.after_key]
-    unpaired = pairs.unpaired(before, after, members=members, using=using)
-    if members is None:
-        started = base.start(request, progress)
-        request = started.request
-    else:  # the panel's pairs are counted off their own table
-        request = base.whole_numbers(request)
-    plan = _plan(request, max(request.participants, 1))
+    if members is None and not request.where:
+        unpaired = pairs.unpaired_from_tallies(before, after, paired=n, using=using)
+    else:
+        unpaired = pairs.unpaired(before, after, members=members, using=using)
+    progress(0.4)
+    return Gathered(request, plan, table, unpaired)
+
+
+def _read(
+    request: AnalysisRequest, plan: queries.CellPlan, members: list[int] | None, using: str
+) -> queries.CellTable:
     counted = pairs.paired_cells(
         request.survey,
         _axes(request, plan),
@@ -252,15 +273,14 @@ def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
         members=members,
         using=using,
     )
-    table = queries.CellTable(counted.counts)
-    if members is not None:
-        request = request.with_participants(table.n)
-        reason = analysis.too_few_responses(request, table.n)
-        if reason is not None:
-            raise JobRefused(reason)
-        plan = _plan(request, max(table.n, 1))
-    progress(0.4)
-    return Gathered(request, plan, table, unpaired)
+    return queries.CellTable(counted.counts)
+
+
+def _same_cells(a: queries.CellPlan, b: queries.CellPlan) -> bool:
+    return a.names == b.names and all(
+        (x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
+        for x, y in zip(a.reported_edges, b.reported_edges, strict=True)
+    )
 
 
 def _plan(request: AnalysisRequest, n: int) -> queries.CellPlan:
