@@ -153,7 +153,10 @@ def export_plan(
             f"SELECT id FROM {_RESPONSE} WHERE survey_id = %s AND withdrawn_at IS NULL",
             [survey.pk],
         )
-        ids = np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
+        parts = []
+        while rows := cursor.fetchmany(100_000):  # not 10^6 Python tuples at once
+            parts.append(np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)))
+        ids = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
     # A permutation of its own for every export: the row order links nothing.
     np.random.default_rng(secrets.randbits(128)).shuffle(ids)
     audit_record(

@@ -197,6 +197,12 @@ def test_after_a_purge_new_analyses_and_reports_get_410_naming_the_date(
     assert before.status_code == 202, before.json()
     made = tenant.analyst.get(before.json()["url"]).json()
     assert made["status"] == "succeeded", made
+    with capture(execute=True):
+        report = tenant.analyst.post(f"/api/v1/surveys/{profile.pk}/reports/", format="json")
+    assert report.status_code == 202, report.json()
+    download = f"/api/v1/reports/{report.json()['id']}/download/?format=csv"
+    csv_before = tenant.analyst.get(download)
+    assert csv_before.status_code == 200
     assert _purge(tenant.analyst, profile).status_code == 200
     date = Survey.objects.get(pk=profile.pk).purged_at.date().isoformat()
 
@@ -223,6 +229,8 @@ def test_after_a_purge_new_analyses_and_reports_get_410_naming_the_date(
     assert own.status_code == 202, own.json()
     # What was made before stays readable, unchanged.
     assert tenant.analyst.get(before.json()["url"]).json() == made
+    csv_after = tenant.analyst.get(download)
+    assert csv_after.status_code == 200 and csv_after.content == csv_before.content
 
 
 def test_an_analysis_queued_before_the_purge_fails_naming_it(
