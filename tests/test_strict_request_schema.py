@@ -103,7 +103,7 @@ def test_the_analysis_request_schema_lists_what_the_server_takes(schema: dict[st
     assert request["additionalProperties"] is False
     assert set(request["properties"]) == {
         "survey", "kind", "attribute", "where", "method", "size", "seed", "strata",
-        "quotas", "reserves", "objective", "max_outside",
+        "quotas", "reserves", "objective", "max_outside", "after", "after_attribute", "panel",
     }  # fmt: skip
     assert set(components["QuotaRequest"]["properties"]) == {"where", "min", "max"}
     assert components["QuotaRequest"]["additionalProperties"] is False
@@ -140,15 +140,15 @@ def _cases(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str, 
     return {
         ("post", "/api/v1/consultations/"): (
             "analyst", consultation_body, "Unknown field; a consultation has description, "
-            "min_cell, min_responses, title.",
+            "min_cell, min_responses, privacy_budget, title.",
         ),
         ("put", "/api/v1/consultations/{id}/"): (
             "analyst", consultation_body, "Unknown field; a consultation has description, "
-            "min_cell, min_responses, title.",
+            "min_cell, min_responses, privacy_budget, title.",
         ),
         ("patch", "/api/v1/consultations/{id}/"): (
             "analyst", {"min_cell": 7}, "Unknown field; a consultation has description, "
-            "min_cell, min_responses, title.",
+            "min_cell, min_responses, privacy_budget, title.",
         ),
         ("post", "/api/v1/portal-origins/"): (
             "analyst", {"origin": "https://www.leeds.gov.uk"},
@@ -156,15 +156,15 @@ def _cases(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str, 
         ),
         ("post", "/api/v1/surveys/"): (
             "analyst", survey_body,
-            "Unknown field; a survey has consultation, kind, questions, title.",
+            "Unknown field; a survey has consultation, kind, questions, retention_days, title.",
         ),
         ("put", "/api/v1/surveys/{id}/"): (
             "analyst", {"title": "renamed", "questions": [question]},
-            "Unknown field; a survey has consultation, kind, questions, title.",
+            "Unknown field; a survey has consultation, kind, questions, retention_days, title.",
         ),
         ("patch", "/api/v1/surveys/{id}/"): (
             "analyst", {"title": "renamed"},
-            "Unknown field; a survey has consultation, kind, questions, title.",
+            "Unknown field; a survey has consultation, kind, questions, retention_days, title.",
         ),
         ("post", "/api/v1/surveys/{id}/responses/"): (
             "portal", {"participant": "p-100", "answers": good_answers(2)},
@@ -178,6 +178,10 @@ def _cases(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str, 
             "portal", {"participant": "p-1", "withdrawal_token": "not-it"},
             "Unknown field; a withdrawal has participant, withdrawal_token.",
         ),
+        ("post", "/api/v1/surveys/{id}/responses/budget/"): (
+            "portal", {"participant": "p-1", "withdrawal_token": "not-it"},
+            "Unknown field; a budget request has participant, withdrawal_token.",
+        ),
         ("post", "/api/v1/surveys/{id}/calibration/"): (
             "analyst", {"question": "skips_class", "pairs": [["never", "always"]]},
             "Unknown field; a calibration upload has pairs, question.",
@@ -188,8 +192,9 @@ def _cases(world: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str, 
         ),
         ("post", "/api/v1/analyses/"): (
             "analyst", {"survey": survey, "kind": "distribution", "attribute": "sex"},
-            "Unknown field; an analysis request has attribute, kind, max_outside, method, "
-            "objective, quotas, reserves, seed, size, strata, survey, where.",
+            "Unknown field; an analysis request has after, after_attribute, attribute, kind, "
+            "max_outside, method, objective, panel, quotas, reserves, seed, size, strata, survey, "
+            "where.",
         ),
         ("post", "/api/v1/aggregate-reconstructions/"): (
             "analyst", {"counts": [23, 22], "channel": [[0.2, 0.8], [0.8, 0.2]]},
@@ -222,7 +227,8 @@ def test_every_operation_with_a_body_refuses_an_unknown_field_naming_it(
         errors = refused.json()["errors"]
         assert errors == {"colour": [message]}, (method, path, errors)
         accepted = send(url, body, format="json")
-        expected = 404 if path.endswith("/withdraw/") else None  # a wrong token: 404, not 400
+        # a wrong token: 404, not 400
+        expected = 404 if path.endswith(("/withdraw/", "/budget/")) else None
         assert accepted.status_code in ((expected,) if expected else (200, 201, 202)), (
             method, path, accepted.content,
         )  # fmt: skip
@@ -234,7 +240,7 @@ def test_an_unknown_survey_field_is_named_in_the_readers_language(world: dict[st
     body = {"consultation": world["consultation"], "kind": "opinion", "title": "t", "questons": []}
     german = tenant.analyst.post("/api/v1/surveys/", body, format="json", HTTP_ACCEPT_LANGUAGE="de")
     polish = tenant.analyst.post("/api/v1/surveys/", body, format="json", HTTP_ACCEPT_LANGUAGE="pl")
-    known = "consultation, kind, questions, title"
+    known = "consultation, kind, questions, retention_days, title"
     assert german.json()["errors"] == {"questons": [f"Unbekanntes Feld; eine Umfrage hat {known}."]}
     assert polish.json()["errors"] == {"questons": [f"Nieznane pole; ankieta ma pola {known}."]}
 

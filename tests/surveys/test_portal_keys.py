@@ -1,6 +1,7 @@
 """Portal keys sit in public web pages: they may do only what a resident needs.
 
-Read the scheme of an open survey, submit, withdraw with the participant's withdrawal token;
+Read the scheme of an open survey, submit, withdraw with the participant's withdrawal token,
+read the participant's privacy budget with that token;
 every other endpoint of the API answers 403 (or 404), checked over the whole OpenAPI schema
 so that an endpoint added later is covered too.
 """
@@ -24,6 +25,7 @@ PORTAL_ALLOWED = {
     ("POST", "/api/v1/surveys/{id}/responses/"),
     ("POST", "/api/v1/surveys/{id}/responses/bulk/"),
     ("POST", "/api/v1/surveys/{id}/responses/withdraw/"),
+    ("POST", "/api/v1/surveys/{id}/responses/budget/"),
 }
 
 
