@@ -1,4 +1,4 @@
-"""Downloads of analyses and report tables as CSV or XLSX (reconstruction/exports.py).
+"""Downloads of analyses and report tables as CSV, XLSX or ZIP (reconstruction/exports.py).
 
 Shared by the API and the admin site: :func:`analysis_export_response` and
 :func:`report_export_response` build the file; the views only find the job.
@@ -23,8 +23,10 @@ from reconstruction.models import AnalysisJob, Job, Report
 
 FORMAT_PARAMETER = OpenApiParameter(
     "format", str, enum=list(exports.FORMATS), default="csv",
-    description="csv (column descriptions and privacy notes as leading # lines) or xlsx "
-    "(sheets: the table, `columns`, `privacy`)",
+    description="csv (the table alone: a header row, rounded numbers), zip (the table as "
+    "`<kind or report>.csv` with `columns.csv`, `notes.csv` and, for an analysis, "
+    "`request.json`) or xlsx (sheets: the table, `columns`, `privacy` and, for an "
+    "analysis, `request`)",
 )  # fmt: skip
 LANG_PARAMETER = OpenApiParameter(
     "lang", str, enum=["en", "de", "pl"], required=False,
@@ -33,13 +35,14 @@ LANG_PARAMETER = OpenApiParameter(
 FILE_RESPONSES = {
     (200, "text/csv"): OpenApiTypes.BINARY,
     (200, exports.XLSX_TYPE): OpenApiTypes.BINARY,
+    (200, exports.ZIP_TYPE): OpenApiTypes.BINARY,
 }
 
 
 def _checked(job: Job, fmt: str, what: str) -> None:
     if fmt not in exports.FORMATS:
         raise exceptions.ValidationError(
-            {"format": _("Unknown format %(format)r; use csv or xlsx.") % {"format": fmt}}
+            {"format": _("Unknown format %(format)r; use csv, xlsx or zip.") % {"format": fmt}}
         )
     if job.status != Job.Status.SUCCEEDED:
         raise exceptions.ValidationError(
@@ -80,7 +83,7 @@ class AnalysisExportApi(APIView):
     permission_classes = [IsAnalyst]
 
     @extend_schema(
-        summary="Download an analysis result as CSV or XLSX",
+        summary="Download an analysis result as CSV, XLSX or ZIP",
         parameters=[FORMAT_PARAMETER, LANG_PARAMETER],
         responses=FILE_RESPONSES,
     )
@@ -94,7 +97,7 @@ class ReportExportApi(APIView):
     permission_classes = [IsAnalyst]
 
     @extend_schema(
-        summary="Download a report's table as CSV or XLSX",
+        summary="Download a report's table as CSV, XLSX or ZIP",
         parameters=[FORMAT_PARAMETER, LANG_PARAMETER],
         responses=FILE_RESPONSES,
     )

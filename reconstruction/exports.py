@@ -1,9 +1,19 @@
-"""Analyses and report tables as CSV and XLSX downloads, built with pandas and openpyxl.
+"""Analyses and report tables as CSV, XLSX and ZIP downloads, built with pandas and openpyxl.
 
-Every export carries, besides the data, a description of each column and the privacy notes
-(how answers were distorted, the disclosure thresholds, what "suppressed" means): in XLSX
-as the sheets ``columns`` and ``privacy``; in CSV as ``#`` comment lines before the table
-(``pandas.read_csv(path, comment="#")`` reads the table alone).
+The table is a plain table a spreadsheet opens as it is: a header row, then one row per
+cell, participant or result, numbers rounded (:func:`rounded`). What the columns mean, the
+privacy notes (how answers were distorted, the disclosure thresholds, what "suppressed"
+means) and, for an analysis, its request as JSON travel beside it, never inside it:
+
+- ``csv``: the table alone;
+- ``zip``: the table (``<title>.csv``), ``columns.csv``, ``notes.csv`` and, for an
+  analysis, ``request.json``;
+- ``xlsx``: the sheets ``<title>``, ``columns``, ``privacy`` and, for an analysis,
+  ``request``.
+
+A kind contributes its table as an :class:`Export` (its rows, the meaning of its columns,
+its notes): reconstruction/transitions.py does for a change what :func:`analysis_export`
+does for the other kinds.
 
 Spreadsheet formula injection (OWASP "CSV injection"): a question text, category or
 reference is typed by an analyst, staff member or portal, so a cell that a spreadsheet
@@ -15,9 +25,13 @@ always a string cell, never a formula (:func:`to_xlsx`).
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import json
+import math
 import re
-from collections.abc import Iterable, Iterator
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,13 +47,12 @@ from reconstruction.presentation import privacy_sentence, section_labels
 
 CSV_TYPE = "text/csv; charset=utf-8"
 XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-FORMATS = {"csv": CSV_TYPE, "xlsx": XLSX_TYPE}
+ZIP_TYPE = "application/zip"
+FORMATS = {"csv": CSV_TYPE, "xlsx": XLSX_TYPE, "zip": ZIP_TYPE}
 
 # OWASP's formula triggers; defusedcsv covers the first four (and | and %), not tab and CR.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"-?[0-9.,]+(e[+-]?[0-9]+)?", re.IGNORECASE)
-# In a '#' comment line: a trigger right after a separator would start a cell too.
-_COMMENT_CELL = re.compile(r"(^|[,;\t])(\s*)(?=[=+\-@])")
 
 
 def safe_cell(value: Any) -> Any:
@@ -67,13 +80,6 @@ def csv_writer(out: Any, **options: Any) -> Any:
     return _Writer()
 
 
-def safe_comment(text: str) -> str:
-    """A ``#`` comment line's text with no cell a spreadsheet would run: line breaks
-    become spaces and a trigger after a separator gets a leading ``'``."""
-    flat = str(text).replace("\r", " ").replace("\n", " ")
-    return _COMMENT_CELL.sub(lambda m: f"{m.group(1)}{m.group(2)}'", flat)
-
-
 def safe_csv_lines(text: str) -> Iterator[str]:
     """An already written CSV (e.g. a stored attachment) rewritten through
     :func:`csv_writer`, one line at a time."""
@@ -86,11 +92,13 @@ def safe_csv_lines(text: str) -> Iterator[str]:
 
 @dataclass(frozen=True)
 class Export:
-    """One table with what its columns mean and the privacy notes that apply to it."""
+    """One table with what its columns mean, the privacy notes that apply to it and,
+    for an analysis, the request it answers (written as JSON beside the table)."""
 
     data: pd.DataFrame
     columns: dict[str, str]
     notes: list[str]
+    request: Mapping[str, Any] | None = None
 
     def description(self) -> pd.DataFrame:
         return pd.DataFrame(
@@ -206,8 +214,12 @@ def analysis_export(
     result = localise_result(result)
     columns = _columns()
     notes = _disclosure_notes(thresholds)
-    notes.append(_("Request: %(spec)s") % {"spec": spec})
     notes.extend(translate_notes(result.get("notes")))
+    return dataclasses.replace(_analysis_table(result, columns, notes), request=dict(spec))
+
+
+def _analysis_table(result: dict[str, Any], columns: dict[str, str], notes: list[str]) -> Export:
+    """The table of :func:`analysis_export` by the shape of the result."""
     if transitions.is_change(result):
         notes.extend(transitions.net_shift_sentences(result))
         order = ["quantity", "before", "after", "estimate", "ci95_low", "ci95_high", "suppressed"]
@@ -303,26 +315,81 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-def to_csv(export: Export) -> bytes:
+# Columns whose numbers are shares or probabilities, and their decimals.
+_FINE = {"proportion": 4, "selection_probability": 6, "epsilon": 3}
+
+
+def rounded(column: str, value: Any) -> Any:
+    """A number as a reader wants it in a table: shares and probabilities to a few
+    decimals (:data:`_FINE`), other numbers to 1 decimal from 100 on, 2 from 1 on and 3
+    significant digits below (a mean of a 1-5 scale keeps 2.47, a count 1,234.5); whole
+    numbers, booleans and text as they are."""
+    plain = _plain(value)
+    if not isinstance(plain, float) or isinstance(plain, bool) or not math.isfinite(plain):
+        return plain
+    if column in _FINE:
+        return round(plain, _FINE[column])
+    size = abs(plain)
+    if size >= 100:
+        return round(plain, 1)
+    if size >= 1:
+        return round(plain, 2)
+    if size == 0:
+        return 0.0
+    return round(plain, 2 - math.floor(math.log10(size)))
+
+
+def _rows(frame: pd.DataFrame) -> Iterator[list[Any]]:
+    columns = [str(c) for c in frame.columns]
+    for row in frame.itertuples(index=False):
+        yield [rounded(c, v) for c, v in zip(columns, row, strict=True)]
+
+
+def _csv(frame: pd.DataFrame) -> bytes:
     out = io.StringIO()
-    out.write("# " + _("Columns") + "\n")
-    for name, meaning in export.description().itertuples(index=False):
-        out.write("# " + safe_comment(f"{name}: {meaning}") + "\n")
-    out.write("# " + _("Privacy notes") + "\n")
-    for note in export.notes:
-        out.write("# " + safe_comment(note) + "\n")
     writer = csv_writer(out, lineterminator="\n")
-    writer.writerow(list(export.data.columns))
-    for row in export.data.itertuples(index=False):
-        writer.writerow([_plain(v) for v in row])
+    writer.writerow(list(frame.columns))
+    writer.writerows(_rows(frame))
     return out.getvalue().encode("utf-8")
 
 
+def to_csv(export: Export) -> bytes:
+    """The table alone: a header row and rounded numbers (no comment lines: a
+    spreadsheet shows them as data rows); its description goes in :func:`to_zip`."""
+    return _csv(export.data)
+
+
+def _notes(export: Export) -> pd.DataFrame:
+    return pd.DataFrame({_("note"): export.notes})
+
+
+def request_json(export: Export) -> str:
+    """The request as JSON (indented, keys as sent)."""
+    return json.dumps(export.request, ensure_ascii=False, indent=2, default=str)
+
+
+def to_zip(export: Export, title: str) -> bytes:
+    """The table (``<title>.csv``) with ``columns.csv``, ``notes.csv`` and, for an
+    analysis, ``request.json`` beside it."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(f"{_file_title(title)}.csv", _csv(export.data))
+        archive.writestr("columns.csv", _csv(export.description()))
+        archive.writestr("notes.csv", _csv(_notes(export)))
+        if export.request is not None:
+            archive.writestr("request.json", request_json(export) + "\n")
+    return buffer.getvalue()
+
+
+def _file_title(title: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", title).strip("-") or "data"
+
+
 def _sheet(book: Any, title: str, frame: pd.DataFrame) -> None:
-    """One sheet: a header row, then the values; every string is a string cell (openpyxl
-    would store a string beginning with '=' as a formula)."""
+    """One sheet: a header row, then the rounded values; every string is a string cell
+    (openpyxl would store a string beginning with '=' as a formula)."""
     sheet = book.create_sheet(title)
-    for r, row in enumerate([list(frame.columns), *frame.itertuples(index=False)], start=1):
+    for r, row in enumerate([list(frame.columns), *_rows(frame)], start=1):
         for c, value in enumerate(row, start=1):
             plain = _plain(value)
             if plain is None:
@@ -339,7 +406,9 @@ def to_xlsx(export: Export, title: str) -> bytes:
     book.remove(book.active)
     _sheet(book, title[:31] or "data", export.data)
     _sheet(book, "columns", export.description())
-    _sheet(book, "privacy", pd.DataFrame({_("note"): export.notes}))
+    _sheet(book, "privacy", _notes(export))
+    if export.request is not None:
+        _sheet(book, "request", pd.DataFrame({"JSON": [request_json(export)]}))
     buffer = io.BytesIO()
     book.save(buffer)
     return buffer.getvalue()
@@ -348,4 +417,6 @@ def to_xlsx(export: Export, title: str) -> bytes:
 def render(export: Export, fmt: str, title: str) -> bytes:
     if fmt == "xlsx":
         return to_xlsx(export, title)
+    if fmt == "zip":
+        return to_zip(export, title)
     return to_csv(export)

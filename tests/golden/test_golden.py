@@ -34,9 +34,11 @@ A failure lists each case whose output changed and the first differing path.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -126,6 +128,11 @@ class Recorder:
             if exports and job["status"] == "succeeded":
                 export = self.client.get(f"{created['url']}export/?format=csv")
                 case["export_csv"] = (export.status_code, self.text(export.content.decode()))
+                # What travels beside the table (the zip's notes and request.json).
+                bundle = self.client.get(f"{created['url']}export/?format=zip")
+                with zipfile.ZipFile(io.BytesIO(bundle.content)) as archive:
+                    case["export_notes"] = self.text(archive.read("notes.csv").decode())
+                    case["export_request"] = self.clean(json.loads(archive.read("request.json")))
             if "probabilities_url" in result:
                 csv = self.client.get(result["probabilities_url"])
                 case["probabilities_csv"] = b"".join(csv.streaming_content).decode()

@@ -65,7 +65,9 @@ def test_a_distribution_is_asked_for_in_the_admin_and_its_result_shown(
     assert 'id="result-chart"' in page and "<svg" in page
     assert "eq" in page.split('id="result-summary"')[1].split("</table>")[0]
     export = staff.get(f"/admin/analyses/{job.pk}/export/?format=csv")
-    assert export.status_code == 200 and b"# Privacy notes" in export.content
+    assert export.status_code == 200 and export.content.startswith(b"cell,estimate,")
+    bundle = staff.get(f"/admin/analyses/{job.pk}/export/?format=zip")
+    assert bundle.status_code == 200 and bundle["Content-Type"] == "application/zip"
 
 
 def test_a_mean_with_a_condition_shows_estimate_and_interval(

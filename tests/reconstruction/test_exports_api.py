@@ -4,6 +4,8 @@ for (tasks run in-process on SQLite)."""
 from __future__ import annotations
 
 import io
+import json
+import zipfile
 from typing import Any
 
 import openpyxl
@@ -41,8 +43,10 @@ def test_a_report_table_downloads_as_csv_and_xlsx(
     assert csv.status_code == 200 and csv["Content-Type"].startswith("text/csv")
     assert f'report-{report["id"]}.csv"' in csv["Content-Disposition"]
     text = csv.content.decode()
-    assert text.startswith("# Columns\n") and "# Privacy notes\n" in text
-    table = pd.read_csv(io.StringIO(text), comment="#")
+    # A plain table: the header first, no comment lines (Excel shows them as data rows).
+    assert text.startswith("question,text,cell,naive_count,estimate,proportion,")
+    assert not any(line.startswith("#") for line in text.splitlines())
+    table = pd.read_csv(io.StringIO(text))
     document = analyst.get(f"/api/v1/reports/{report['id']}/download/?format=json").json()
     published = [q for q in document["questions"] if q["published"]]
     expected_rows = sum(len(q["reconstructed"]["counts"]) for q in published) + sum(
@@ -53,8 +57,23 @@ def test_a_report_table_downloads_as_csv_and_xlsx(
     rows = table[table["question"] == first["key"]]
     estimates = [c for c in first["reconstructed"]["counts"]]
     assert rows["estimate"].tolist() == pytest.approx(
-        [float("nan") if c is None else c for c in estimates], nan_ok=True
+        [float("nan") if c is None else c for c in estimates], nan_ok=True, abs=0.05
     )
+    # Rounded: no 17-digit floats.
+    assert all(len(str(v).split(".")[-1]) <= 4 for v in table["estimate"].dropna())
+
+    # The zip: the same table, what its columns mean, the notes.
+    bundle = analyst.get(url, {"format": "zip", "lang": "de"})
+    assert bundle.status_code == 200 and bundle["Content-Type"] == "application/zip"
+    assert f'report-{report["id"]}.zip"' in bundle["Content-Disposition"]
+    with zipfile.ZipFile(io.BytesIO(bundle.content)) as archive:
+        assert sorted(archive.namelist()) == ["columns.csv", "notes.csv", "report.csv"]
+        german = pd.read_csv(io.BytesIO(archive.read("report.csv")))
+        assert list(german.columns) == list(table.columns) and len(german) == len(table)
+        columns = pd.read_csv(io.BytesIO(archive.read("columns.csv")))
+        assert columns.iloc[:, 0].tolist() == list(table.columns)
+        notes = archive.read("notes.csv").decode()
+        assert "Server" in notes and "Every answer" not in notes  # German, as asked
 
     xlsx = analyst.get(url, {"format": "xlsx", "lang": "pl"})
     assert xlsx.status_code == 200
@@ -78,13 +97,27 @@ def test_an_analysis_downloads_as_csv_and_xlsx(analyst, data, django_capture_on_
         {"survey": data.opinion.pk, "kind": "distribution", "attribute": "satisfaction"},
     )
     url = f"/api/v1/analyses/{job['id']}/export/"
-    table = pd.read_csv(io.StringIO(analyst.get(url).content.decode()), comment="#")
+    text = analyst.get(url).content.decode()
+    assert text.startswith("cell,estimate,proportion,ci95_low,ci95_high,suppressed,method\n")
+    table = pd.read_csv(io.StringIO(text))
     assert table["cell"].astype(str).tolist() == job["result"]["categories"]
     assert table["estimate"].tolist() == pytest.approx(
-        [float("nan") if c is None else c for c in job["result"]["counts"]], nan_ok=True
+        [float("nan") if c is None else c for c in job["result"]["counts"]], nan_ok=True, abs=0.05
     )
+    assert all(len(str(v).split(".")[-1]) <= 4 for v in table["proportion"].dropna())
+    request = {"survey": data.opinion.pk, "kind": "distribution", "attribute": "satisfaction"}
+    with zipfile.ZipFile(io.BytesIO(analyst.get(url, {"format": "zip"}).content)) as archive:
+        assert sorted(archive.namelist()) == [
+            "columns.csv", "distribution.csv", "notes.csv", "request.json",
+        ]  # fmt: skip
+        # The request as JSON, not a Python repr ({'kind': ...} before).
+        assert json.loads(archive.read("request.json"))["kind"] == "distribution"
+        assert json.loads(archive.read("request.json")).items() >= request.items()
     book = openpyxl.load_workbook(io.BytesIO(analyst.get(url, {"format": "xlsx"}).content))
-    assert book.sheetnames == ["distribution", "columns", "privacy"]
+    assert book.sheetnames == ["distribution", "columns", "privacy", "request"]
+    assert json.loads(book["request"]["A2"].value)["attribute"] == "satisfaction"
+    notes = [row[0] for row in book["privacy"].values]
+    assert not any("{'" in str(note) for note in notes)  # no Python repr anywhere
 
 
 def test_exports_of_another_organisation_are_404(

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import csv
 import io
+import zipfile
 from typing import Any
 
 import openpyxl
 import pytest
 
-from reconstruction.exports import safe_cell, safe_comment
+from reconstruction.exports import safe_cell
 from surveys.services import responses_submit_bulk
 from tests.factories import (
     client_for,
@@ -117,11 +118,19 @@ def test_analysis_exports_are_text_not_formulas(hostile: dict[str, Any]) -> None
     assert "=1+2" in values
 
 
-def test_cells_and_comment_lines_are_neutralised() -> None:
+def test_every_file_of_the_zip_is_escaped(hostile: dict[str, Any]) -> None:
+    client, report = hostile["client"], hostile["report"]
+    download = client.get(f"/api/v1/reports/{report}/export/", {"format": "zip"})
+    assert download.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(download.content)) as archive:
+        table = archive.read("report.csv").decode()
+        _assert_csv_escaped(table)
+        for name in ("columns.csv", "notes.csv"):
+            for cell in _cells(archive.read(name).decode()):
+                assert not cell.startswith(TRIGGERS), (name, cell)
+
+
+def test_cells_are_neutralised() -> None:
     hostile = [*HOSTILE, "\tTAB", "\rCR"]
     assert [safe_cell(v) for v in hostile] == ["'" + v for v in hostile]
     assert safe_cell("-0.5") == "-0.5" and safe_cell(-3) == -3 and safe_cell("p-1") == "p-1"
-    # A comment line is one line with no cell that starts with a trigger after a comma.
-    line = safe_comment("Request: {'a': 1}, =1+2,@x\nnext")
-    assert "\n" not in line
-    assert all(not part.lstrip().startswith(TRIGGERS) for part in line.split(",")[1:])

@@ -13,6 +13,7 @@ import io
 import itertools
 import math
 import re
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -231,8 +232,11 @@ def test_panel_meets_every_quota_exactly_on_undistorted_answers(
     export = world.analyst.get(f"{URL}{job['id']}/export/?format=csv")
     assert export.status_code == 200
     text = export.content.decode()
-    assert "quotas[0] (sex in [F]): quota 9 to 11, expected true count" in text
-    table = list(csv.DictReader(line for line in io.StringIO(text) if not line.startswith("#")))
+    bundle = world.analyst.get(f"{URL}{job['id']}/export/?format=zip")
+    with zipfile.ZipFile(io.BytesIO(bundle.content)) as archive:
+        notes = archive.read("notes.csv").decode()
+    assert "quotas[0] (sex in [F]): quota 9 to 11, expected true count" in notes
+    table = list(csv.DictReader(io.StringIO(text)))
     assert [row["participant"] for row in table] == members + reserves
     assert [row["reserve_rank"] for row in table[-4:]] == ["1", "2", "3", "4"]
 
@@ -293,8 +297,10 @@ def test_the_guarantee_is_stored_as_its_template_and_read_in_the_readers_languag
     polish = world.analyst.get(url, HTTP_ACCEPT_LANGUAGE="pl").json()["result"]["guarantee"]
     assert polish.startswith("Panel 20 osób wylosowano w jawnej loterii"), polish
     assert "wszystkie kwoty (3)" in polish and "przedział 95% pokazuje" in polish, polish
-    export = world.analyst.get(f"{url}export/?format=csv&lang=de").content.decode()
-    assert f"# guarantee: {german}" in export and "published lottery" not in export
+    bundle = world.analyst.get(f"{url}export/?format=zip&lang=de").content
+    with zipfile.ZipFile(io.BytesIO(bundle)) as archive:
+        notes = [row[0] for row in csv.reader(io.StringIO(archive.read("notes.csv").decode()))]
+    assert f"guarantee: {german}" in notes and "published lottery" not in str(notes)
     User.objects.create_superuser("organiser", "o@example.org", "a-long-passw0rd")
     client.login(username="organiser", password="a-long-passw0rd")
     page = client.get(f"/admin/reconstruction/analysisjob/{job['id']}/change/?lang=de")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import zipfile
 
 import openpyxl
 import pandas as pd
@@ -139,17 +140,41 @@ def test_language_of_falls_back_to_the_default(requested, expected):
     assert language_of(requested) == expected
 
 
-def test_report_csv_export_describes_columns_and_privacy_before_the_table():
+def test_report_csv_is_a_plain_table_and_the_zip_describes_it():
     export = exports.report_export(document(section()))
     raw = exports.to_csv(export).decode()
-    comments = [line for line in raw.splitlines() if line.startswith("#")]
-    assert "# naive_count: distorted answers in the cell, counted as if they were true" in comments
-    assert any("never held a true answer" in line for line in comments)
-    table = pd.read_csv(io.StringIO(raw), comment="#")
+    assert not [line for line in raw.splitlines() if line.startswith("#")]
+    table = pd.read_csv(io.StringIO(raw))
     assert list(table["cell"]) == ["sd", "d", "n", "a", "sa"]
     assert table["suppressed"].tolist() == [False, False, True, False, False]
     assert table["estimate"].isna().tolist() == [False, False, True, False, False]
     assert table.loc[3, "ci95_high"] == 180.0
+    with zipfile.ZipFile(io.BytesIO(exports.to_zip(export, "report"))) as archive:
+        assert archive.read("report.csv").decode() == raw
+        columns = pd.read_csv(io.BytesIO(archive.read("columns.csv")))
+        assert (
+            "distorted answers in the cell, counted as if they were true"
+            in columns.set_index("column").loc["naive_count"].tolist()
+        )
+        assert "never held a true answer" in archive.read("notes.csv").decode()
+        assert "request.json" not in archive.namelist()  # a report has no request
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "expected"),
+    [
+        ("estimate", 1234.56789, 1234.6),
+        ("estimate", 3.14159, 3.14),
+        ("ci95_low", 0.0123456, 0.0123),
+        ("proportion", 0.123456789, 0.1235),
+        ("estimate", 0.0, 0.0),
+        ("estimate", 7, 7),
+        ("suppressed", True, True),
+        ("cell", "[16, 20)", "[16, 20)"),
+    ],
+)
+def test_numbers_are_rounded_for_reading(column, value, expected):
+    assert exports.rounded(column, value) == expected
 
 
 def test_report_xlsx_export_has_the_table_columns_and_privacy_sheets():
