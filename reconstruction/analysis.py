@@ -46,7 +46,7 @@ from reconstruction.conditions import (
     attribute_questions,
     parse_where,
 )
-from surveys import selectors, statistics, tallies
+from surveys import joint_counts, selectors, statistics, tallies
 from surveys.models import Question, Survey
 
 
@@ -310,7 +310,7 @@ def tested_counted_with_cells(
 ) -> tuple[AnalysisRequest, int, CellsRead | None]:
     """The whole-number tests (:func:`detect_whole_numbers`) and :func:`counted_with_cells`
     of a joint count, from one scan where the database can (one ``GROUPING SETS`` query,
-    :func:`surveys.statistics.cell_counts_and_half_units`): the tested attributes' half
+    :func:`surveys.joint_counts.cell_counts_and_half_units`): the tested attributes' half
     units and the condition's cell tables of every model the tests may choose (each
     tested attribute on whole numbers or not), planned for the tallies' upper bound on
     ``n`` (:func:`participant_bound`). The tests then choose as they do one by one
@@ -341,7 +341,7 @@ def tested_counted_with_cells(
         n, read = counted_with_cells(request, None)
         return request, n, read
     everyone = [request.questions[key] for key in request.keys]
-    counted, halves = statistics.cell_counts_and_half_units(
+    counted, halves = joint_counts.cell_counts_and_half_units(
         request.survey,
         [_axes(request, guess) for guess in guesses.values()],
         [request.questions[key] for key in keys],

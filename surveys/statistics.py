@@ -184,34 +184,6 @@ def cell_counts_many(
     return [out[index] for index in range(len(tables))]
 
 
-def cell_counts_and_half_units(
-    survey: Survey,
-    tables: Sequence[Sequence[Axis]],
-    halves: Sequence[Question],
-    *,
-    require: Sequence[Question] = (),
-    using: str = "default",
-) -> tuple[list[NDArray[np.float64]], dict[int, HalfUnits]]:
-    """:func:`cell_counts_many` of ``tables`` and :func:`half_unit_counts` of each of
-    ``halves``, over the same participants (everyone who answered every question named),
-    from one scan on PostgreSQL (one ``GROUPING SETS`` query: a joint count's
-    whole-number tests and its cell tables); elsewhere one query each.
-    """
-    if any(not axes for axes in tables):
-        raise ValueError("cell statistics need at least one axis")
-    questions = [a.question for axes in tables for a in axes] + list(halves) + list(require)
-    columns = {_axis_key(axis) for axes in tables for axis in axes}
-    if (
-        connections[using].vendor != "postgresql"
-        or len(columns) + 2 * len(halves) > _GROUPING_WIDTH
-    ):
-        counts = cell_counts_many(survey, tables, require=questions, using=using)
-        units = {q.pk: half_unit_counts(survey, q, require=questions, using=using) for q in halves}
-        return counts, units
-    out, units = _grouping_sets(survey, tables, range(len(tables)), questions, using, halves)
-    return [out[index] for index in range(len(tables))], units
-
-
 @contextmanager
 def _hashed(using: str) -> Iterator[None]:
     """A transaction whose grouping-sets queries hash every set: PostgreSQL guesses far
@@ -749,7 +721,6 @@ __all__ = [
     "Moments",
     "analysis_alias",
     "attribute_columns",
-    "cell_counts_and_half_units",
     "cell_counts_many",
     "cell_statistics",
     "condition_count",

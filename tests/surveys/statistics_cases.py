@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from consultations.models import Consultation
 from reconstruction.algorithms import queries
-from surveys import statistics, tallies
+from surveys import joint_counts, statistics, tallies
 from surveys.ingest import this_hour
 from surveys.models import Answer, Participant, Question, Response, Survey
 from tests.factories import consultation_factory, organisation_factory, survey_factory
@@ -173,7 +173,7 @@ def check_sql_equals_numpy(
         [statistics.Axis(questions["age"], cut[:1])],
     ]
     tested = [questions["age"], questions["score"]]
-    counted, units = statistics.cell_counts_and_half_units(
+    counted, units = joint_counts.cell_counts_and_half_units(
         opinion, joint, tested, require=ordered, using=using
     )
     for axes, counts in zip(joint, counted, strict=True):
@@ -190,16 +190,24 @@ def check_sql_equals_numpy(
     ages = np.asarray([a[1] for a in live], dtype=np.float64)
     own = [questions["sex"], questions["age"]]
     assert statistics.participant_count(profile, own, using=using) == len(live)
-    counted, units = statistics.cell_counts_and_half_units(
-        profile, [joint[0]], [questions["age"]], require=own, using=using
+    # (One GROUP BY there: the ages in half units, and the cut at edges that are not
+    # multiples of a half as a column of its own; surveys/joint_counts.py.)
+    halved = np.unique(np.floor(2 * cut) / 2)
+    counted, units = joint_counts.cell_counts_and_half_units(
+        profile,
+        [joint[0], [statistics.Axis(questions["sex"]), statistics.Axis(questions["age"], halved)]],
+        [questions["age"]],
+        require=own,
+        using=using,
     )
-    expected = np.zeros((2, cut.size + 1))
-    np.add.at(
-        expected,
-        (sexes, queries.cell_index(ages, np.concatenate([[-np.inf], cut, [np.inf]]))),
-        1,
-    )
-    np.testing.assert_array_equal(counted[0], expected)
+    for edges, got in ((cut, counted[0]), (halved, counted[1])):
+        expected = np.zeros((2, edges.size + 1))
+        np.add.at(
+            expected,
+            (sexes, queries.cell_index(ages, np.concatenate([[-np.inf], edges, [np.inf]]))),
+            1,
+        )
+        np.testing.assert_array_equal(got, expected)
     own_units, own_tally = np.unique(np.floor(2 * ages).astype(int), return_counts=True)
     assert units[questions["age"].pk] == statistics.HalfUnits(
         dict(zip(own_units.tolist(), own_tally.tolist(), strict=True)),
