@@ -10,10 +10,11 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from consultations.admin import staff_actor
 from core.messages import localise_result, translate_notes
-from reconstruction import registry
+from reconstruction import registry, result_view
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
 from reconstruction.services import report_create
 from surveys.admin import SurveyAdmin
@@ -45,16 +46,48 @@ class JobAdmin(admin.ModelAdmin):
         return False
 
 
+def _moment(value: Any) -> str:
+    """A time in the active language's format, in the site's time zone."""
+    from django.utils import formats, timezone
+
+    return "—" if value is None else str(formats.localize(timezone.localtime(value)))
+
+
 @admin.register(AnalysisJob)
 class AnalysisJobAdmin(JobAdmin):
     """Analyses are asked for with a form (reconstruction/admin_analysis.py) and read on a
     result page with the estimate, its interval, the method, the notes and a chart."""
 
-    list_display = ("id", "kind", "survey", "status", "progress", "requested_by", "created_at")
+    list_display = (
+        "id", "kind_shown", "survey", "status_shown", "progress", "requested_by", "created_at"
+    )  # fmt: skip
     list_filter = ("status", "kind", "organisation")
-    readonly_fields = ("organisation", "survey", "kind", "spec", "result", *JOB_FIELDS)
-    exclude = ("attachment", "error", "error_message")  # error_text shows the reason
+    # The raw request and result are under "technical details" on the result page.
+    fields = readonly_fields = (
+        "organisation", "survey", "kind_shown", "status_shown", "progress", "error_text",
+        "attempts", "requester", "created_at", "started", "finished",
+    )  # fmt: skip
     change_form_template = "admin/reconstruction/analysisjob/result_change_form.html"
+
+    @admin.display(description=_("kind"), ordering="kind")
+    def kind_shown(self, job: AnalysisJob) -> str:
+        return result_view.kind_label(registry.KINDS.get(job.kind), job.kind)
+
+    @admin.display(description=_("status"), ordering="status")
+    def status_shown(self, job: AnalysisJob) -> str:
+        return result_view.status_label(job.status)
+
+    @admin.display(description=_("started at"))
+    def started(self, job: AnalysisJob) -> str:
+        return _moment(job.started_at)
+
+    @admin.display(description=_("finished at"))
+    def finished(self, job: AnalysisJob) -> str:
+        return _moment(job.finished_at)
+
+    @admin.display(description=_("requested by"))
+    def requester(self, job: AnalysisJob) -> str:
+        return job.requested_by
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         # The analysis and panel forms run through add_view / panel/: the model permission.
@@ -82,16 +115,23 @@ class AnalysisJobAdmin(JobAdmin):
     ) -> Any:
         from django.utils.safestring import mark_safe
 
-        from reconstruction.presentation import result_chart_svg, result_summary
+        from reconstruction.presentation import result_chart_svg
 
         job = self.get_object(request, object_id)
         context = dict(extra_context or {})
         if job is not None:
             result = job.result or {}
+            succeeded = job.status == Job.Status.SUCCEEDED
             context.update(
                 job=job,
                 finished=job.status in Job.FINISHED,
-                summary=result_summary(result) if job.status == Job.Status.SUCCEEDED else [],
+                kind_label=self.kind_shown(job),
+                status_label=self.status_shown(job),
+                headline=result_view.headline(result) if succeeded else "",
+                category_rows=result_view.category_rows(result) if succeeded else [],
+                summary=result_view.summary_rows(result) if succeeded else [],
+                interval_meaning=result_view.interval_meaning(),
+                technical=result_view.technical(job.spec, localise_result(result)),
                 notes=translate_notes(result.get("notes")),
                 chart=mark_safe(result_chart_svg(result))  # matplotlib's own SVG
                 if job.status == Job.Status.SUCCEEDED

@@ -1,8 +1,7 @@
-"""Analyses in the admin: a form asking for a count, a mean or a distribution with
-conditions built from the survey's questions, and a result page (estimate, interval,
-method, notes, chart). Requests go through the API's serializer and the same service, so
-they are validated with the same messages and written to the audit trail as from the API.
-(Panels have their own form.)
+"""Analyses in the admin: a form asking for a count, a mean or a distribution in plain
+words (reconstruction/admin_request_form.py, built from the kinds), and the panel form.
+Requests go through the API's serializer and the same service, so they are validated with
+the same messages and written to the audit trail as from the API.
 """
 
 from __future__ import annotations
@@ -21,37 +20,21 @@ from django.utils.translation import gettext_lazy
 
 from consultations.admin import staff_actor
 from consultations.admin_scoping import scope_queryset
-from reconstruction import registry, services
+from reconstruction import services
+from reconstruction.admin_request_form import AnalysisRequestForm, survey_questions
 from reconstruction.analysis import AnalysisInputError
 from reconstruction.conditions import OPERATORS
 from reconstruction.serializers import AnalysisRequestSerializer
-from surveys import selectors as survey_selectors
 from surveys.models import Survey
 from surveys.retention import SurveyPurged
 
-CONDITION_ROWS = 3
 OPS = [(name, op.symbol) for name, op in OPERATORS.items()]
 
 
-def admin_kinds() -> list[tuple[str, str]]:
-    """The registry's kinds the form offers (sampling kinds and panels have their own)."""
-    return [
-        (name, _(kind.label) if kind.label else name)  # a kind's plain words, when it has them
-        for name, kind in registry.KINDS.items()
-        if not kind.sampling and kind.admin_form
-    ]
-
-
 def attribute_choices(survey: Survey) -> list[tuple[str, str]]:
-    questions = list(survey_selectors.survey_questions(survey))
-    profile = survey_selectors.profile_survey(survey)
-    if profile is not None and profile.pk != survey.pk:
-        questions += list(survey_selectors.survey_questions(profile))
-    choices, seen = [], set()
-    for question in questions:
-        if question.key in seen:
-            continue
-        seen.add(question.key)
+    """The panel form's questions: key (type: categories or range)."""
+    choices = []
+    for question in survey_questions(survey):
         shape = (
             ", ".join(question.categories)
             if question.is_discrete
@@ -59,76 +42,6 @@ def attribute_choices(survey: Survey) -> list[tuple[str, str]]:
         )
         choices.append((question.key, f"{question.key} ({question.type}: {shape})"))
     return choices
-
-
-class AnalysisRequestForm(forms.Form):
-    kind = forms.ChoiceField(label=gettext_lazy("What to estimate"))
-    attribute = forms.ChoiceField(label=gettext_lazy("Of which question"), required=False)
-    method = forms.ChoiceField(label=gettext_lazy("Method"), required=False)
-
-    def __init__(self, *args: Any, survey: Survey, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        attributes = attribute_choices(survey)
-        self.fields["kind"].choices = admin_kinds()
-        self.fields["attribute"].choices = [("", "—"), *attributes]
-        self.fields["method"].choices = [("", _("default"))] + [
-            (m, m) for m in registry.all_methods()
-        ]
-        # How opinions changed: the after survey of the same consultation (and its key).
-        others = Survey.objects.filter(consultation_id=survey.consultation_id).exclude(pk=survey.pk)
-        self.fields["after"] = forms.ChoiceField(
-            label=_("After survey (how opinions changed)"), required=False,
-            choices=[("", "—"), *((str(s.pk), str(s)) for s in others)],
-        )  # fmt: skip
-        self.fields["after_attribute"] = forms.CharField(
-            label=_("Its question, when the key differs"), required=False, max_length=64
-        )
-        self.fields["panel"] = forms.IntegerField(
-            label=_("Only the members of panel (analysis id)"), required=False, min_value=1
-        )
-        for i in range(CONDITION_ROWS):
-            self.fields[f"where_{i}_attribute"] = forms.ChoiceField(
-                label=_("Condition %(n)s: question") % {"n": i + 1},
-                choices=[("", "—"), *attributes], required=False,
-            )  # fmt: skip
-            self.fields[f"where_{i}_op"] = forms.ChoiceField(
-                label=_("operator"), choices=OPS, required=False
-            )
-            self.fields[f"where_{i}_value"] = forms.CharField(
-                label=_("value"), required=False,
-                help_text=_("categories separated by commas; a number; or a, b for between"),
-            )  # fmt: skip
-
-    def spec(self) -> dict[str, Any]:
-        data = self.cleaned_data
-        spec: dict[str, Any] = {"kind": data["kind"]}
-        if data.get("attribute"):
-            spec["attribute"] = data["attribute"]
-        if data.get("method"):
-            spec["method"] = data["method"]
-        if data.get("after"):
-            spec["after"] = int(data["after"])
-        for name in ("after_attribute", "panel"):
-            if data.get(name):
-                spec[name] = data[name]
-        where = []
-        for i in range(CONDITION_ROWS):
-            attribute = data.get(f"where_{i}_attribute")
-            if not attribute:
-                continue
-            op = data.get(f"where_{i}_op") or "in"
-            raw = (data.get(f"where_{i}_value") or "").strip()
-            value: Any
-            if op == "in":
-                value = [part.strip() for part in raw.split(",") if part.strip()]
-            elif op == "between":
-                value = [_number(part) for part in raw.split(",")]
-            else:
-                value = _number(raw)
-            where.append({"attribute": attribute, "op": op, "value": value})
-        if where:
-            spec["where"] = where
-        return spec
 
 
 def _number(text: str) -> Any:
@@ -185,10 +98,14 @@ def request_analysis_view(model_admin: admin.ModelAdmin, request: HttpRequest) -
                     for message in _flatten(exc.errors):
                         form.add_error(None, message)
                 else:
-                    model_admin.message_user(
-                        request, _("Analysis %(id)s was queued.") % {"id": job.pk},
-                        messages.SUCCESS,
-                    )  # fmt: skip
+                    # The result page says how far the job is; a banner is only needed
+                    # while it waits (run in-process, it has already finished).
+                    job.refresh_from_db(fields=["status"])
+                    if job.status not in job.FINISHED:
+                        model_admin.message_user(
+                            request, _("Analysis %(id)s was queued.") % {"id": job.pk},
+                            messages.SUCCESS,
+                        )  # fmt: skip
                     return HttpResponseRedirect(
                         reverse("admin:reconstruction_analysisjob_change", args=[job.pk])
                     )
@@ -201,7 +118,7 @@ def request_analysis_view(model_admin: admin.ModelAdmin, request: HttpRequest) -
         "survey": survey,
         "form": form,
     }
-    return TemplateResponse(request, "admin/reconstruction/analysis_request.html", context)
+    return TemplateResponse(request, "admin/reconstruction/analysis_form.html", context)
 
 
 # --------------------------------------------------------------------------- panels

@@ -339,6 +339,15 @@ def result_chart_svg(result: dict[str, Any]) -> str:
         figure.tight_layout()
     else:
         return ""
+    from matplotlib.ticker import FuncFormatter
+
+    from core.i18n import number
+
+    # Tick labels in the reader's number format (1.000 in German).
+    for axes in figure.axes:
+        for axis in (axes.xaxis, axes.yaxis):
+            if axis.get_major_locator().__class__.__name__ != "FixedLocator":
+                axis.set_major_formatter(FuncFormatter(lambda value, _position: number(value)))
     buffer = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "result"}):
         figure.savefig(buffer, format="svg")
@@ -386,32 +395,47 @@ def panel_probabilities(attachment: str) -> list[float]:
 
 
 def panel_chart_svg(result: dict[str, Any], probabilities: list[float]) -> str:
-    """Two charts of a panel: every candidate's selection probability (a histogram, with
-    the equal share size / candidates marked) and each quota's band against the expected
-    true count of the drawn panel with its 95% interval."""
+    """Two charts of a panel: the lowest, median and highest selection probability of the
+    candidates against the fair share (panel size / candidates), as bars on a percent axis
+    in the reader's number format; and each quota's band against the expected true count
+    of the drawn panel with its 95% interval."""
     import matplotlib
 
     matplotlib.use("Agg")
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
+
+    from core.i18n import number
 
     quotas = result.get("quotas") or []
     rows = 2 if quotas else 1
-    height = 2.6 + (0.45 * len(quotas) + 1.2 if quotas else 0)
+    height = 2.4 + (0.45 * len(quotas) + 1.2 if quotas else 0)
     figure = Figure(figsize=(CHART_WIDTH, height))
     FigureCanvasAgg(figure)
-    ratios = [2.6, 0.45 * len(quotas) + 1.2] if quotas else [1]
+    ratios = [2.4, 0.45 * len(quotas) + 1.2] if quotas else [1]
     grid = figure.add_gridspec(rows, 1, height_ratios=ratios)
     axes = figure.add_subplot(grid[0])
     values = np.asarray(probabilities, dtype=np.float64)
+    percent = FuncFormatter(lambda value, _position: f"{number(100 * value)} %")
     if values.size:
-        axes.hist(values, bins=min(30, max(5, values.size // 5)), color=ESTIMATE_COLOUR)
         share = len(result.get("participants") or []) / values.size
-        axes.axvline(share, color=NAIVE_COLOUR, linestyle="--", label=_("equal share"))
-        axes.legend(frameon=False, fontsize=8)
-    axes.set_xlabel(_("selection probability"), fontsize=9)
-    axes.set_ylabel(_("candidates"), fontsize=9)
+        names = [_("lowest"), _("median"), _("highest")]
+        figures = [float(values.min()), float(np.median(values)), float(values.max())]
+        position = np.arange(len(names))
+        axes.barh(position, figures, color=ESTIMATE_COLOUR, height=0.55)
+        for i, value in enumerate(figures):
+            axes.text(value, i, f"  {number(100 * value)} %", va="center", fontsize=9)
+        axes.axvline(share, color="#c05621", linestyle="--", linewidth=1.5,
+                     label=_("fair share: %(share)s (panel size / candidates)")
+                     % {"share": f"{number(100 * share)} %"})  # fmt: skip
+        axes.set_yticks(position, names, fontsize=9)
+        axes.invert_yaxis()
+        axes.set_xlim(0, max([*figures, share]) * 1.3 or 1)
+        axes.legend(frameon=False, fontsize=8, loc="lower right")
+    axes.xaxis.set_major_formatter(percent)
+    axes.set_xlabel(_("chance of being selected"), fontsize=9)
     axes.spines[["top", "right"]].set_visible(False)
     if quotas:
         bands = figure.add_subplot(grid[1])

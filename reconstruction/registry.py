@@ -72,3 +72,27 @@ __all__ = [
     "methods_description",
     "register",
 ]
+
+
+METHOD_HELP: dict[str, str] = {
+    "joint": gettext_noop(
+        "fits the questions of the condition together from the distorted answers"
+    ),
+    "figure3": gettext_noop(
+        "gives each resident their most likely true answers, then counts (fast, can be biased)"
+    ),
+    "naive": gettext_noop("takes the distorted answers as true (for comparison only: biased)"),
+    "unbiased": gettext_noop("corrects the average of the distorted numbers for the noise"),
+    "overall": gettext_noop("the average of everybody's distorted numbers, corrected"),
+    "em_as": gettext_noop("expectation-maximisation, stopped when the estimate settles"),
+    "eq": gettext_noop("solves the channel's equations directly (can give negative counts)"),
+    "nstops": gettext_noop("NStoPS, for the uniform negative survey"),
+    "nstops_i": gettext_noop("NStoPS-I, for negative surveys"),
+    "nstops_ii": gettext_noop("NStoPS-II, for the uniform negative survey"),
+    "mle": gettext_noop("maximum likelihood, for negative surveys"),
+    "em": gettext_noop("expectation-maximisation over intervals of the range"),
+    "as": gettext_noop("Agrawal-Srikant reconstruction over intervals of the range"),
+    "posterior": gettext_noop("draws by each resident's posterior probability of the condition"),
+}
+"""One line per method name for people choosing one (the admin's analysis form); a
+method missing here is shown by its name."""

@@ -10,28 +10,14 @@ import math
 from typing import Any
 
 from django.conf import settings
-from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 
+from core.i18n import number
 from core.messages import translate
 from privacy.mechanisms.descriptors import CONTINUOUS, DISCRETE, report_sentence
 from surveys import schemes, selectors
 from surveys.models import Question, Survey
 from surveys.preview import preview
-
-
-def number(value: float, places: int | None = None) -> str:
-    """A number in the active language's format (1,000.5 / 1.000,5), grouped; a float
-    without ``places`` to three significant digits."""
-    if places is None:
-        if isinstance(value, int) or (float(value).is_integer() and abs(value) >= 100):
-            return str(number_format(int(value), 0, force_grouping=True))
-        size = math.floor(math.log10(abs(value))) if value else 0
-        places = max(0, 2 - size)
-        text = str(number_format(round(float(value), places), places, force_grouping=True))
-        separator = str(number_format(0.5, 1))[1]
-        return text.rstrip("0").rstrip(separator) if separator in text else text
-    return str(number_format(round(value, places), places, force_grouping=True))
 
 
 def _as_api(question: Question) -> dict[str, Any]:

@@ -149,7 +149,8 @@ class AnalysisKind:
     repeated on every bootstrap replicate). ``attachment``: the result comes with a CSV
     of selection probabilities; ``admin_form``: the admin's analysis form offers it;
     ``label``: what it estimates in plain words (``gettext_noop``; interfaces translate it
-    and fall back to ``name``).
+    and fall back to ``name``); ``attribute_types`` and ``type_methods``: what the
+    admin's analysis form offers for the target question's type.
     ``resolve(survey, request)``
         Resolves the typed request against the schema itself (a kind that reads a second
         survey); default :func:`reconstruction.analysis.resolve` of its attributes.
@@ -183,6 +184,11 @@ class AnalysisKind:
     attachment: bool = False
     admin_form: bool = True
     label: str = ""
+    attribute_types: tuple[str, ...] = ("discrete", "continuous")
+    """The question types the target ``attribute`` may have (the admin form offers those)."""
+    type_methods: Mapping[str, tuple[str, ...]] | None = None
+    """Methods by the target question's type (``discrete``/``continuous``), the default
+    first, for a kind whose methods depend on it (``methods_for``); ``None``: ``methods``."""
     resolve: Callable[[Any, KindRequest], AnalysisRequest] | None = None
 
     def allowed_methods(self, request: AnalysisRequest) -> tuple[str, ...]:

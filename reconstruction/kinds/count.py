@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from reconstruction import analysis, cost, disclosure
 from reconstruction.algorithms import queries
 from reconstruction.algorithms.audit import Published
@@ -139,6 +141,7 @@ def published(
 
 KIND = base.AnalysisKind(
     name=NAME,
+    label=gettext_noop("how many…"),
     summary="how many participants meet a conjunctive condition",
     methods=METHODS,
     default_method=DEFAULT_METHOD,

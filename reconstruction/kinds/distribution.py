@@ -392,6 +392,7 @@ def question_published(
 
 KIND = base.AnalysisKind(
     name=NAME,
+    label=gettext_noop("breakdown of…"),
     summary="the reconstructed distribution of a question, overall or within a group "
     "(discrete questions: em_as by default; continuous ones: em by default)",
     methods=METHODS,
@@ -404,6 +405,13 @@ KIND = base.AnalysisKind(
     cost=cost.check_cost,
     attribute="required",
     methods_for=methods_for,
+    type_methods={
+        "discrete": (DISCRETE_DEFAULT, *(m for m in DISCRETE_METHODS if m != DISCRETE_DEFAULT)),
+        "continuous": (
+            CONTINUOUS_DEFAULT,
+            *(m for m in CONTINUOUS_METHODS if m != CONTINUOUS_DEFAULT),
+        ),
+    },
     validate=validate,
     whole_number_tests=whole_number_tests,
     overall_alone=True,

@@ -181,6 +181,7 @@ def published(
 
 KIND = base.AnalysisKind(
     name=NAME,
+    label=gettext_noop("average of…"),
     summary="the mean of a continuous question, overall or within a group",
     methods=METHODS,
     default_method=DEFAULT_METHOD,
@@ -191,6 +192,7 @@ KIND = base.AnalysisKind(
     published=published,
     cost=cost.check_cost,
     attribute="required",
+    attribute_types=("continuous",),
     validate=validate,
     whole_number_tests=whole_number_tests,
 )

@@ -594,6 +594,7 @@ def privacy_caveat() -> Message:
 
 KIND = base.AnalysisKind(
     name=NAME,
+    label=gettext_noop("select a panel"),
     summary="a panel drawn by a fair lottery over quota-satisfying panels (maximin, nash "
     "or leximin of Flanigan et al. 2021 on the posteriors of the distorted answers); "
     "bounds no panel of any pool can meet are a 400, quotas that these candidates' "

@@ -495,6 +495,7 @@ def published(
 
 KIND = base.AnalysisKind(
     name=NAME,
+    label=gettext_noop("draw a sample"),
     summary="participants drawn for a deliberative panel (001, Section IV-B)",
     methods=METHODS,
     default_method=DEFAULT_METHOD,

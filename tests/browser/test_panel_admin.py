@@ -125,7 +125,8 @@ def test_organiser_draws_a_panel_with_quotas_and_reads_its_report(
     assert len(quotas) == 2 and "sex in [F]" in quotas[0] and "5 to 5" in quotas[0], quotas
     assert "5.0" in quotas[0]  # exact answers: the expected count is the true count
     assert page.locator("#panel-chart svg").count() == 1
-    assert "selection probability" in page.inner_text("#panel-chart")
+    chart = page.inner_text("#panel-chart")
+    assert "chance of being selected" in chart and "fair share" in chart, chart
     assert "expected true counts" in page.inner_text("#panel-caveat")
     members = job.result["participants"]
     assert len(members) == 10 and all(m in page.inner_text("#panel-members") for m in members)

@@ -3,6 +3,9 @@ validation and audit apply, and the result page shows estimate, interval, method
 
 from __future__ import annotations
 
+import math
+import re
+
 import numpy as np
 import pytest
 from django.contrib.auth.models import User
@@ -77,7 +80,7 @@ def test_a_mean_with_a_condition_shows_estimate_and_interval(
     with django_capture_on_commit_callbacks(execute=True):
         response = staff.post(url, {
             "kind": "mean", "attribute": "age",
-            "where_0_attribute": "visits", "where_0_op": "in", "where_0_value": "some, many",
+            "where_0_attribute": "visits", "where_0_categories": ["some", "many"],
         })  # fmt: skip
     assert response.status_code == 302, response.content.decode()[-2000:]
     job = AnalysisJob.objects.get()
@@ -85,8 +88,13 @@ def test_a_mean_with_a_condition_shows_estimate_and_interval(
     page = staff.get(response["Location"]).content.decode()
     summary = page.split('id="result-summary"')[1].split("</table>")[0]
     assert "estimate" in summary and "95% interval" in summary
+    # Rounded to two significant digits of the interval's half-width, not 17 digits.
     low, high = job.result["ci95"]
-    assert f"{low:,.2f} to {high:,.2f}" in summary
+    places = max(0, 1 - math.floor(math.log10((high - low) / 2)))
+    assert f"{low:,.{places}f} to {high:,.{places}f}" in summary
+    assert not re.search(r"\d\.\d{4,}", summary)
+    headline = page.split('id="result-headline">')[1].split("</p>")[0]
+    assert "The average is about" in headline and f"{high:,.{places}f}" in headline
 
 
 def test_bad_requests_get_the_apis_messages_and_no_job(staff, open_survey):
@@ -94,7 +102,7 @@ def test_bad_requests_get_the_apis_messages_and_no_job(staff, open_survey):
     page = staff.post(url, {"kind": "distribution"}).content.decode()
     assert "A distribution needs the attribute to analyse." in page
     page = staff.post(url, {
-        "kind": "count", "where_0_attribute": "age", "where_0_op": "in", "where_0_value": "x",
+        "kind": "count", "where_0_attribute": "age", "where_0_op": "gt",
     }).content.decode()  # fmt: skip
     assert 'id="analysis-errors"' in page
     assert not AnalysisJob.objects.exists()
