@@ -92,7 +92,7 @@ def aggregate_reconstruction_run(*, job_id: int) -> AggregateReconstruction | No
 def _audit_details(spec: dict[str, Any]) -> dict[str, Any]:
     keep = (
         "kind", "attribute", "where", "method", "size", "seed", "strata",
-        "quotas", "reserves", "objective", "max_outside",
+        "quotas", "reserves", "objective", "max_outside", "after", "after_attribute", "panel",
     )  # fmt: skip
     return {key: spec[key] for key in keep if key in spec}
 

@@ -92,10 +92,9 @@ def _after_survey(before: Survey, after_id: int) -> Survey:
         raise _refuse(
             "after",
             gettext_noop(
-                "the after survey is the before survey (%(survey)s): a change needs two "
-                "surveys of the same residents"
+                "the after survey is the before survey: a change needs two surveys of the "
+                "same residents"
             ),
-            survey=before.pk,
         )
     after = Survey.objects.filter(pk=after_id).first() if after_id else None
     if after is None or after.consultation_id != before.consultation_id:

@@ -15,6 +15,8 @@ on seeded pools:
   count, mean, sample and stratified sample, and a report;
 - ``whole_years``: whole-year ages without a declared step (the whole-number tests) and
   under the staircase mechanism with ``step: 1``;
+- ``change``: a before and an after survey of the same simulated residents (issue 29):
+  the change, with a condition on the profile, with another key after, and its 400s;
 - ``panel``: the exact panel consultation of ``test_panel_api`` (three objectives,
   ``max_outside``) and a panel from distorted answers.
 
@@ -90,7 +92,7 @@ class Recorder:
             return [self.clean(v) for v in value]
         if isinstance(value, str):
             return self.text(value)
-        if key == "survey" and isinstance(value, int):
+        if key in ("survey", "after") and isinstance(value, int):
             return self.label(value)
         return value
 
@@ -106,8 +108,10 @@ class Recorder:
         return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?", "<time>", value)
 
     def body(self, spec: dict[str, Any]) -> dict[str, Any]:
-        survey = spec.get("survey")
-        return {**spec, "survey": self.surveys[survey]} if isinstance(survey, str) else spec
+        return {  # survey labels (the survey, a change's after survey) as their ids
+            k: self.surveys[v] if k in ("survey", "after") and isinstance(v, str) else v
+            for k, v in spec.items()
+        }
 
     # -- requests ---------------------------------------------------------------------
     def analysis(self, name: str, spec: dict[str, Any], *, exports: bool = False) -> Any:
@@ -733,3 +737,28 @@ def test_panels(django_capture_on_commit_callbacks: Any) -> None:
     run.analysis("distorted_plain", distorted_body, exports=True)
     run.analysis("distorted_max_outside", {**distorted_body, "max_outside": 0.2})
     compare("panel", run.cases)
+
+
+def test_changes(django_capture_on_commit_callbacks: Any) -> None:
+    """Issue 29: the change kind on test_change_api's consultation (3,000 pairs)."""
+    from tests.reconstruction.test_change_api import _build
+
+    analyst = client_for("north", "analyst")
+    built = _build(Organisation.objects.get(slug="north"))
+    labels = ("before", "after", "profile", "elsewhere")
+    run = Recorder(analyst, django_capture_on_commit_callbacks,
+                   {name: built[name].pk for name in labels})  # fmt: skip
+    body = {"survey": "before", "kind": "change", "after": "after", "attribute": "support"}
+    run.analysis("change", body, exports=True)
+    run.analysis("change_women", {**body, "where": where(("sex", "in", ["F"]))})
+    run.analysis(
+        "change_other_key",
+        {**body, "attribute": "support_before", "after_attribute": "support_after"},
+    )
+    run.analysis("bad_change_same_survey", {**body, "after": "before"})
+    run.analysis("bad_change_elsewhere", {**body, "after": "elsewhere"})
+    run.analysis("bad_change_categories", {**body, "attribute": "mood"})
+    run.analysis("bad_change_continuous", {**body, "attribute": "score"})
+    run.analysis("bad_change_no_after", {k: v for k, v in body.items() if k != "after"})
+    run.report("report_before", "before")
+    compare("change", run.cases)
