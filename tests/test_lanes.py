@@ -151,3 +151,25 @@ def test_a_worker_imports_what_the_first_report_needs_before_its_pool_forks() ->
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "['matplotlib.figure', 'openpyxl', 'pandas']"
+
+
+def test_the_web_application_imports_its_views_when_it_is_loaded() -> None:
+    """gunicorn loads config/wsgi.py once, in its master (preload_app), and forks the
+    workers from it: the views and the analysis path they import are loaded there, not
+    on each worker's first request (which then took 1-2 s)."""
+    probe = (
+        "import sys\n"
+        "import config.wsgi\n"
+        "print(all(m in sys.modules for m in ('reconstruction.apis', 'reconstruction.pipeline')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DJANGO_DEBUG": "1", "DJANGO_SETTINGS_MODULE": "config.settings"},
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "True"
