@@ -430,3 +430,18 @@ def test_without_a_budget_the_resident_sees_no_cap(tenant):
     token = submit(tenant.portal, survey, "p-1", ANSWERS).json()["withdrawal_token"]
     seen = budget_of(tenant.portal, survey, "p-1", token)
     assert seen.json() == {"budget": None, "spent": None, "remaining": None}
+
+
+def test_without_a_budget_or_reuse_a_submission_reads_nothing_more(tenant):
+    """The hot path: once the survey is cached, a submission to an unbudgeted survey
+    without reuse reads neither the ledger, nor the budget, nor the questions."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    survey = survey_factory(consultation_factory(tenant.organisation), questions=two_rr())
+    assert submit(tenant.portal, survey, "p-1", ANSWERS).status_code == 201  # warms caches
+    with CaptureQueriesContext(connection) as queries:
+        assert submit(tenant.portal, survey, "p-2", ANSWERS).status_code == 201
+    read = " ".join(q["sql"] for q in queries.captured_queries)
+    assert "privacyledger" not in read and "privacy_budget" not in read
+    assert "surveys_question" not in read
