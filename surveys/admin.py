@@ -255,6 +255,14 @@ class SurveyAdmin(SurveyPurgeActionMixin, admin.ModelAdmin):
             "respondents": _respondents(request.GET),
             "previews": [],
             "live_preview": True,
+            # Which languages each consultation's organisation has: the cards show the
+            # translation fields of the chosen consultation's languages only.
+            "consultation_languages": {
+                str(c.pk): list(c.organisation.languages or [])
+                for c in scope_queryset(
+                    request, Consultation.objects.select_related("organisation")
+                )
+            },
         }
         return super().add_view(request, form_url, extra_context=context)
 

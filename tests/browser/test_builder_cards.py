@@ -42,6 +42,9 @@ def test_a_survey_with_every_question_type_is_built_without_json(
     page.select_option("#id_consultation", str(consultation.pk))
     page.select_option("#id_kind", "opinion")
     page.fill("#id_title", "Parks survey")
+    # The organisation speaks English and German: no Polish fields on its cards.
+    assert page.locator("#id_questions-0-text_de").is_visible()
+    assert page.locator("#id_questions-0-text_pl").is_hidden()
     # Nowhere an organiser works is a JSON box; randomised response comes first, chosen.
     assert page.locator("textarea").count() == 0
     assert page.input_value("#id_questions-0-mechanism") == "randomised_response"

@@ -146,8 +146,26 @@
     });
   }
 
+  // On the add page: only the chosen consultation's languages get translation fields.
+  function languages() {
+    const data = document.getElementById("consultation-languages");
+    const consultation = document.getElementById("id_consultation");
+    if (!data || !consultation) return;
+    const chosen = JSON.parse(data.textContent)[consultation.value];
+    document.querySelectorAll(".form-row[class*='field-text_'], .form-row[class*='field-labels_']")
+      .forEach((row) => {
+        const name = [...row.classList].find((c) => /^field-(text|labels)_/.test(c));
+        const code = name.split("_").pop();
+        row.classList.toggle("hidden-by-language", Boolean(chosen) && !chosen.includes(code));
+      });
+  }
+
   function start() {
     document.querySelectorAll("#questions-group .inline-related").forEach(update);
+    languages();
+    const consultation = document.getElementById("id_consultation");
+    if (consultation) consultation.addEventListener("change", languages);
+    document.addEventListener("formset:added", languages);
     document.querySelectorAll(".list-editor:not([data-labels])").forEach((e) => syncLabels(e, null));
     document.addEventListener("change", (event) => {
       const box = event.target.closest && event.target.closest(".inline-related");
