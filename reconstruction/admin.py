@@ -22,18 +22,45 @@ from surveys.models import Survey
 from surveys.retention import SurveyPurged
 
 JOB_FIELDS = (
-    "status",
+    "status_shown",  # translated (the model's choices are the API's English words)
     "progress",
     "error_text",  # the reason in the admin's language
     "attempts",
-    "requested_by",
+    "requester",
     "created_at",
-    "started_at",
-    "finished_at",
+    "started",
+    "finished",
 )
 
 
-class JobAdmin(admin.ModelAdmin):
+def _moment(value: Any) -> str:
+    """A time in the active language's format, in the site's time zone."""
+    from django.utils import formats, timezone
+
+    return "—" if value is None else str(formats.localize(timezone.localtime(value)))
+
+
+class JobLabels:
+    """A job's status, times and requester labelled and shown in the admin's language."""
+
+    @admin.display(description=_("status"), ordering="status")
+    def status_shown(self, job: Any) -> str:
+        return result_view.status_label(job.status)
+
+    @admin.display(description=_("started at"))
+    def started(self, job: Any) -> str:
+        return _moment(job.started_at)
+
+    @admin.display(description=_("finished at"))
+    def finished(self, job: Any) -> str:
+        return _moment(job.finished_at)
+
+    @admin.display(description=_("requested by"))
+    def requester(self, job: Any) -> str:
+        return str(job.requested_by)
+
+
+class JobAdmin(JobLabels, admin.ModelAdmin):
     list_filter = ("status", "organisation")
     search_fields = ("requested_by",)
     date_hierarchy = "created_at"
@@ -44,13 +71,6 @@ class JobAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
-
-
-def _moment(value: Any) -> str:
-    """A time in the active language's format, in the site's time zone."""
-    from django.utils import formats, timezone
-
-    return "—" if value is None else str(formats.localize(timezone.localtime(value)))
 
 
 @admin.register(AnalysisJob)
@@ -72,22 +92,6 @@ class AnalysisJobAdmin(JobAdmin):
     @admin.display(description=_("kind"), ordering="kind")
     def kind_shown(self, job: AnalysisJob) -> str:
         return result_view.kind_label(registry.KINDS.get(job.kind), job.kind)
-
-    @admin.display(description=_("status"), ordering="status")
-    def status_shown(self, job: AnalysisJob) -> str:
-        return result_view.status_label(job.status)
-
-    @admin.display(description=_("started at"))
-    def started(self, job: AnalysisJob) -> str:
-        return _moment(job.started_at)
-
-    @admin.display(description=_("finished at"))
-    def finished(self, job: AnalysisJob) -> str:
-        return _moment(job.finished_at)
-
-    @admin.display(description=_("requested by"))
-    def requester(self, job: AnalysisJob) -> str:
-        return job.requested_by
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         # The analysis and panel forms run through add_view / panel/: the model permission.
@@ -165,7 +169,7 @@ class AnalysisJobAdmin(JobAdmin):
 
 @admin.register(AggregateReconstruction)
 class AggregateReconstructionAdmin(JobAdmin):
-    list_display = ("id", "method", "status", "requested_by", "created_at")
+    list_display = ("id", "method", "status_shown", "requested_by", "created_at")
     readonly_fields = ("organisation", "method", "counts", "channel", "result", *JOB_FIELDS)
 
 
@@ -176,10 +180,12 @@ class StartReportForm(forms.ModelForm):
 
 
 @admin.register(Report)
-class ReportAdmin(admin.ModelAdmin):
+class ReportAdmin(JobLabels, admin.ModelAdmin):
     """Reports are started from here (or from a survey's actions) and downloaded as files."""
 
-    list_display = ("id", "survey", "status", "progress", "requested_by", "created_at", "downloads")
+    list_display = (
+        "id", "survey", "status_shown", "progress", "requested_by", "created_at", "downloads"
+    )  # fmt: skip
     list_filter = ("status", "organisation")
     search_fields = ("survey__title",)
     form = StartReportForm

@@ -127,3 +127,21 @@ def test_the_result_page_shows_the_jobs_progress_until_it_finishes(staff, open_s
     page = staff.get(response["Location"]).content.decode()
     assert 'id="job-progress"' not in page and '<meta http-equiv="refresh"' not in page
     assert 'id="result-chart"' in page
+
+
+def test_job_lists_and_pages_say_kind_and_status_in_the_organisers_language(
+    staff, open_survey, django_capture_on_commit_callbacks
+):
+    url = f"/admin/reconstruction/analysisjob/add/?survey={open_survey.pk}"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff.post(url, {"kind": "distribution", "attribute": "visits"})
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    listing = staff.get(
+        "/admin/reconstruction/analysisjob/", HTTP_ACCEPT_LANGUAGE="de"
+    ).content.decode()
+    assert "Aufteilung von…" in listing and "fertig" in listing
+    page = staff.get(f"{response['Location']}?lang=pl").content.decode()
+    assert "gotowe" in page and "Szczegóły techniczne" in page
+    assert "API key prefix or staff username" not in page  # the model's English help text
+    reports = staff.get("/admin/reconstruction/report/", HTTP_ACCEPT_LANGUAGE="de")
+    assert reports.status_code == 200
