@@ -46,7 +46,7 @@ from reconstruction.conditions import (
     attribute_questions,
     parse_where,
 )
-from surveys import joint_counts, selectors, statistics, tallies
+from surveys import condition_counts, joint_counts, selectors, statistics, tallies
 from surveys.models import Question, Survey
 
 
@@ -638,16 +638,33 @@ def cells(
     return queries.CellTable(counted.counts, counted.sums, counted.squares)
 
 
-def naive_moments(request: AnalysisRequest) -> statistics.Moments:
+def naive_moments(request: AnalysisRequest, *, keys: bool = False) -> condition_counts.Moments:
     """Participants whose reported answers meet the condition, with the target's sum and
-    sum of squares when the request has a continuous target (one SQL aggregate)."""
+    sum of squares when the request has a continuous target (one SQL aggregate); with
+    ``keys``, their record keys' sum (the cell-key method)."""
     where = [(request.questions[c.attribute], c.op, c.value) for c in request.where]
     target = request.target
-    return statistics.condition_moments(
+    return condition_counts.condition_moments(
         request.survey,
         [request.questions[key] for key in request.keys],
         where,
         target=None if target is None or target.is_discrete else target,
+        keys=keys,
+        using=statistics.analysis_alias(),
+    )
+
+
+def keyed_cells(request: AnalysisRequest) -> condition_counts.KeyedCells:
+    """The discrete target's categories among the participants meeting the condition,
+    with their record keys' sums (an exact distribution's cells; the cell-key method)."""
+    target = request.target
+    assert target is not None and target.is_discrete
+    where = [(request.questions[c.attribute], c.op, c.value) for c in request.where]
+    return condition_counts.condition_key_cells(
+        request.survey,
+        [request.questions[key] for key in request.keys],
+        where,
+        target,
         using=statistics.analysis_alias(),
     )
 

@@ -25,7 +25,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_noop
 
 from privacy.mechanisms.messages import Message
-from reconstruction import analysis, registry
+from reconstruction import analysis, disclosure, registry
 from reconstruction.algorithms.audit import Box, Continuous, Discrete, Published, audit
 from reconstruction.analysis import AnalysisInputError, AnalysisRequest
 from reconstruction.jobs import JobRefused
@@ -152,6 +152,9 @@ def publish(job: AnalysisJob, prepared: AnalysisRequest, payload: dict[str, Any]
         new = registry.get(job.kind).published(prepared.params, payload, questions)
         published = published_results(job, questions, population)
         finding = audit(_universe(questions), published, new, threshold) if new else None
+        if finding is not None and registry.get(job.kind).sampling:
+            # A list's refusal reads the same whether its size or the audit refused it.
+            raise JobRefused(disclosure.sample_refused(threshold))
         if finding is not None:
             raise JobRefused(
                 Message(

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from django.utils.translation import gettext_noop
 
-from privacy.mechanisms import group_publishable
+from privacy.mechanisms import cellkey, group_publishable
 from privacy.mechanisms.messages import Message
 from reconstruction import analysis
 from reconstruction.algorithms import queries
@@ -53,14 +53,35 @@ class GroupSize:
     low: float
     high: float
     exact: bool
+    key_sum: int | None = None
+    """The group's records' keys summed (an exact group on a condition): its size is
+    published perturbed by the cell-key method (:mod:`privacy.mechanisms.cellkey`)."""
 
     @property
     def ci95(self) -> tuple[float, float]:
         return (self.low, self.high)
 
+    @property
+    def perturbed(self) -> bool:
+        return self.key_sum is not None
+
+    @property
+    def published(self) -> float:
+        """The size as published: perturbed when counted on exact attributes."""
+        if self.key_sum is None:
+            return self.estimate
+        return float(cellkey.perturbed_count(round(self.estimate), self.key_sum))
+
+    @property
+    def published_ci95(self) -> tuple[float, float]:
+        """What the published size tells of the truth: within the perturbation's bound."""
+        if self.key_sum is None:
+            return self.ci95
+        return cellkey.bounds(self.published)
+
     @staticmethod
-    def counted(n: float) -> GroupSize:
-        return GroupSize(float(n), float(n), float(n), True)
+    def counted(n: float, key_sum: int | None = None) -> GroupSize:
+        return GroupSize(float(n), float(n), float(n), True, key_sum)
 
 
 def publishable(interval: Sequence[float] | Any, threshold: int) -> bool:
@@ -84,6 +105,7 @@ class GroupCells:
     counted: int | None = None
     plan: queries.CellPlan | None = None
     table: queries.CellTable | None = None
+    key_sum: int | None = None
 
 
 def read_group(
@@ -99,7 +121,8 @@ def read_group(
     keys = list(dict.fromkeys(c.attribute for c in conditions))
     sub = replace(request, where=conditions)
     if is_exact(request, keys):
-        return GroupCells(counted=analysis.naive_count(sub))
+        moments = analysis.naive_moments(sub, keys=True)
+        return GroupCells(counted=moments.count, key_sum=moments.key_sum)
     if counted is not None:
         plan, table = counted(conditions)
     else:
@@ -112,7 +135,7 @@ def read_group(
 def fit_group(cells: GroupCells) -> GroupSize:
     """The engine's part of :func:`group_size` (no database)."""
     if cells.counted is not None:
-        return GroupSize.counted(cells.counted)
+        return GroupSize.counted(cells.counted, cells.key_sum)
     assert cells.plan is not None and cells.table is not None
     result = queries.count_from_table(cells.plan, cells.table)
     low, high = result.ci95
@@ -150,6 +173,27 @@ def check_group(size: GroupSize, threshold: int, *, label: Message | str = "") -
                 gettext_noop("%(label)s%(reason)s"), {"label": label, "reason": reason}
             )
         raise JobRefused(reason)
+
+
+def at_most_half(size: float, pool: float) -> bool:
+    """A sample, stratum or panel takes at most half of its estimated pool (issue 26), so
+    no list is ever a whole pool: two lists minus each other name nobody for certain."""
+    return 2 * float(size) <= float(pool)
+
+
+def sample_refused(threshold: int) -> Message:
+    """The one refusal of a sample or panel that is too large for its pool or that the
+    query audit refuses (issue 26): the same words either way, the threshold and what
+    to change, never a pool size."""
+    return Message(
+        gettext_noop(
+            "refused by disclosure control: a sample or panel (and each stratum) may take at "
+            "most half of the participants estimated to meet its condition, and no group it "
+            "implies may be smaller than the threshold of %(threshold)s; ask for fewer "
+            "participants or widen the condition"
+        ),
+        {"threshold": threshold},
+    )
 
 
 def hidden_cells(
@@ -205,6 +249,7 @@ def suppression_reason(threshold: int) -> str:
 __all__ = [
     "GroupCells",
     "GroupSize",
+    "at_most_half",
     "check_group",
     "fit_group",
     "group_size",
@@ -213,5 +258,6 @@ __all__ = [
     "is_exact",
     "publishable",
     "read_group",
+    "sample_refused",
     "suppression_reason",
 ]

@@ -15,7 +15,9 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from privacy.mechanisms import epsilon
+import numpy as np
+
+from privacy.mechanisms import cellkey, epsilon
 from reconstruction.analysis import Thresholds, whole_number_verdict
 from reconstruction.disclosure import hidden_cells as suppress_cells
 from reconstruction.kinds import change
@@ -28,7 +30,7 @@ from reconstruction.kinds.distribution import (
     with_whole_number_note,
 )
 from reconstruction.presentation import report_sections
-from surveys import schemes, selectors, statistics
+from surveys import condition_counts, schemes, selectors, statistics
 from surveys.models import Question, Survey
 
 
@@ -86,16 +88,29 @@ def question_section(
         if statistics_read[3]:
             result = with_whole_number_note(result, question)
     naive_hidden = suppress_cells(naive, thresholds.min_cell)
+    below = [bool(c < thresholds.min_cell) for c in naive]
+    keyed = None
+    if question.mechanism == "none" and question.is_discrete:
+        # A register's cells (issue 26): published with the cell-key perturbation, the
+        # naive counts (the same true counts) too.
+        keyed = condition_counts.condition_key_cells(
+            survey, [question], [], question, using=statistics.analysis_alias()
+        )
+        naive = np.asarray(cellkey.perturbed_counts(keyed.counts, keyed.key_sums), dtype=np.float64)
     section.update(
         published=True,
         reconstructed=distribution_payload(
-            result, question, thresholds.min_cell, exact=question.mechanism == "none"
+            result,
+            question,
+            thresholds.min_cell,
+            exact=question.mechanism == "none",
+            keyed=keyed,
         ),
         naive={
             "counts": [None if h else float(c) for c, h in zip(naive, naive_hidden, strict=True)],
             "suppressed": [bool(h) for h in naive_hidden],
             # Hidden because small (shown as "less than min_cell"), not as a complement.
-            "below_threshold": [bool(c < thresholds.min_cell) for c in naive],
+            "below_threshold": below,
         },
     )
     return section

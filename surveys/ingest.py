@@ -25,6 +25,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from core.errors import Conflict, InvalidInput
+from privacy.mechanisms import cellkey
 from surveys import privacy_budget, tallies
 from surveys.models import Answer, Participant, Response, Survey
 
@@ -55,6 +56,8 @@ class Batch:
     answer_n: list[int]
     # One fresh token per participant, handed out once; only the hashes are stored.
     withdrawal_tokens: list[str] = field(default_factory=list)
+    # One cell-key record key per participant (privacy.mechanisms.cellkey), never published.
+    record_keys: list[int] = field(default_factory=list)
 
     @property
     def withdrawal_token_hashes(self) -> list[str]:
@@ -74,6 +77,13 @@ def new_withdrawal_tokens(count: int) -> list[str]:
     """
     text = base64.urlsafe_b64encode(secrets.token_bytes(24 * count)).decode("ascii")
     return [text[start : start + 32] for start in range(0, 32 * count, 32)]
+
+
+def record_keys(batch: Batch) -> list[int]:
+    """The batch's record keys (drawn in one piece when the batch was built without)."""
+    if len(batch.record_keys) != len(batch.participants):
+        batch.record_keys[:] = cellkey.new_record_keys(len(batch.participants))
+    return batch.record_keys
 
 
 def withdrawal_token_hash(token: str) -> str:
@@ -265,10 +275,11 @@ def _insert_postgresql(survey: Survey, batch: Batch, submitted_at: datetime) -> 
         cursor.execute(
             f"WITH open_survey AS (SELECT id FROM {survey_table} WHERE {_SAME_OPEN_SURVEY}) "
             f"INSERT INTO {response_table} "
-            "(survey_id, participant_id, submitted_at, withdrawal_token_hash) "
-            "SELECT open_survey.id, participant.id, %s, participant.token_hash "
-            "FROM open_survey, unnest(%b::bigint[], %b::varchar[]) "
-            "AS participant(id, token_hash) "
+            "(survey_id, participant_id, submitted_at, withdrawal_token_hash, record_key) "
+            "SELECT open_survey.id, participant.id, %s, participant.token_hash, "
+            "participant.record_key "
+            "FROM open_survey, unnest(%b::bigint[], %b::varchar[], %b::bigint[]) "
+            "AS participant(id, token_hash, record_key) "
             "ON CONFLICT (survey_id, participant_id) DO NOTHING "
             "RETURNING participant_id, id",
             [
@@ -276,6 +287,7 @@ def _insert_postgresql(survey: Survey, batch: Batch, submitted_at: datetime) -> 
                 submitted_at,
                 ordered_ids,
                 batch.withdrawal_token_hashes,
+                record_keys(batch),
             ],
         )
         response_ids = dict(cursor.fetchall())
@@ -317,8 +329,8 @@ def _insert_one_postgresql(survey: Survey, batch: Batch, submitted_at: datetime)
         " ON CONFLICT (consultation_id, reference) DO UPDATE SET reference = EXCLUDED.reference"
         " RETURNING id),"
         f" response AS (INSERT INTO {Response._meta.db_table}"
-        " (survey_id, participant_id, submitted_at, withdrawal_token_hash)"
-        " SELECT open_survey.id, participant.id, %s, %s FROM open_survey, participant"
+        " (survey_id, participant_id, submitted_at, withdrawal_token_hash, record_key)"
+        " SELECT open_survey.id, participant.id, %s, %s, %s FROM open_survey, participant"
         " ON CONFLICT (survey_id, participant_id) DO NOTHING RETURNING id),"
         f" answer AS (INSERT INTO {Answer._meta.db_table}"
         " (response_id, question_id, code, value, n_categories)"
@@ -340,6 +352,7 @@ def _insert_one_postgresql(survey: Survey, batch: Batch, submitted_at: datetime)
                 batch.participants[0],
                 submitted_at,
                 batch.withdrawal_token_hashes[0],
+                record_keys(batch)[0],
                 batch.answer_question,
                 batch.answer_code,
                 batch.answer_value,
@@ -428,9 +441,10 @@ def _insert_orm(survey: Survey, batch: Batch, submitted_at: datetime) -> None:
                 participant_id=participant_ids[ref],
                 submitted_at=submitted_at,
                 withdrawal_token_hash=token_hash,
+                record_key=key,
             )
-            for ref, token_hash in zip(
-                batch.participants, batch.withdrawal_token_hashes, strict=True
+            for ref, token_hash, key in zip(
+                batch.participants, batch.withdrawal_token_hashes, record_keys(batch), strict=True
             )
         ],
         batch_size=500,

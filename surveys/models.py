@@ -280,6 +280,11 @@ class Response(models.Model):
     # SHA-256 of the withdrawal token handed to the participant once, at submission: only
     # the participant can withdraw (a guessed reference withdraws nothing).
     withdrawal_token_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
+    # The cell-key method's record key (issue 26, privacy.mechanisms.cellkey): uniform on
+    # [0, 2**32), drawn at submission, summed per cell in the statistics' GROUP BY, never
+    # published. Nullable without a default (a plain ALTER TABLE; migration 0018 fills
+    # the rows that existed).
+    record_key = models.BigIntegerField(null=True, blank=True, editable=False)
 
     class Meta:
         verbose_name = _("response")

@@ -340,21 +340,6 @@ def question_tables(
     return result
 
 
-def condition_count(
-    survey: Survey,
-    questions: Sequence[Question],
-    where: Sequence[tuple[Question, str, Any]],
-    *,
-    using: str = "default",
-) -> int:
-    """Participants whose *reported* answers meet a conjunction (the naive count).
-
-    ``where`` holds ``(question, op, value)`` with ``op`` in ``in`` (codes), ``gt``,
-    ``lte``, ``between`` (``[t1, t2)``).
-    """
-    return condition_moments(survey, questions, where, using=using).count
-
-
 @dataclass(frozen=True)
 class HalfUnits:
     """A continuous question's reports counted in half units: ``counts[k]`` reports in
@@ -399,65 +384,6 @@ def half_unit_counts(
             counts[int(k)] = int(count)
             fractional += int(other or 0)
     return HalfUnits(counts, fractional)
-
-
-@dataclass(frozen=True)
-class Moments:
-    """How many rows, and the sum and sum of squares of a target's values over them."""
-
-    count: int
-    total: float = 0.0
-    squares: float = 0.0
-
-
-def condition_moments(
-    survey: Survey,
-    questions: Sequence[Question],
-    where: Sequence[tuple[Question, str, Any]],
-    *,
-    target: Question | None = None,
-    using: str = "default",
-) -> Moments:
-    """Participants whose *reported* answers meet a conjunction, with a target's moments.
-
-    One aggregate query (``COUNT``, and with ``target`` the ``SUM`` and sum of squares
-    of its reported values over those participants): the naive count and mean.
-    ``where`` holds ``(question, op, value)`` with ``op`` in ``in`` (codes), ``gt``,
-    ``lte``, ``between`` (``[t1, t2)``).
-    """
-    named = list(questions) + [q for q, _, _ in where] + ([target] if target is not None else [])
-    joins, params = _joins(survey, named, using=using)
-    aliases = _aliases(named)
-    clauses: list[str] = []
-    values: list[Any] = []
-    for question, op, value in where:
-        alias = aliases[question.pk]
-        if op == "in":
-            codes = sorted(int(c) for c in value)
-            clauses.append(f"{alias}.code IN ({', '.join('%s' for _ in codes)})")
-            values += codes
-        elif op == "gt":
-            clauses.append(f"{alias}.value > %s")
-            values.append(float(value))
-        elif op == "lte":
-            clauses.append(f"{alias}.value <= %s")
-            values.append(float(value))
-        elif op == "between":
-            clauses.append(f"{alias}.value >= %s AND {alias}.value < %s")
-            values += [float(value[0]), float(value[1])]
-        else:
-            raise ValueError(f"unknown op {op!r}")
-    moments = ""
-    if target is not None:
-        column = f"{aliases[target.pk]}.value"
-        moments = f", SUM({column}), SUM({column} * {column})"
-    sql = f"SELECT COUNT(*){moments} {joins}" + "".join(f" AND {c}" for c in clauses)
-    with connections[using].cursor() as cursor:
-        cursor.execute(sql, params + values)
-        row = cursor.fetchone()
-    if target is None:
-        return Moments(int(row[0]))
-    return Moments(int(row[0]), float(row[1] or 0.0), float(row[2] or 0.0))
 
 
 CHUNK = 50_000
@@ -718,13 +644,10 @@ __all__ = [
     "Axis",
     "CellStatistics",
     "HalfUnits",
-    "Moments",
     "analysis_alias",
     "attribute_columns",
     "cell_counts_many",
     "cell_statistics",
-    "condition_count",
-    "condition_moments",
     "finite_edges",
     "half_unit_counts",
     "iter_attribute_columns",

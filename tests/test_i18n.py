@@ -406,7 +406,7 @@ def test_a_refusal_found_only_in_the_worker_is_shown_in_the_readers_language(
     survey = survey_factory(consultation_factory(tenant.organisation))
     for index in range(15):
         response_submit(survey=survey, participant=f"p-{index}", answers=good_answers(index))
-    body = {"survey": survey.pk, "kind": "sample", "size": 14, "seed": 3}
+    body = {"survey": survey.pk, "kind": "sample", "size": 7, "seed": 3}
     asked = tenant.analyst.post("/api/v1/analyses/", body, format="json")
     assert asked.status_code == 202, asked.json()
     job_id = asked.json()["id"]
@@ -415,20 +415,26 @@ def test_a_refusal_found_only_in_the_worker_is_shown_in_the_readers_language(
     with translation.override("en"):  # a real worker speaks English
         analysis_run(job_id=job_id)
     job = AnalysisJob.objects.get(pk=job_id)
-    english = "size: a sample of 14 is larger than the 13 participants who answered"
+    # At most half of the 13 left (issue 26: the refusal names the threshold, no count).
+    english = (
+        "size: refused by disclosure control: a sample or panel (and each stratum) may take "
+        "at most half of the participants estimated to meet its condition, and no group it "
+        "implies may be smaller than the threshold of 5; ask for fewer participants or "
+        "widen the condition"
+    )
     assert (job.status, job.error) == ("refused", english)
     assert job.error_message["template"] == "%(field)s: %(problem)s"
-    assert job.error_message["params"]["problem"]["params"] == {"size": 14, "participants": 13}
+    assert job.error_message["params"]["problem"]["params"] == {"threshold": 5}
     url = f"/api/v1/analyses/{job_id}/"
     assert tenant.analyst.get(url).json()["error"] == english
     german = tenant.analyst.get(url, HTTP_ACCEPT_LANGUAGE="de").json()["error"]
     polish = tenant.analyst.get(url + "?lang=pl", HTTP_ACCEPT_LANGUAGE="de").json()["error"]
-    assert german.startswith("size: ") and german != english and "14" in german, german
+    assert german.startswith("size: ") and german != english and "5" in german, german
     assert polish.startswith("size: ") and polish not in (english, german), polish
     with translation.override("de"):
         assert german == "size: " + translation.gettext(
-            "a sample of %(size)s is larger than the %(participants)s participants who answered"
-        ) % {"size": 14, "participants": 13}
+            english[len("size: ") :].replace("threshold of 5", "threshold of %(threshold)s")
+        ) % {"threshold": 5}
     User.objects.create_superuser("organiser", "o@example.org", "a-long-passw0rd")
     client.login(username="organiser", password="a-long-passw0rd")
     page = client.get(

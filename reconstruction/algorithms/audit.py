@@ -32,16 +32,29 @@ result it uses, so on wide reconstructed intervals the rule refuses more than th
 estimates would. Only implications that use at least one new result are reported: older
 ones were judged when they were published.
 
-Limits: step 3 covers single atoms only; unions of atoms are covered when they are
-nested differences (step 2). Beyond ``max_atoms`` atoms or ``max_results`` results only
-step 2 runs. Refusal reasons never state the implied number.
+4. **Unions that are boxes** (issue 26). A cell the analyst could have asked for is a
+   box, and once other results cut its attributes finer it is a union of atoms, which
+   step 3 does not see. Every box built from the pieces (per discrete attribute: the
+   sets the results use, their complements and single categories; per continuous one:
+   every run of consecutive pieces) whose indicator lies in the span is judged as in
+   step 3, up to ``max_boxes`` boxes, when every result its combination uses is exact
+   or perturbed by the cell key (half-width at most ``max_union_half_width``, 2).
+   Results reconstructed from distorted answers are protected by their distortion
+   (local differential privacy), and the worst case of a combination of their wide
+   intervals would refuse runs of cells that are plainly large; their unions are left
+   to steps 2 and 3 as before.
+
+Limits: unions of atoms that are not boxes (e.g. "C and owner, or N and renter") are
+not judged; beyond ``max_atoms`` atoms or ``max_results`` results only step 2 runs, and
+beyond ``max_boxes`` boxes step 4 does not run. Refusal reasons never state the implied
+number.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -154,7 +167,7 @@ class Finding:
     """An implied small cell: which results imply it (indices into ``published + new``)."""
 
     uses: tuple[int, ...]
-    kind: str  # "difference" or "combination"
+    kind: str  # "difference", "combination" or "union"
 
 
 class _Pieces:
@@ -249,6 +262,8 @@ def audit(
     *,
     max_atoms: int = 4096,
     max_results: int = 400,
+    max_boxes: int = 20_000,
+    max_union_half_width: float = 2.0,
     tol: float = 1e-8,
 ) -> Finding | None:
     """The first small cell that ``new`` implies together with ``published``, or ``None``.
@@ -266,6 +281,9 @@ def audit(
         The cell threshold (002_f0fd5869fe299975.txt: 5 per cell).
     max_atoms, max_results : int
         Bounds on the linear-combination check (step 3 of the module docstring).
+    max_boxes, max_union_half_width : int, float
+        Bounds on the unions check (step 4): the number of candidate boxes, and the
+        widest half-interval of a result a judged combination may use.
     tol : float
         Numerical tolerance of the span test.
 
@@ -311,6 +329,7 @@ def audit(
         return None
     leverage = np.sum(vt**2, axis=0)
     known = np.zeros(n_atoms, dtype=bool)
+    s_old = vt_old = np.zeros(0)
     if first_new:  # atoms the published results imply already were judged before
         _, s_old, vt_old = _span(matrix[:first_new], tol)
         if s_old.size:
@@ -327,19 +346,115 @@ def audit(
         half = np.array([(r.high - r.low) / 2 for r in results])
     for column in np.flatnonzero((leverage > 1.0 - 1e-6) & ~known):
         coefficients: NDArray[np.float64] = u @ (vt[:, column] / s)
-        # Snap rounding noise: a combination of 0/1 indicator rows mostly has whole
-        # coefficients (0, 1, -1), and the SVD's 1 - 1e-15 would judge an implied cell of
-        # exactly the threshold (53 - 48 = 5) as 4.99999999999999, below it.
-        whole = np.round(coefficients)
-        near = np.abs(coefficients - whole) < 1e-9
-        coefficients[near] = whole[near]
-        if not np.any(coefficients[first_new:]):
-            continue
-        used = coefficients != 0.0
-        with np.errstate(invalid="ignore"):
-            mid = float(coefficients[used] @ centre[used])
-            spread = float(np.abs(coefficients[used]) @ half[used])
-        if _small(mid - spread, mid + spread, threshold):
-            uses = tuple(int(k) for k in np.flatnonzero(coefficients))
-            return Finding(uses=uses, kind="combination")
+        finding = _judge(coefficients, centre, half, first_new, threshold, "combination")
+        if finding is not None:
+            return finding
+
+    # Step 4: unions of atoms that are boxes themselves (issue 26, the three-box
+    # tracker: count(C) + count(N) - count(item=N and district in {C, N}) is the box
+    # district in {C, N} and item=Y, two atoms once the item splits them).
+    old_vt = vt_old if first_new and s_old.size else None
+    with np.errstate(invalid="ignore"):
+        narrow = half <= max_union_half_width + 1e-9
+    for indicators in _union_boxes(pieces, sets, max_boxes=max_boxes):
+        projected = indicators @ vt.T
+        inside = np.max(np.abs(indicators - projected @ vt), axis=1) < 1e-6
+        if old_vt is not None:  # implied by the published results alone: judged before
+            old = np.max(np.abs(indicators - (indicators @ old_vt.T) @ old_vt), axis=1)
+            inside &= old > 1e-6
+        for index in np.flatnonzero(inside):
+            coefficients = u @ (projected[index] / s)
+            if np.any((np.abs(coefficients) > 1e-9) & ~narrow):
+                continue  # uses a reconstructed (distorted) result: see the docstring
+            finding = _judge(coefficients, centre, half, first_new, threshold, "union")
+            if finding is not None and _floor(matrix, results, indicators[index]) < threshold:
+                return finding
     return None
+
+
+def _floor(
+    matrix: NDArray[np.float64], results: Sequence[Published], box: NDArray[np.float64]
+) -> float:
+    """A lower bound of a box's size from published boxes inside it: the sum of the lower
+    ends of disjoint ones (largest first). The minimum-norm combination of step 4 can be
+    far wider than what is known (a run of cells that holds a published cell of 40 is
+    at least 40, whatever the combination's worst case says)."""
+    outside = matrix @ (1.0 - box) > 0.5
+    taken = np.zeros(box.size, dtype=bool)
+    floor = 0.0
+    for row in sorted(np.flatnonzero(~outside), key=lambda r: -results[r].low):
+        low = results[row].low
+        atoms = matrix[row] > 0.5
+        if not np.isfinite(low) or low <= 0 or (taken & atoms).any():
+            continue
+        taken |= atoms
+        floor += low
+    return floor
+
+
+def _judge(
+    coefficients: NDArray[np.float64],
+    centre: NDArray[np.float64],
+    half: NDArray[np.float64],
+    first_new: int,
+    threshold: float,
+    kind: str,
+) -> Finding | None:
+    """The implied cell ``sum_i c_i y_i`` when it uses a new result and is small."""
+    coefficients = coefficients.copy()
+    # Snap rounding noise: a combination of 0/1 indicator rows mostly has whole
+    # coefficients (0, 1, -1), and the SVD's 1 - 1e-15 would judge an implied cell of
+    # exactly the threshold (53 - 48 = 5) as 4.99999999999999, below it.
+    whole = np.round(coefficients)
+    near = np.abs(coefficients - whole) < 1e-9
+    coefficients[near] = whole[near]
+    if not np.any(coefficients[first_new:]):
+        return None
+    used = coefficients != 0.0
+    with np.errstate(invalid="ignore"):
+        mid = float(coefficients[used] @ centre[used])
+        spread = float(np.abs(coefficients[used]) @ half[used])
+    if _small(mid - spread, mid + spread, threshold):
+        return Finding(uses=tuple(int(k) for k in np.flatnonzero(coefficients)), kind=kind)
+    return None
+
+
+def _union_boxes(
+    pieces: _Pieces, sets: Sequence[list[frozenset[int]]], *, max_boxes: int, batch: int = 512
+) -> Iterator[NDArray[np.float64]]:
+    """Indicators (rows over the atoms) of the boxes step 4 judges, in batches.
+
+    Per attribute: every set of pieces a result's box uses, its complement and every
+    single piece (discrete), or every run of consecutive pieces (continuous); their
+    products, except single atoms (step 3), the whole population and the results' own
+    boxes (judged when published). Nothing when there are more than ``max_boxes``.
+    """
+    options: list[list[frozenset[int]]] = []
+    for position, (attribute, size) in enumerate(zip(pieces.attributes, pieces.sizes, strict=True)):
+        whole = frozenset(range(size))
+        found: set[frozenset[int]] = {whole}
+        if attribute in pieces.cuts:
+            found |= {frozenset(range(a, b + 1)) for a in range(size) for b in range(a, size)}
+        else:
+            found |= {frozenset([i]) for i in range(size)}
+            for allowed in sets:
+                found |= {allowed[position], whole - allowed[position]}
+        options.append(sorted((o for o in found if o), key=sorted))
+    if not options or math.prod(len(o) for o in options) > max_boxes:
+        return
+    shape = tuple(pieces.sizes)
+    own = {tuple(allowed) for allowed in sets}
+    rows: list[NDArray[np.float64]] = []
+    for choice in itertools.product(*options):
+        if all(len(c) == 1 for c in choice) or tuple(choice) in own:
+            continue
+        if all(len(c) == size for c, size in zip(choice, shape, strict=True)):
+            continue
+        row = np.zeros(shape)
+        row[np.ix_(*[sorted(c) for c in choice])] = 1.0
+        rows.append(row.ravel())
+        if len(rows) == batch:
+            yield np.asarray(rows)
+            rows = []
+    if rows:
+        yield np.asarray(rows)

@@ -118,11 +118,19 @@ def publish(fitted: Fitted) -> dict[str, Any]:
         disclosure.check_group(size, min_cell)
     else:
         disclosure.check_group(fitted.group, min_cell)
+    estimate, ci95 = float(result.estimate), result.ci95
+    perturbed = fitted.exact and fitted.group is not None and fitted.group.perturbed
+    if perturbed:
+        # Every attribute exact: the count is a register's cell, published with the
+        # cell-key perturbation (issue 26); its interval is the perturbation's bound.
+        assert fitted.group is not None
+        estimate, ci95 = fitted.group.published, fitted.group.published_ci95
     return {
-        "estimate": float(result.estimate),
-        "ci95": interval_json(result.ci95),
+        "estimate": estimate,
+        "ci95": interval_json(ci95),
         "population": int(result.population),
         "suppressed": False,
+        **({"perturbed": True} if perturbed else {}),
         "method": result.method,
         "notes": base.notes(
             analysis.whole_number_notes(request),

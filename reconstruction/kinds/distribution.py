@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from django.utils.translation import gettext_noop
 
+from privacy.mechanisms import cellkey
 from privacy.mechanisms.messages import Message, note_json
 from reconstruction import analysis, cost, disclosure
 from reconstruction.algorithms import queries
@@ -31,7 +32,7 @@ from reconstruction.analysis import (
     interval_json,
 )
 from reconstruction.kinds import base
-from surveys import selectors, statistics
+from surveys import condition_counts, selectors, statistics
 from surveys.models import Question, Survey
 
 NAME = "distribution"
@@ -228,17 +229,25 @@ def distribution_payload(
     min_cell: int,
     *,
     exact: bool = False,
+    keyed: condition_counts.KeyedCells | None = None,
+    group: disclosure.GroupSize | None = None,
 ) -> dict[str, Any]:
     """api.md's distribution result with disclosure control applied.
 
     ``exact``: the answers (target and condition) were collected undistorted, so each
     cell's size is its count (a degenerate interval); otherwise each cell is judged on
-    its 95% interval.
+    its 95% interval. ``keyed``: the exact cells' counts and key sums, so the shown
+    cells are published with the cell-key perturbation (issue 26; ``group``: the
+    condition's group, whose size is then published perturbed too).
     """
     counts = np.asarray(result.counts, dtype=np.float64)
     rec = result.reconstruction if isinstance(result, IntervalReconstruction) else result
+    if keyed is not None:
+        counts = keyed.counts.astype(np.float64)
     bounds = np.stack([counts, counts], axis=1) if exact else np.asarray(rec.ci95)
     hidden = disclosure.hidden_cells(counts, min_cell, bounds)
+    if keyed is not None:
+        return _perturbed_payload(result, question, min_cell, keyed, hidden, group)
     payload: dict[str, Any] = {}
     if isinstance(result, IntervalReconstruction):
         payload["intervals"] = [[float(a), float(b)] for a, b in result.intervals]
@@ -269,6 +278,49 @@ def distribution_payload(
     return payload
 
 
+def _perturbed_payload(
+    result: Reconstruction | IntervalReconstruction,
+    question: Question,
+    min_cell: int,
+    keyed: condition_counts.KeyedCells,
+    hidden: np.ndarray[Any, Any],
+    group: disclosure.GroupSize | None,
+) -> dict[str, Any]:
+    """An exact distribution: the cells the true counts allow, each published as its
+    cell-key perturbed count (within 2 of the truth, the interval it publishes)."""
+    rec = result.reconstruction if isinstance(result, IntervalReconstruction) else result
+    shown = [
+        None if h else float(cellkey.perturbed_count(int(c), k))
+        for c, k, h in zip(keyed.counts, keyed.key_sums, hidden, strict=True)
+    ]
+    total = float(keyed.counts.sum())
+    total_bounds = (total, total)
+    if group is not None and group.perturbed:
+        total = group.published
+        total_bounds = group.published_ci95
+    payload: dict[str, Any] = {"categories": [str(label) for label in question.categories]}
+    payload.update(
+        counts=shown,
+        proportions=[None if v is None or not total else v / total for v in shown],
+        ci95=[None if v is None else interval_json(cellkey.bounds(v)) for v in shown],
+        suppressed=[bool(h) for h in hidden],
+        perturbed=True,
+        method=rec.method,
+        iterations=int(rec.iterations),
+        converged=bool(rec.converged),
+        notes=[note_json(note) for note in rec.notes],
+        n=total,
+    )
+    if hidden.any():
+        payload["suppression"] = disclosure.suppression_reason(min_cell)
+        # Derivable from the published total and cells, and no more: both perturbed.
+        visible = [cellkey.bounds(v) for v in shown if v is not None]
+        low = max(0.0, total_bounds[0] - sum(high for _, high in visible))
+        high = total_bounds[1] - sum(low_ for low_, _ in visible)
+        payload["suppressed_total_ci95"] = interval_json((low, high))
+    return payload
+
+
 # --------------------------------------------------------------------------- worker
 
 
@@ -278,6 +330,7 @@ class Gathered:
     table: tuple[queries.CellPlan, queries.CellTable] | None = None
     overall: OverallCounts | None = None
     group: disclosure.GroupCells | None = None
+    keyed: condition_counts.KeyedCells | None = None
 
 
 @dataclass(frozen=True)
@@ -285,18 +338,24 @@ class Fitted:
     request: AnalysisRequest
     result: Reconstruction | IntervalReconstruction
     group: disclosure.GroupSize | None
+    keyed: condition_counts.KeyedCells | None = None
 
 
 def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
     request = base.start(request, progress).request
     attribute = request.attribute
     assert attribute is not None
+    keyed = None
+    if request.questions[attribute].is_discrete and disclosure.is_exact(request, request.keys):
+        keyed = analysis.keyed_cells(request)  # a register's cells: the cell-key method
     if request.where:
         plan = analysis.plan(request, request.participants, target=attribute)
         table = (plan, analysis.cells(request, plan))
         progress(0.3)
-        return Gathered(request, table=table, group=disclosure.read_group(request))
-    return Gathered(request, overall=overall_counts(request.survey, request.questions[attribute]))
+        group = disclosure.read_group(request)
+        return Gathered(request, table=table, group=group, keyed=keyed)
+    overall = overall_counts(request.survey, request.questions[attribute])
+    return Gathered(request, overall=overall, keyed=keyed)
 
 
 def fit(gathered: Gathered) -> Fitted:
@@ -304,11 +363,11 @@ def fit(gathered: Gathered) -> Fitted:
     if gathered.table is not None:
         assert gathered.group is not None
         result = queries.distribution_from_table(*gathered.table)
-        return Fitted(request, result, disclosure.fit_group(gathered.group))
+        return Fitted(request, result, disclosure.fit_group(gathered.group), gathered.keyed)
     assert gathered.overall is not None and request.attribute is not None
     question = request.questions[request.attribute]
     result, _naive = overall_fit(question, request.method, gathered.overall)
-    return Fitted(request, result, None)
+    return Fitted(request, result, None, gathered.keyed)
 
 
 def publish(fitted: Fitted) -> dict[str, Any]:
@@ -321,6 +380,8 @@ def publish(fitted: Fitted) -> dict[str, Any]:
         request.questions[request.attribute],
         request.thresholds.min_cell,
         exact=disclosure.is_exact(request, request.keys),
+        keyed=fitted.keyed,
+        group=size,
     )
     if request.whole_numbers:
         payload["notes"] = [
@@ -331,8 +392,11 @@ def publish(fitted: Fitted) -> dict[str, Any]:
     if threshold_notes:
         payload["notes"] = [*payload.get("notes", []), *base.notes(threshold_notes)]
     if size is not None:
-        # The group's size interval it was judged on (the query audit judges it so too).
-        payload["group_size_ci95"] = interval_json(size.ci95)
+        # The group's size interval it was judged on (the query audit judges it so too);
+        # an exact group's as published.
+        payload["group_size_ci95"] = interval_json(
+            size.published_ci95 if fitted.keyed is not None else size.ci95
+        )
     return payload
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from django.utils.translation import gettext_noop
 
+from privacy.mechanisms import cellkey
 from privacy.mechanisms.messages import Message
 from reconstruction import analysis, cost, disclosure
 from reconstruction.algorithms import queries
@@ -125,6 +126,14 @@ def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
         loaded = analysis.load(request)
         progress(0.3)
     group = disclosure.read_group(request, counted=_marginal_of(request, table))
+    if (
+        group.counted is not None
+        and group.key_sum is None
+        and disclosure.is_exact(request, request.keys)
+    ):
+        # An exact mean over everyone: its sum is perturbed too, on everyone's key sum.
+        keyed = analysis.naive_moments(request, keys=True)
+        group = disclosure.GroupCells(counted=keyed.count, key_sum=keyed.key_sum)
     return Gathered(request, table, moments, loaded, group)
 
 
@@ -154,12 +163,25 @@ def publish(fitted: Fitted) -> dict[str, Any]:
     request, result, size = fitted.request, fitted.result, fitted.group
     if request.where:
         disclosure.check_group(size, request.thresholds.min_responses)
+    estimate, ci95 = float(result.estimate), tuple(result.ci95)
+    group_size, group_ci95 = float(result.group_size), size.ci95
+    perturbed = size.perturbed
+    if perturbed and request.where:
+        # An exact group (issue 26): its size is published with the cell-key perturbation.
+        group_size, group_ci95 = size.published, size.published_ci95
+    if perturbed and disclosure.is_exact(request, request.keys) and size.key_sum is not None:
+        # Target exact too: the sum moves in proportion (cellkey.perturbed_mean), the
+        # interval with it.
+        moved = cellkey.perturbed_mean(estimate, round(size.estimate), size.key_sum)
+        ci95 = (ci95[0] + moved - estimate, ci95[1] + moved - estimate)
+        estimate = moved
     return {
-        "estimate": float(result.estimate),
-        "ci95": interval_json(result.ci95),
-        "group_size": float(result.group_size),
-        "group_size_ci95": interval_json(size.ci95),
+        "estimate": estimate,
+        "ci95": interval_json(ci95),
+        "group_size": group_size,
+        "group_size_ci95": interval_json(group_ci95),
         "suppressed": False,
+        **({"perturbed": True} if perturbed else {}),
         "method": result.method,
         "notes": base.notes(
             analysis.whole_number_notes(request),

@@ -397,6 +397,8 @@ class Fitted:
     pool: disclosure.GroupSize
     result: PanelResult
     loaded: analysis.PreparedAnalysis
+    exact_quotas: bool = False
+    """A quota names an exact attribute: probabilities would tell each candidate's answer."""
 
 
 def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
@@ -432,26 +434,26 @@ def fit(gathered: Gathered) -> Fitted:
     # refusals never state a below-threshold number.
     pool = disclosure.fit_group(gathered.pool)
     disclosure.check_group(pool, min_cell, label=Message(gettext_noop("the eligible pool: ")))
-    if request.where and size + reserves > pool.low:
-        raise JobInputError(
-            Message(
-                gettext_noop(
-                    "a panel of %(size)s with %(reserves)s reserves is larger than the lower "
-                    "end of the 95%% interval of the eligible pool (participants estimated to "
-                    "truly meet 'where'); ask for a smaller panel or widen the eligibility"
-                ),
-                {"size": size, "reserves": reserves},
-            )
-        )
+    # Never a whole pool (issue 26): members and reserves at most half of the pool as
+    # published (perturbed when exact), with the same words as the audit's refusal.
+    if not disclosure.at_most_half(size + reserves, min(pool.low, pool.published)):
+        raise JobRefused(disclosure.sample_refused(min_cell))
     for j, cells in enumerate(gathered.categories):
-        disclosure.check_group(
-            disclosure.fit_group(cells),
-            min_cell,
-            label=Message(
-                gettext_noop("%(quota)s: the quota category within the eligible pool: "),
-                {"quota": quota_label(j, raw[j])},
-            ),
+        category = disclosure.fit_group(cells)
+        label = Message(
+            gettext_noop("%(quota)s: the quota category within the eligible pool: "),
+            {"quota": quota_label(j, raw[j])},
         )
+        disclosure.check_group(category, min_cell, label=label)
+        if category.exact and pool.exact:
+            # On exact answers the rest of the pool is a cell too: selection
+            # probabilities would single it out (issue 26, attack 5).
+            rest = disclosure.GroupSize.counted(pool.estimate - category.estimate)
+            if rest.estimate > 0:
+                disclosure.check_group(rest, min_cell, label=label)
+    exact_quotas = any(
+        disclosure.is_exact(request, [c.attribute for c in where]) for where, _, _ in parsed
+    )
     quotas = [
         Quota(tuple(where), low, high, quota_label(j, raw[j]))
         for j, (where, low, high) in enumerate(parsed)
@@ -485,7 +487,22 @@ def fit(gathered: Gathered) -> Fitted:
         # Feasibility needs the posteriors, i.e. the fit, which never runs in the request
         # (POST only validates, issue 9), so the worker refuses: the reason names the
         # conflicting quotas and the smallest relaxation, in panel seats (bounds the
-        # analyst wrote or seats of a panel), never a count of the pool.
+        # analyst wrote or seats of a panel), never a count of the pool. On exact
+        # answers the relaxation step is a count of the pool (issue 26, attack 6):
+        # only the conflicting quotas are named.
+        if exact_quotas:
+            names = ", ".join(quota_label(j, raw[j]) for j in exc.conflicting)
+            raise JobRefused(
+                Message(
+                    gettext_noop(
+                        "no panel of this size meets the quotas; these quotas conflict: "
+                        "%(names)s. Widen them or ask for a smaller panel (on answers "
+                        "collected without distortion the smallest relaxation is not stated: "
+                        "it would tell a count of the pool)"
+                    ),
+                    {"names": names or "-"},
+                )
+            ) from None
         raise JobRefused(exc.message) from None
     except ValueError as exc:
         if "larger than the eligible pool" not in str(exc):
@@ -502,7 +519,7 @@ def fit(gathered: Gathered) -> Fitted:
             )
         ) from None
     gathered.progress(0.9)
-    return Fitted(request, seed, pool, result, loaded)
+    return Fitted(request, seed, pool, result, loaded, exact_quotas)
 
 
 def publish(fitted: Fitted) -> dict[str, Any]:
@@ -510,10 +527,16 @@ def publish(fitted: Fitted) -> dict[str, Any]:
     result, loaded, raw = fitted.result, fitted.loaded, _params(fitted.request).quotas
     participants = _references(loaded, result.rows)
     reserve_refs = _references(loaded, result.reserves)
-    candidates = _references(loaded, result.candidates)
+    listed = result.candidates
+    if fitted.pool.perturbed or fitted.exact_quotas:
+        # On an exact eligibility every candidate is a member of the pool: the attachment
+        # would list a whole pool; on exact quotas each probability would tell the
+        # candidate's answer (issue 26). It lists the members and reserves only.
+        listed = np.concatenate([result.rows, result.reserves]).astype(np.int64)
+    candidates = _references(loaded, listed)
     attachment = probabilities_csv(
         candidates,
-        result.probabilities[result.candidates],
+        result.probabilities[listed],
         set(participants),
         reserve_refs,
     )
@@ -540,10 +563,23 @@ def publish(fitted: Fitted) -> dict[str, Any]:
             for j, outcome in enumerate(result.quotas)
         ],
         "selection_probability": result.selection_summary,
-        "candidates": int(result.candidates.size),
-        "expected_eligible": float(result.expected_eligible),
-        # The eligible pool's size interval it was judged on (the query audit uses it).
-        "eligible_ci95": interval_json(fitted.pool.ci95),
+        "candidates": round(fitted.pool.published)
+        if fitted.pool.perturbed
+        else int(result.candidates.size),
+        # The eligible pool's size and the interval it was judged on (the query audit
+        # uses them); an exact pool's as published (cell-key perturbation, issue 26).
+        **(
+            {
+                "expected_eligible": fitted.pool.published,
+                "eligible_ci95": interval_json(fitted.pool.published_ci95),
+                "perturbed": True,
+            }
+            if fitted.pool.perturbed
+            else {
+                "expected_eligible": float(result.expected_eligible),
+                "eligible_ci95": interval_json(fitted.pool.ci95),
+            }
+        ),
         "lottery_size": int(result.lottery_size),
         "lottery_draw": int(result.lottery_draw),
         # Template + parameters (read in the reader's language: core.messages).

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from django.utils.translation import gettext_noop
 
 from privacy.mechanisms.messages import Message
 from reconstruction import analysis, cost, disclosure
@@ -57,29 +56,28 @@ def parse(spec: Mapping[str, Any]) -> Request:
 
 def validate(request: AnalysisRequest) -> None:
     size = request.params.size  # type: ignore[attr-defined]
-    if size > request.participants:
-        raise AnalysisInputError(
-            {
-                "size": Message(
-                    gettext_noop(
-                        "a sample of %(size)s is larger than the %(participants)s participants "
-                        "who answered"
-                    ),
-                    {"size": size, "participants": request.participants},
-                )
-            }
-        )
+    if not disclosure.at_most_half(size, request.participants):
+        raise AnalysisInputError({"size": disclosure.sample_refused(request.thresholds.min_cell)})
 
 
-_TOO_LARGE = gettext_noop(
-    "a sample of %(size)s (or one of its strata) is larger than the estimated pool "
-    "of participants meeting its condition"
-)
+def _too_large(request: AnalysisRequest) -> Message:
+    """The one refusal of a sample too large for its pool or a stratum (issue 26: the
+    same words as the query audit's refusal of a sample, and no pool size)."""
+    return disclosure.sample_refused(request.thresholds.min_cell)
 
 
 def _pool_interval(size: disclosure.GroupSize | None) -> dict[str, Any]:
-    """The pool's size interval it was judged on (``pool_ci95``; none without 'where')."""
-    return {} if size is None else {"pool_ci95": interval_json(size.ci95)}
+    """The pool's size interval it was judged on (``pool_ci95``; none without 'where');
+    an exact pool's estimate and interval as published (cell-key perturbation)."""
+    if size is None:
+        return {}
+    if size.perturbed:
+        return {
+            "pool_estimate": size.published,
+            "pool_ci95": interval_json(size.published_ci95),
+            "perturbed": True,
+        }
+    return {"pool_ci95": interval_json(size.ci95)}
 
 
 def _advanced(generator: np.random.Generator, steps: int) -> np.random.Generator:
@@ -303,13 +301,23 @@ def _check_groups(gathered: Gathered) -> disclosure.GroupSize | None:
     """The pool and every stratum are groups like any other (issue 13, finding 2; issue
     10, item 4): each size's 95% interval passes the count threshold (the threshold
     point, reconstruction/disclosure.py), and the refusal never states it."""
-    min_cell = gathered.request.thresholds.min_cell
+    request = gathered.request
+    min_cell = request.thresholds.min_cell
     pool_size = None
     if gathered.pool is not None:
         pool_size = disclosure.fit_group(gathered.pool)
         disclosure.check_group(pool_size, min_cell)
+    # Never a whole pool (issue 26): at most half of the pool and of every stratum,
+    # judged on the estimate as published (perturbed when exact).
+    size = request.params.size  # type: ignore[attr-defined]
+    pool = request.participants if pool_size is None else pool_size.published
+    if not disclosure.at_most_half(size, pool):
+        raise JobRefused(_too_large(request))
     for i, cells in enumerate(gathered.strata):
-        disclosure.check_group(disclosure.fit_group(cells), min_cell, label=f"strata[{i}]: ")
+        stratum = disclosure.fit_group(cells)
+        disclosure.check_group(stratum, min_cell, label=f"strata[{i}]: ")
+        if not disclosure.at_most_half(request.strata[i][1], stratum.published):
+            raise JobRefused(_too_large(request))
     return pool_size
 
 
@@ -347,7 +355,7 @@ def _figure3(request: AnalysisRequest, loaded: analysis.PreparedAnalysis) -> Any
     except ValueError as exc:
         if "larger than the pool" not in str(exc):
             raise
-        raise JobRefused(Message(_TOO_LARGE, {"size": size})) from None
+        raise JobRefused(_too_large(request)) from None
 
 
 def publish(fitted: Fitted) -> dict[str, Any]:
@@ -388,7 +396,6 @@ def _publish_posterior(fitted: Fitted) -> dict[str, Any]:
     """
     request = fitted.request
     seed = request.params.seed  # type: ignore[attr-defined]
-    size = request.params.size  # type: ignore[attr-defined]
     n = request.participants
     generator = np.random.default_rng(seed)
     keys = request.keys
@@ -407,7 +414,7 @@ def _publish_posterior(fitted: Fitted) -> dict[str, Any]:
     before = 0
     for (conds, quota), (plan, scores, estimate) in zip(fitted.quotas, fits, strict=True):
         if quota > min(round(estimate), n - before):
-            raise JobRefused(Message(_TOO_LARGE, {"size": size}))
+            raise JobRefused(_too_large(request))
         # Only the best cells' participants can be chosen: enough of them to fill the
         # quota even if every one the earlier quotas take is among them. The rest never
         # leave the database; every participant keeps their stream position, so each
@@ -450,7 +457,7 @@ def _publish_posterior(fitted: Fitted) -> dict[str, Any]:
     for one in passes:
         ids, rows, scores = one.choose(taken)
         if ids.size < one.quota:
-            raise JobRefused(Message(_TOO_LARGE, {"size": size}))
+            raise JobRefused(_too_large(request))
         taken = np.concatenate([taken, ids])
         order = np.argsort(ids)
         chosen.append((ids[order], rows[order]))

@@ -102,7 +102,7 @@ def test_the_issues_differencing_attack_is_refused(world):
     direct = refusal(tenant, count(survey, is_in("sex", "F"), is_in("district", "C")))
     assert not small_numbers(direct)
     women = finished(tenant, analyse(tenant, count(survey, is_in("sex", "F"))))
-    assert women["status"] == "succeeded" and women["result"]["estimate"] == pytest.approx(53)
+    assert women["status"] == "succeeded" and abs(women["result"]["estimate"] - 53) <= 2
     rest = finished(
         tenant, analyse(tenant, count(survey, is_in("sex", "F"), is_in("district", *"NSEW")))
     )

@@ -608,7 +608,9 @@ def test_small_cells_of_a_distribution_are_suppressed_with_a_complement(
     assert result["counts"][2:] == [None, None]
     assert result["proportions"][2:] == [None, None]
     assert result["ci95"][2:] == [None, None]
-    assert result["counts"][:2] == pytest.approx(truth[:2].tolist())
+    # Exact answers: the shown cells carry the cell-key perturbation (issue 26).
+    assert result["perturbed"] is True
+    assert all(abs(c - t) <= 2 for c, t in zip(result["counts"][:2], truth[:2], strict=True))
     assert "5" in result["suppression"]
 
 
@@ -633,7 +635,7 @@ def test_stricter_consultation_thresholds_apply(
         django_capture_on_commit_callbacks,
         {"survey": world.opinion, "kind": "count", "where": boat},
     )["result"]
-    assert result["estimate"] == pytest.approx(7)
+    assert abs(result["estimate"] - 7) <= 2 and result["perturbed"] is True
     # min_cell 10: the same count is refused, and both small cells are hidden.
     strict = world.strict_cell.opinion.pk
     job = refused_job(
@@ -740,7 +742,7 @@ BAD_REQUESTS = [
         "where",
         "contradictory",
     ),
-    ("sample larger than the pool", {"kind": "sample", "size": 5000}, "size", "larger"),
+    ("sample larger than half the pool", {"kind": "sample", "size": 5000}, "size", "at most half"),
     (
         "strata not summing to size",
         {
@@ -826,9 +828,9 @@ def test_a_sample_larger_than_its_estimated_pool_is_refused_by_the_worker(
     job = refused_job(
         world.analyst,
         django_capture_on_commit_callbacks,
-        {"survey": world.profile, "kind": "sample", "size": 2000, "where": where((AGE, "lte", 25))},
+        {"survey": world.profile, "kind": "sample", "size": 600, "where": where((AGE, "lte", 25))},
     )
-    assert "larger than the estimated pool" in job["error"], job
+    assert "at most half of the participants estimated" in job["error"], job
 
 
 def test_survey_of_another_organisation_is_404(world: World) -> None:

@@ -161,9 +161,9 @@ def test_csv_report_has_a_row_per_cell(analyst: APIClient, report: dict) -> None
     [pilot] = by_question["pilot"]
     assert pilot["estimate"] == pilot["naive_count"] == pilot["cell"] == ""
     assert pilot["suppressed"] == "question"
-    assert sum(float(r["naive_count"] or 0) for r in by_question["housing"]) == (
-        N - sum(SMALL_HOUSING)
-    )
+    # Housing is exact: its two shown cells carry the cell-key perturbation (issue 26).
+    shown = sum(float(r["naive_count"] or 0) for r in by_question["housing"])
+    assert abs(shown - (N - sum(SMALL_HOUSING))) <= 4
 
 
 def test_bad_format_is_400(analyst: APIClient, report: dict) -> None:

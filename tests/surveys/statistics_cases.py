@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from consultations.models import Consultation
 from reconstruction.algorithms import queries
-from surveys import joint_counts, statistics, tallies
+from surveys import condition_counts, joint_counts, statistics, tallies
 from surveys.ingest import this_hour
 from surveys.models import Answer, Participant, Question, Response, Survey
 from tests.factories import consultation_factory, organisation_factory, survey_factory
@@ -131,7 +131,7 @@ def check_sql_equals_numpy(
     # The naive count (reported answers meeting a condition) is one SQL COUNT too.
     if cut.size:
         threshold = float(cut[0])
-        hits = statistics.condition_count(
+        hits = condition_counts.condition_count(
             opinion,
             ordered,
             [(questions["sex"], "in", {1}), (questions["age"], "gt", threshold)],
@@ -151,7 +151,7 @@ def check_sql_equals_numpy(
             (columns["age"] >= low) & (columns["age"] < high),
         ),
     ):
-        moments = statistics.condition_moments(
+        moments = condition_counts.condition_moments(
             opinion, ordered, where, target=questions["score"], using=using
         )
         chosen = columns["score"][selected]

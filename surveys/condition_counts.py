@@ -1,0 +1,177 @@
+"""Counts of the participants meeting a conjunction, in the database: the naive count and
+mean (the reported answers taken as true), and for exact attributes the cell-key method's
+key sums (issue 26, ``privacy.mechanisms.cellkey``): one aggregate query each, over the
+live participants :mod:`surveys.statistics` joins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.db import connections
+from numpy.typing import NDArray
+
+from surveys.joins import _RESPONSE, _aliases, _joins
+from surveys.models import Question, Survey
+
+KEY_SUM = "SUM(COALESCE({alias}.record_key, 0))"
+"""The cell-key method's key sum of the rows (issue 26): integer arithmetic, so it is
+exact and independent of the order the database adds in (``privacy.mechanisms.cellkey``)."""
+
+
+def _keyed_joins(
+    survey: Survey, questions: Sequence[Question], *, using: str = "default"
+) -> tuple[str, list[Any], str]:
+    """:func:`surveys.joins._joins` with the responses' record keys: ``(sql, params, key
+    sum expression)``. On the fast path (the survey's own questions) the response row of
+    each counted answer is joined by its primary key."""
+    joins, params = _joins(survey, questions, using=using)
+    if joins.startswith(f"FROM {_RESPONSE} r "):
+        return joins, params, KEY_SUM.format(alias="r")
+    where = "WHERE a0.question_id = %s"
+    assert joins.count(where) == 1
+    joins = joins.replace(where, f"JOIN {_RESPONSE} rk ON rk.id = a0.response_id {where}")
+    return joins, params, KEY_SUM.format(alias="rk")
+
+
+def condition_count(
+    survey: Survey,
+    questions: Sequence[Question],
+    where: Sequence[tuple[Question, str, Any]],
+    *,
+    using: str = "default",
+) -> int:
+    """Participants whose *reported* answers meet a conjunction (the naive count).
+
+    ``where`` holds ``(question, op, value)`` with ``op`` in ``in`` (codes), ``gt``,
+    ``lte``, ``between`` (``[t1, t2)``).
+    """
+    return condition_moments(survey, questions, where, using=using).count
+
+
+@dataclass(frozen=True)
+class Moments:
+    """How many rows, and the sum and sum of squares of a target's values over them."""
+
+    count: int
+    total: float = 0.0
+    squares: float = 0.0
+    key_sum: int | None = None
+    """The rows' record keys summed (with ``keys``; the cell-key method)."""
+
+
+def condition_moments(
+    survey: Survey,
+    questions: Sequence[Question],
+    where: Sequence[tuple[Question, str, Any]],
+    *,
+    target: Question | None = None,
+    keys: bool = False,
+    using: str = "default",
+) -> Moments:
+    """Participants whose *reported* answers meet a conjunction, with a target's moments.
+
+    One aggregate query (``COUNT``, and with ``target`` the ``SUM`` and sum of squares
+    of its reported values over those participants): the naive count and mean.
+    ``where`` holds ``(question, op, value)`` with ``op`` in ``in`` (codes), ``gt``,
+    ``lte``, ``between`` (``[t1, t2)``).
+    """
+    named = list(questions) + [q for q, _, _ in where] + ([target] if target is not None else [])
+    if keys:
+        joins, params, key_sum = _keyed_joins(survey, named, using=using)
+    else:
+        joins, params = _joins(survey, named, using=using)
+    aliases = _aliases(named)
+    clauses, values = _where_clauses(aliases, where)
+    moments = ""
+    if target is not None:
+        column = f"{aliases[target.pk]}.value"
+        moments = f", SUM({column}), SUM({column} * {column})"
+    if keys:
+        moments += f", {key_sum}"
+    sql = f"SELECT COUNT(*){moments} {joins}" + "".join(f" AND {c}" for c in clauses)
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, params + values)
+        row = cursor.fetchone()
+    key = int(row[-1] or 0) if keys else None
+    if target is None:
+        return Moments(int(row[0]), key_sum=key)
+    return Moments(int(row[0]), float(row[1] or 0.0), float(row[2] or 0.0), key_sum=key)
+
+
+@dataclass(frozen=True)
+class KeyedCells:
+    """A discrete question's categories among the rows meeting a condition: how many
+    rows, and their record keys' sum (the cell-key method), per category."""
+
+    counts: NDArray[np.int64]
+    key_sums: list[int]
+
+
+def condition_key_cells(
+    survey: Survey,
+    questions: Sequence[Question],
+    where: Sequence[tuple[Question, str, Any]],
+    target: Question,
+    *,
+    using: str = "default",
+) -> KeyedCells:
+    """:func:`condition_moments` per category of the discrete ``target``, with the key
+    sums, in one ``GROUP BY`` (an exact distribution's cells, issue 26)."""
+    if not target.is_discrete:
+        raise ValueError("keyed cells are counted for a discrete question")
+    named = list(questions) + [q for q, _, _ in where] + [target]
+    joins, params, key_sum = _keyed_joins(survey, named, using=using)
+    aliases = _aliases(named)
+    clauses, values = _where_clauses(aliases, where)
+    code = f"{aliases[target.pk]}.code"
+    sql = (
+        f"SELECT {code}, COUNT(*), {key_sum} {joins}"
+        + "".join(f" AND {c}" for c in clauses)
+        + " GROUP BY 1"
+    )
+    counts = np.zeros(int(target.n_categories), dtype=np.int64)
+    key_sums = [0] * int(target.n_categories)
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, params + values)
+        for category, rows, keys in cursor.fetchall():
+            counts[int(category)] = int(rows)
+            key_sums[int(category)] = int(keys or 0)
+    return KeyedCells(counts, key_sums)
+
+
+def _where_clauses(
+    aliases: Mapping[int, str], where: Sequence[tuple[Question, str, Any]]
+) -> tuple[list[str], list[Any]]:
+    clauses: list[str] = []
+    values: list[Any] = []
+    for question, op, value in where:
+        alias = aliases[question.pk]
+        if op == "in":
+            codes = sorted(int(c) for c in value)
+            clauses.append(f"{alias}.code IN ({', '.join('%s' for _ in codes)})")
+            values += codes
+        elif op == "gt":
+            clauses.append(f"{alias}.value > %s")
+            values.append(float(value))
+        elif op == "lte":
+            clauses.append(f"{alias}.value <= %s")
+            values.append(float(value))
+        elif op == "between":
+            clauses.append(f"{alias}.value >= %s AND {alias}.value < %s")
+            values += [float(value[0]), float(value[1])]
+        else:
+            raise ValueError(f"unknown op {op!r}")
+    return clauses, values
+
+
+__all__ = [
+    "KeyedCells",
+    "Moments",
+    "condition_count",
+    "condition_key_cells",
+    "condition_moments",
+]
