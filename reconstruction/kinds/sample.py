@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from django.utils.translation import gettext_noop
 
 from privacy.mechanisms.messages import Message
 from reconstruction import analysis, cost, disclosure
