@@ -382,7 +382,8 @@ def _floor(
     outside = matrix @ (1.0 - box) > 0.5
     taken = np.zeros(box.size, dtype=bool)
     floor = 0.0
-    for row in sorted(np.flatnonzero(~outside), key=lambda r: -results[r].low):
+    inside = [int(r) for r in np.flatnonzero(~outside)]
+    for row in sorted(inside, key=lambda r: -results[r].low):
         low = results[row].low
         atoms = matrix[row] > 0.5
         if not np.isfinite(low) or low <= 0 or (taken & atoms).any():
