@@ -317,7 +317,7 @@ def pick(costed, budget: int) -> list[tuple[int, dict[str, object]]]:
     return picked
 
 
-def accepted_at_scale(n: int, panel_n: int = 40_000) -> int:
+def accepted_at_scale(n: int, panel_n: int = 40_000) -> Table:
     """The most expensive requests the default budget accepts, end to end at ``n``.
 
     PostgreSQL and Redis from tests/servers.py, bench_scale's seven-question survey loaded
@@ -406,7 +406,7 @@ def accepted_at_scale(n: int, panel_n: int = 40_000) -> int:
             f"{name} ({status})",
             seconds if seconds is not None else float("nan"),
             unit="s",
-            baseline=f"{value:,} units",
+            baseline=f"{predicted_seconds(value, budget):.1f} s predicted ({value:,} units)",
             baseline_name=f"{100 * value / budget:.0f}% of the budget",
             target=f"<= {TARGET_SECONDS:.0f} s",
             ok=ok,
@@ -421,7 +421,150 @@ def accepted_at_scale(n: int, panel_n: int = 40_000) -> int:
         f"{os.cpu_count()} CPU(s); load average {load_start[0]:.1f} at the start, "
         f"{os.getloadavg()[0]:.1f} at the end (other processes share the CPUs)."
     )
-    return out.finish()
+    return out
+
+
+def predicted_seconds(units: int, budget: int) -> float:
+    """The cost model's prediction: the budget stands for ``TARGET_SECONDS``."""
+    return TARGET_SECONDS * units / budget
+
+
+# ------------------------------------------------------------------ panels (issue 32)
+
+
+def _band(attribute: str, op: str, value: object, low: int, high: int) -> dict[str, object]:
+    return {"where": [{"attribute": attribute, "op": op, "value": value}], "min": low, "max": high}
+
+
+def panel_cases(size: int) -> list[tuple[str, list[dict[str, object]]]]:
+    """Quotas of 2-5 per panel; bounds scaled from a panel of 30."""
+
+    def q(attribute: str, op: str, value: object, low: int, high: int) -> dict[str, object]:
+        return _band(attribute, op, value, low * size // 30, high * size // 30)
+
+    sex = q("sex", "in", ["F"], 12, 18)
+    north = q("district", "in", ["N"], 3, 12)
+    south = q("district", "in", ["S"], 3, 12)
+    young = q("age", "lte", 40, 8, 18)
+    middle = q("age", "between", [41, 64], 8, 18)
+    return [
+        ("3 quotas: sex, district N+S, age <= 40",
+         [sex, q("district", "in", ["N", "S"], 8, 16), young]),
+        ("5 quotas: sex, districts N and S, ages <= 40 and 41-64",
+         [sex, north, south, young, middle]),
+        ("5 quotas on 4 questions: + income > 2,000",
+         [sex, north, q("income", "gt", 2000, 8, 22), young, middle]),
+        ("4 quotas on 4 questions: + satisfaction 4-5 (negative survey)",
+         [sex, q("district", "in", ["N", "S"], 8, 16), young,
+          q("satisfaction", "in", ["4", "5"], 5, 25)]),
+        ("5 quotas on 5 questions: + site A-C and satisfaction 4-5 (negative surveys)",
+         [sex, q("district", "in", ["N", "S"], 8, 16), young,
+          q("site", "in", ["A", "B", "C"], 5, 25), q("satisfaction", "in", ["4", "5"], 5, 25)]),
+    ]  # fmt: skip
+
+
+def panels_at_scale(pools: list[tuple[int, int]]) -> Table:
+    """Panels end to end in the worker's code path (``pipeline.validate_request``, then
+    ``pipeline.compute``: gather, fit, publish), in-process on PostgreSQL, for each
+    ``(participants, size)`` of ``pools`` and each of :func:`panel_cases`: the cost
+    model's prediction (request time: the schema's estimate of the types; worker: the real
+    types, ``cost.panel_cost(request, types)``) against the measured seconds, target 60 s
+    for what the budget accepts. Issue 32: 30 seats over 30,000 and 100 over 10,000."""
+    from bench.bench_scale import _prepare, copy_load
+    from tests.servers import running_services
+
+    rows: list[tuple[str, str, float, float, float, str]] = []
+    load_start = os.getloadavg()
+    with running_services() as env:
+        first, _portal, _analyst, scheme = _prepare(env)
+        from django.conf import settings
+        from django.db import connection
+
+        import reconstruction.kinds.panel as panel_kind
+        from reconstruction import cost, pipeline
+        from reconstruction.algorithms.panel import TooManyTypes
+        from surveys.models import Survey
+
+        budget = int(settings.ANALYSIS_COST_BUDGET)
+        seen: dict[str, int] = {}
+        solve = panel_kind.select_panel
+
+        def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+            try:
+                result = solve(*args, **kwargs)
+            except TooManyTypes as refused:
+                seen["types"] = refused.types
+                raise
+            seen["types"] = int(result.support.shape[1])
+            return result
+
+        panel_kind.select_panel = counting  # records the real number of types
+        surveys = {}
+        for n, _size in pools:
+            if n in surveys:
+                continue
+            survey, survey_scheme = (first, scheme) if not surveys else _panel_survey(first)
+            copy_load(survey, survey_scheme, 0, n, seed=n)
+            _calibrate([survey])
+            surveys[n] = survey
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE")
+        for n, size in pools:
+            survey = Survey.objects.get(pk=surveys[n])
+            for label, quotas in panel_cases(size):
+                spec = {"survey": survey.pk, "kind": "panel", "size": size, "seed": 1,
+                        "quotas": quotas}  # fmt: skip
+                seen.clear()
+                began = time.perf_counter()
+                try:
+                    request = pipeline.validate_request(survey, spec)
+                except Exception as refused:  # a 400 is a row too
+                    rows.append((f"{n:,} / {size}: {label}", "400", float("nan"), 0.0, 0.0,
+                                 str(refused)[:80]))  # fmt: skip
+                    continue
+                at_request = cost.panel_cost(request)
+                status = "succeeded"
+                try:
+                    pipeline.compute(request, lambda _f: None)
+                except Exception as refused:  # the worker's refusal
+                    status = f"refused: {type(refused).__name__}"
+                seconds = time.perf_counter() - began
+                real = cost.panel_cost(request, seen.get("types")) if seen else at_request
+                types = f"{seen.get('types', '?')} types"
+                rows.append((f"{n:,} / {size}: {label}", status, seconds,
+                             predicted_seconds(at_request, budget),
+                             predicted_seconds(real, budget), types))  # fmt: skip
+                print(f"  {rows[-1]}", flush=True)
+        panel_kind.select_panel = solve
+    out = Table(
+        f"Panels end to end in-process on PostgreSQL (validate, gather, fit, publish; "
+        f"ANALYSIS_COST_BUDGET = {budget:,} units for {TARGET_SECONDS:.0f} s)"
+    )
+    for name, status, seconds, at_request, real, types in rows:
+        accepted = status == "succeeded"
+        out.add(
+            f"{name} ({status}; {types})",
+            seconds,
+            unit="s",
+            baseline=f"{real:.1f} s predicted on the real types ({at_request:.1f} s at request)",
+            baseline_name="cost model",
+            target=f"<= {TARGET_SECONDS:.0f} s when accepted",
+            ok=None
+            if status == "400"
+            else (seconds <= TARGET_SECONDS)
+            if accepted
+            else real > TARGET_SECONDS * 0.5,
+        )
+    out.note(
+        "A panel is accepted at request time on the schema's low estimate of its candidate "
+        "types; the worker refuses it (status refused, before any MILP) once the real "
+        "types need more than the budget (reconstruction/cost.py, panel_max_types)."
+    )
+    out.note(
+        f"{os.cpu_count()} CPU(s); load average {load_start[0]:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end (other processes share the CPUs)."
+    )
+    return out
 
 
 def reading_rates(survey_id: int, n: int) -> list[tuple[str, int, float]]:
@@ -578,9 +721,22 @@ def main() -> int:
         "PostgreSQL with a real Celery worker (see accepted_at_scale)",
     )
     parser.add_argument("--panel-n", type=int, default=40_000)
+    parser.add_argument(
+        "--panels",
+        action="store_true",
+        help="panels of 30 over 30,000 and of 100 over 10,000 participants with 2-5 quotas, "
+        "predicted against measured seconds (see panels_at_scale); with --accepted, both",
+    )
     args = parser.parse_args()
-    if args.accepted:
-        return accepted_at_scale(args.n, args.panel_n)
+    if args.accepted or args.panels:
+        from bench.common import finish_all
+
+        tables = []
+        if args.panels:
+            tables.append(panels_at_scale([(30_000, 30), (10_000, 100)]))
+        if args.accepted:
+            tables.append(accepted_at_scale(args.n, args.panel_n))
+        return finish_all(tables)
     import django
 
     django.setup()
