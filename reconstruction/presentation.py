@@ -24,6 +24,7 @@ from core.i18n import supported_language
 from core.messages import translate_notes
 from privacy.mechanisms import report_sentence
 from reconstruction import transitions
+from reconstruction.report_reading import band_chart_svg, band_rows, summary_sentence
 
 # Inches; the report page is 60rem (960 px at 96 dpi) wide.
 CHART_WIDTH = 8.0
@@ -203,6 +204,11 @@ def report_sections(
                 }
                 for i, label in enumerate(labels)
             ]
+            bands = reconstructed.get("bands")
+            if bands:  # a continuous question reads in bands (the lattice: the export)
+                rows = band_rows(bands)
+            view["banded"] = bool(bands)
+            view["summary"] = summary_sentence(section, labels)
             for row in rows:
                 row["wide"] = wide_interval(row)
             view["rows"] = rows
@@ -219,8 +225,9 @@ def report_sections(
                 if wide
                 else ""
             )
+            chart = band_chart_svg(section) if bands and charts else ""
             view["chart"] = (
-                mark_safe(chart_svg(section, labels)) if charts else ""
+                mark_safe(chart or chart_svg(section, labels)) if charts else ""
             )  # matplotlib's own SVG
         views.append(view)
     return views

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from privacy.mechanisms import cellkey, epsilon
+from reconstruction.algorithms.continuous import IntervalReconstruction
 from reconstruction.analysis import Thresholds, whole_number_verdict
 from reconstruction.disclosure import hidden_cells as suppress_cells
 from reconstruction.kinds import change
@@ -30,6 +31,7 @@ from reconstruction.kinds.distribution import (
     with_whole_number_note,
 )
 from reconstruction.presentation import report_sections
+from reconstruction.report_bands import band_payload
 from surveys import condition_counts, schemes, selectors, statistics
 from surveys.models import Question, Survey
 
@@ -113,7 +115,27 @@ def question_section(
             "below_threshold": below,
         },
     )
+    if isinstance(result, IntervalReconstruction):  # a continuous question: its bands
+        section["reconstructed"]["bands"] = band_payload(
+            result,
+            low=float(question.range_low),
+            high=float(question.range_high),
+            step=lattice_step(result, float(question.range_low)),
+            min_cell=thresholds.min_cell,
+            exact=question.mechanism == "none",
+            hidden_cells=section["reconstructed"]["suppressed"],
+        )
     return section
+
+
+def lattice_step(result: IntervalReconstruction, low: float) -> float | None:
+    """The step of a lattice reconstruction (cells centred on ``low``, ``low + step``,
+    ...), ``None`` for intervals (cells starting at ``low``)."""
+    widths = np.diff(result.edges)
+    width = float(widths[0])
+    if np.allclose(widths, width) and abs(float(result.edges[0]) + width / 2 - low) < 1e-6:
+        return width
+    return None
 
 
 def report_statistics(

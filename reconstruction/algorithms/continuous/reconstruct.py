@@ -15,7 +15,7 @@ concentrates its mass in spikes, so EM runs as EMS by default.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -52,11 +52,16 @@ class IntervalReconstruction:
         Edges of the true intervals ``[edges[i], edges[i+1])`` over the declared range.
     reported_edges : ndarray of shape (r + 1,)
         Edges of the bins the reported values were counted in (outer bins open).
+    replicates : ndarray of shape (B, m) or None
+        The bootstrap replicates of the counts behind ``ci95`` (``None`` without them), so
+        that sums of cells get their own interval (:mod:`~reconstruction.algorithms.bands`:
+        a sum's interval is not the sum of the cells' intervals). Not compared.
     """
 
     reconstruction: Reconstruction
     edges: NDArray[np.float64]
     reported_edges: NDArray[np.float64]
+    replicates: NDArray[np.float64] | None = field(default=None, compare=False, repr=False)
 
     @property
     def counts(self) -> NDArray[np.float64]:
@@ -282,8 +287,11 @@ def reconstruct_bins(
             initial=theta if method == "em" else None,
             smoothing=smoother,
         )
-        interval = _percentile_ci(boot * n)
+        drawn = np.asarray(boot * n, dtype=np.float64)
+        interval = _percentile_ci(drawn)
+        replicates: NDArray[np.float64] | None = drawn
     else:
+        replicates = None
         interval = np.full((estimate.size, 2), np.nan)
     notes: tuple[str, ...] = ()
     if strength > 0:
@@ -313,4 +321,6 @@ def reconstruct_bins(
         method=method,
         notes=notes,
     )
-    return IntervalReconstruction(reconstruction=result, edges=edges, reported_edges=bins)
+    return IntervalReconstruction(
+        reconstruction=result, edges=edges, reported_edges=bins, replicates=replicates
+    )
