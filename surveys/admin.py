@@ -162,6 +162,15 @@ class SurveyForm(forms.ModelForm):
             )
         }
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "kind" in self.fields:  # the model's choices are the API's words
+            self.fields["kind"].choices = [
+                ("", "—"),
+                ("profile", _("profile: who the residents are (one per consultation)")),
+                ("opinion", _("opinion: what they think")),
+            ]
+
 
 @admin.register(Survey)
 class SurveyAdmin(SurveyPurgeActionMixin, admin.ModelAdmin):

@@ -374,6 +374,7 @@ def test_the_builder_has_no_json_box_and_lists_mechanisms_in_plain_words(staff, 
     assert 'name="questions-0-privacy"' in page and 'value="strong"' in page
     german = staff.get("/admin/surveys/survey/add/?lang=de", HTTP_ACCEPT_LANGUAGE="de")
     assert "Datenschutzverfahren" in german.content.decode()
+    assert ">Meinung: was sie denken<" in german.content.decode()  # the survey's kind
 
 
 def test_a_privacy_preset_sets_the_mechanisms_parameters(staff, consultation):
