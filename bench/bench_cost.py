@@ -727,13 +727,29 @@ def main() -> int:
         help="panels of 30 over 30,000 and of 100 over 10,000 participants with 2-5 quotas, "
         "predicted against measured seconds (see panels_at_scale); with --accepted, both",
     )
+    parser.add_argument("--table-to", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.table_to:  # a child: one table, pickled for the parent
+        import pickle
+
+        table = panels_at_scale([(30_000, 30), (10_000, 100)])
+        Path(args.table_to).write_bytes(pickle.dumps(table))
+        return 0
     if args.accepted or args.panels:
         from bench.common import finish_all
 
         tables = []
         if args.panels:
-            tables.append(panels_at_scale([(30_000, 30), (10_000, 100)]))
+            # Its own process: Django keeps the first database's settings, and each part
+            # starts its own PostgreSQL.
+            import pickle
+            import subprocess
+            import tempfile
+
+            with tempfile.TemporaryDirectory() as work:
+                path = Path(work) / "panels.pickle"
+                subprocess.run([sys.executable, __file__, "--table-to", str(path)], check=True)
+                tables.append(pickle.loads(path.read_bytes()))
         if args.accepted:
             tables.append(accepted_at_scale(args.n, args.panel_n))
         return finish_all(tables)
