@@ -344,6 +344,10 @@ def bench_single_wrk(wrk: str, port: int, survey: int, key: str, seconds: int) -
             "-t2",
             f"-c{CLIENTS}",
             f"-d{seconds}s",
+            # wrk's default 2 s timeout counted slow answers on a loaded machine as
+            # failures (12 of ~1,500 at load 8, 2026-11-27): wait as long as a client would.
+            "--timeout",
+            "30s",
             "-s",
             str(script),
             "-H",
