@@ -325,3 +325,59 @@ def test_laplace_pure_epsilon_on_a_grid_bounds_its_worst_ratio_tightly(
         ("additive_uniform", {"half_width": 3.0}),
     ):
         assert CONTINUOUS[name].epsilon(params, (low, high), resolution) is None
+
+
+# ---------------------------------------------------- pure epsilon on a reporting grid
+# (issue 28's budget adds up these epsilons: each rule below is a privacy guarantee)
+
+
+def test_laplace_on_a_grid_has_epsilon_range_over_scale():
+    laplace = CONTINUOUS["additive_laplace"]
+    assert laplace.epsilon({"scale": 20.0}, (0.0, 100.0), 1.0) == pytest.approx(5.0)
+    assert laplace.epsilon({"scale": 20.0}, (50.0, 100.0), 0.5) == pytest.approx(2.5)
+    # off the grid (legacy floating-point noise) it is unbounded
+    assert laplace.epsilon({"scale": 20.0}, (0.0, 100.0)) is None
+
+
+def test_retention_replacement_on_a_grid_has_epsilon_from_its_grid_points():
+    rr = CONTINUOUS["retention_replacement"]
+    # 0..10 by 1: 11 points; ln(1 + 0.5 * 11 / 0.5) = ln 12
+    assert rr.epsilon({"retain": 0.5}, (0.0, 10.0), 1.0) == pytest.approx(np.log(12.0))
+    # 0..10 by 0.5: 21 points; ln(1 + 0.2 * 21 / 0.8)
+    assert rr.epsilon({"retain": 0.2}, (0.0, 10.0), 0.5) == pytest.approx(np.log1p(0.2 * 21 / 0.8))
+    # a range that is not a whole number of steps rounds to the nearest count of points
+    assert rr.epsilon({"retain": 0.5}, (0.0, 10.4), 1.0) == pytest.approx(np.log(12.0))
+    assert rr.epsilon({"retain": 0.5}, (0.0, 10.6), 1.0) == pytest.approx(np.log(13.0))
+
+
+@pytest.mark.parametrize("retain", [1.0, 0.0])
+def test_retention_replacement_without_a_random_share_or_a_kept_share_is_not_bounded(retain):
+    assert CONTINUOUS["retention_replacement"].epsilon({"retain": retain}, (0.0, 10.0), 1.0) is None
+
+
+@pytest.mark.parametrize("resolution", [None, 0.0, -1.0, float("inf"), float("nan")])
+def test_epsilon_needs_a_positive_finite_grid(resolution):
+    for name, params in (
+        ("additive_laplace", {"scale": 2.0}),
+        ("retention_replacement", {"retain": 0.5}),
+    ):
+        assert CONTINUOUS[name].epsilon(params, (0.0, 10.0), resolution) is None, name
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("additive_gaussian", {"sigma": 2.0}),
+        ("additive_uniform", {"half_width": 2.0}),
+        ("none", {}),
+    ],
+)
+def test_gaussian_uniform_and_no_noise_have_no_pure_epsilon_even_on_a_grid(name, params):
+    assert CONTINUOUS[name].epsilon(params, (0.0, 10.0), 1.0) is None
+
+
+def test_the_staircases_epsilon_does_not_depend_on_a_grid():
+    staircase = CONTINUOUS["additive_staircase"]
+    params = {"epsilon": 1.5, "sensitivity": 10.0}
+    assert staircase.epsilon(params, (0.0, 10.0), 1.0) == pytest.approx(1.5)
+    assert staircase.epsilon(params, (0.0, 20.0), 1.0) is None
