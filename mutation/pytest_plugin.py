@@ -52,6 +52,8 @@ def pytest_collection_modifyitems(items: list[Any]) -> None:
     def rank(item: Any) -> int:
         path = item.nodeid.split("::", 1)[0]
         for index, prefix in enumerate(order):
+            if item.nodeid == prefix or item.nodeid.startswith(prefix + "["):
+                return index
             if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
                 return index
         return len(order)

@@ -78,7 +78,8 @@ def changed_files(base: str) -> set[str]:
 def is_changed(module: str, tests: list[str], files: set[str]) -> bool:
     if module in files:
         return True
-    return any(f == t or f.startswith(t.rstrip("/") + "/") for t in tests for f in files)
+    paths = [t.split("::", 1)[0] for t in tests]  # a test may be a node id (file::test)
+    return any(f == t or f.startswith(t.rstrip("/") + "/") for t in paths for f in files)
 
 
 def slug(module: str) -> str:

@@ -278,7 +278,7 @@ def test_the_relaxations_panel_is_handed_to_the_search():
 def test_an_undecided_check_within_the_work_limit_says_so():
     qs = quotas([(3, 3), (3, 3)])
     error = _undecided(qs, None, None)
-    assert not error.complete and error.conflicting == ()
+    assert error.complete is False and error.conflicting == ()
     assert error.relaxation == ((3, 3), (3, 3))
     assert str(error) == (
         "no panel meeting the quotas on expected true counts was found within the work "
@@ -358,6 +358,28 @@ def test_near_equal_candidates_are_merged_into_types():
     assert list(types.type_of) == [0, 0, 0, 1, 1, 1] or list(types.type_of) == [1, 1, 1, 0, 0, 0]
     assert types.problem.sizes.tolist() in ([3.0, 3.0],)
     assert types.problem.least is not None  # merged: bands on the members' extremes
+    # the problem's posteriors are the types' mean posteriors
+    np.testing.assert_allclose(types.problem.posteriors, types.type_posteriors)
+    np.testing.assert_allclose(types.type_posteriors[types.type_of[0]], [0.985, 0.015])
+
+
+def test_merging_works_with_more_quotas_than_types():
+    qs = [*quotas([(1, 3), (1, 3)]), Quota((Condition("sex", "in", {0}),), 0, 4, "anyone")]
+    matrix = np.column_stack([_candidates(), np.ones(6)])
+    types = _types_problem(matrix, qs, 4, PanelOptions(), None)
+    assert types.problem.sizes.tolist() == [3.0, 3.0]
+    assert types.problem.decide() is True
+
+
+def test_merged_types_are_used_only_when_every_choice_of_members_meets_the_bands():
+    # 40 candidates, posteriors 0.497 and 0.503 (one merged type: mean 0.5, extremes
+    # 0.497..0.503); a panel of all 40 must have exactly 20 expected: the means say yes,
+    # the members' extremes (19.88..20.12) say no, so the exact types are used
+    matrix = np.repeat([[0.497], [0.503]], 20, axis=0)
+    qs = [Quota((Condition("x", "in", {0}),), 20, 20, "half")]
+    types = _types_problem(matrix, qs, 40, PanelOptions(), None)
+    assert types.problem.least is None
+    assert len(set(types.type_of.tolist())) == 2 and types.problem.decide() is True
 
 
 def test_without_merging_each_posterior_is_its_own_type():
@@ -387,3 +409,94 @@ def test_infeasible_quotas_are_refused_on_exact_types():
         _types_problem(_candidates(), qs, 3, PanelOptions(), None)
     assert caught.value.conflicting == (0, 1)
     assert "no panel of 3 meets" in str(caught.value)
+
+
+HALF = [Quota((Condition("x", "in", {0}),), 20, 20, "half")]
+FORTY = np.repeat([[0.497], [0.503]], 20, axis=0)  # one merged type the bands reject
+
+
+def test_a_decided_merged_check_past_the_deadline_is_not_blamed_on_the_clock():
+    types = _types_problem(FORTY, HALF, 40, PanelOptions(), limits.now() - 10.0)
+    assert types.problem.least is None and types.unmerged is False
+
+
+@pytest.mark.parametrize(("offset", "clocked"), [(None, False), (100.0, False), (-10.0, True)])
+def test_an_undecided_merged_check_is_blamed_on_the_clock_only_past_the_deadline(
+    monkeypatch, offset, clocked
+):
+    # the merged types' check ends undecided (as at the work limit on a hard pool): exact
+    # types are used; the notes say the clock decided that only when it had run out
+    real = _Problem.decide
+
+    def decide(self, active=None, *, deadline=None):
+        return None if self.least is not None else real(self, active, deadline=deadline)
+
+    monkeypatch.setattr(_Problem, "decide", decide)
+    deadline = None if offset is None else limits.now() + offset
+    types = _types_problem(_candidates(), quotas([(1, 3), (1, 3)]), 4, PanelOptions(), deadline)
+    assert types.problem.least is None
+    assert bool(types.unmerged) is clocked
+
+
+# ------------------------------------------------- work limits and the safety net (a pool
+# that HiGHS does not solve at its root node: test_panel_refusal.py's)
+
+
+def _hard(extra_half_quota: bool = False) -> _Problem:
+    rng = np.random.default_rng(1)
+    t = 30
+    posteriors = rng.uniform(0, 1, (t, 3))
+    sizes = rng.integers(1, 4, t).astype(float)
+    x = np.zeros(t)
+    x[rng.choice(t, 10, replace=False)] = 1
+    counts = posteriors.T @ x
+    if not extra_half_quota:
+        return _Problem(sizes, posteriors, 10, counts + 0.13, counts + 0.17)
+    # plus 'at least 6 of 10 seats' on a quota every candidate meets with 0.5: even the
+    # LP relaxation needs a seat of slack, so the root's dual bound proves infeasibility
+    return _Problem(
+        sizes,
+        np.column_stack([posteriors, np.full(t, 0.5)]),
+        10,
+        np.concatenate([counts + 0.13, [6.0]]),
+        np.concatenate([counts + 0.17, [10.0]]),
+    )
+
+
+def test_a_relaxation_stopped_early_is_proven_infeasible_by_its_dual_bound(monkeypatch):
+    monkeypatch.setattr(limits, "DECIDE_NODES", 1)
+    relaxed = _relaxation(_hard(extra_half_quota=True))
+    assert relaxed.optimal is False
+    assert relaxed.infeasible is True  # the bound, not the (unproven) optimum, says so
+    # without the LP-infeasible quota nothing is proven at one node
+    assert _relaxation(_hard()).infeasible is None
+
+
+def test_past_the_deadline_with_no_floor_left_the_relaxation_stops_with_nothing(monkeypatch):
+    monkeypatch.setattr(limits, "DECIDE_FLOOR", 0.0)
+    stopped = _relaxation(_hard(), deadline=limits.now() - 10.0)
+    assert stopped == _Relaxed([0] * 6, None, False, None)
+    # before the deadline the same MILP finishes: a panel meets the bands
+    done = _relaxation(_hard(), deadline=limits.now() + 100.0)
+    assert done.optimal is True and done.infeasible is False
+
+
+def test_past_the_deadline_the_check_is_undecided_and_says_max_seconds(monkeypatch):
+    monkeypatch.setattr(limits, "DECIDE_FLOOR", 0.0)
+    problem = _hard()
+    qs = [Quota((Condition(f"a{j}", "in", {0}),), 0, 10, f"q{j}") for j in range(3)]
+    with pytest.raises(InfeasibleQuotas) as caught:
+        _check_feasible(problem, qs, deadline=limits.now() - 10.0, max_seconds=3.0)
+    assert caught.value.complete is False and caught.value.conflicting == ()
+    assert "was found within max_seconds=3, nor was it proven" in str(caught.value)
+    # with time left it passes
+    assert _check_feasible(problem, qs, deadline=limits.now() + 100.0, max_seconds=3.0) is None
+
+
+def test_a_decided_relaxation_is_trusted_whatever_the_plain_check_would_say(monkeypatch):
+    # the plain feasibility MILP is only asked when the relaxation left it open
+    monkeypatch.setattr(_Problem, "decide", lambda self, active=None, *, deadline=None: None)
+    with pytest.raises(InfeasibleQuotas) as caught:
+        _check_feasible(problem([3, 3], [3, 3]), quotas([(3, 3), (3, 3)]))
+    assert caught.value.complete and caught.value.conflicting == (0, 1)
+    assert _check_feasible(problem([1, 1], [3, 3]), quotas([(1, 3), (1, 3)])) is None
