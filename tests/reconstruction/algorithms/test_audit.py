@@ -369,12 +369,21 @@ def test_a_lone_population_count_is_never_an_implied_cell():
 
 
 def test_a_box_from_the_ranges_start_is_not_empty_when_another_cuts_below_the_range():
-    # 'age in [16, 30)' holds the young of both sexes whatever 'age <= 10' (nobody) cuts;
-    # taken as empty, it would be 'contained' in the women and 39 - 37 would be refused
+    # 'women aged [16, 30)' is a band of its own whatever 'age <= 10' (nobody) cuts; taken
+    # as empty, it would be 'contained' in the women over 30 and 14 - 12 refused
     universe = {"sex": Discrete(2), **AGE}
-    published = [POPULATION, exact([("age", "lte", 10)], 0), exact([("sex", "in", {0})], 39)]
-    young = exact([("age", "between", (16, 30))], 37)
+    older = exact([("sex", "in", {0}), ("age", "gt", 30)], 14)
+    published = [POPULATION, exact([("age", "lte", 10)], 0), older]
+    young = exact([("sex", "in", {0}), ("age", "between", (16, 30))], 12)
     assert audit(universe, published, [young], 5) is None
+
+
+def test_a_result_that_adds_nothing_new_is_not_refused_for_what_was_published():
+    # Published: the population, the women and 'women outside C' imply the 2 women of C
+    # (judged then). The men (population - women) add no new cell: not refused.
+    women = exact([("sex", "in", {0})], 53)
+    published = [POPULATION, women, exact(WOMEN_NOT_C, 51)]
+    assert audit(UNIVERSE, published, [exact([("sex", "in", {1})], 67)], 5) is None
 
 
 def test_unbounded_intervals_are_judged_without_numeric_warnings():

@@ -500,3 +500,130 @@ def test_a_decided_relaxation_is_trusted_whatever_the_plain_check_would_say(monk
         _check_feasible(problem([3, 3], [3, 3]), quotas([(3, 3), (3, 3)]))
     assert caught.value.complete and caught.value.conflicting == (0, 1)
     assert _check_feasible(problem([1, 1], [3, 3]), quotas([(1, 3), (1, 3)])) is None
+
+
+def _found_panel() -> np.ndarray:
+    ok, panel = _hard().find()
+    assert ok and panel is not None
+    return panel
+
+
+def test_at_the_node_limit_the_conflict_search_says_when_a_check_was_undecided(monkeypatch):
+    monkeypatch.setattr(limits, "DECIDE_NODES", 1)
+    problem = _hard(extra_half_quota=True)
+    # quota 3 tried first is proven alone; tried last, the undecided checks of the first
+    # three leave all four named, not minimal
+    assert _conflict(problem, [3, 0, 1, 2], []) == ((3,), True, False)
+    assert _conflict(problem, [0, 1, 2, 3], []) == ((0, 1, 2, 3), False, False)
+
+
+def test_a_cached_panel_decides_what_the_node_limit_leaves_open(monkeypatch):
+    # a panel meeting quotas 0-2 (found without the limit) answers those checks, so the
+    # search proves quota 3 alone even at one node per MILP
+    panel = _found_panel()
+    monkeypatch.setattr(limits, "DECIDE_NODES", 1)
+    problem = _hard(extra_half_quota=True)
+    assert _conflict(problem, [0, 1, 2, 3], [panel]) == ((3,), True, False)
+    # the refusal hands the relaxation's panel to the search the same way
+    qs = [Quota((Condition(f"a{j}", "in", {0}),), 0, 10, f"q{j}") for j in range(4)]
+    error = _infeasible(problem, qs, _Relaxed([0] * 8, panel, True, True))
+    assert error.conflicting == (3,) and error.complete
+
+
+def test_a_conflict_search_overtaken_by_the_deadline_midway_still_names_a_conflict(monkeypatch):
+    calls = []
+
+    def now():
+        calls.append(None)
+        return 0.0 if len(calls) <= 2 else 1000.0
+
+    monkeypatch.setattr(limits, "now", now)
+    p = problem([3, 3, 0], [4, 4, 4], size=4, sizes=[3, 3, 3], posteriors=THREE)
+    assert _conflict(p, [0, 1, 2], [], deadline=500.0) == ((0, 1, 2), False, True)
+
+
+def test_a_relaxation_stopped_at_the_node_limit_keeps_what_it_found(monkeypatch):
+    monkeypatch.setattr(limits, "DECIDE_NODES", 1)
+    relaxed = _relaxation(_hard())
+    assert relaxed.optimal is False and relaxed.infeasible is None
+    assert relaxed.panel is not None and sum(relaxed.slack) >= 1
+
+
+def test_the_undecided_refusal_proposes_the_relaxation_found(monkeypatch):
+    monkeypatch.setattr(limits, "DECIDE_NODES", 1)
+    qs = [Quota((Condition(f"a{j}", "in", {0}),), 0, 10, f"q{j}") for j in range(3)]
+    with pytest.raises(InfeasibleQuotas) as caught:
+        _check_feasible(_hard(), qs)
+    assert "A feasible relaxation was found before the limit" in str(caught.value)
+
+
+def test_a_refusal_past_the_deadline_says_the_clock_stopped_it_and_names_max_seconds():
+    with pytest.raises(InfeasibleQuotas) as caught:
+        _check_feasible(problem([3, 3], [3, 3]), quotas([(3, 3), (3, 3)]), limits.now() - 1.0, 2.5)
+    assert caught.value.complete is False
+    assert "diagnosis stopped at max_seconds=2.5" in str(caught.value)
+
+
+def test_raised_maximums_are_the_relaxations_upper_bands():
+    p = problem([0, 0], [1, 1])
+    relaxed = _relaxation(p)
+    up = relaxed.slack[2:]
+    error = _infeasible(p, quotas([(0, 1), (0, 1)]), relaxed)
+    assert error.relaxation == ((0, 1 + up[0]), (0, 1 + up[1]))
+    assert sum(up) == 2
+
+
+def test_a_refusal_without_a_relaxation_says_none_was_found():
+    p = problem([3, 3], [3, 3])
+    error = _infeasible(p, quotas([(3, 3), (3, 3)]), _Relaxed([0, 0, 0, 0], None, True, True))
+    assert str(error).endswith("Smallest feasible relaxation: none found within the panel size")
+    assert error.relaxation == ((3, 3), (3, 3))
+
+
+def test_an_undecided_check_proposes_a_relaxation_of_one_seat():
+    qs = quotas([(3, 3), (3, 3)])
+    error = _undecided(qs, None, None, _Relaxed([1, 0, 0, 0], np.array([2, 2]), False, None))
+    assert error.relaxation == ((2, 3), (3, 3))
+
+
+def test_the_search_tries_the_moved_quotas_attribute_before_the_others():
+    # women >= 3 (sex), young <= 2 (age; the women are young), men >= 3 (sex): women conflict
+    # with the young band and with the men's. The relaxation moved the women's band: the
+    # search tries the other sex band next, so it names women and men.
+    posteriors = [[1.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]
+    p = problem([3, 0, 3], [4, 2, 4], size=4, sizes=[3, 3, 3], posteriors=posteriors)
+    qs = [
+        Quota((Condition("sex", "in", {0}),), 3, 4, "women"),
+        Quota((Condition("age", "lte", 30),), 0, 2, "young"),
+        Quota((Condition("sex", "in", {1}),), 3, 4, "men"),
+    ]
+    women_moved = _Relaxed([1, 0, 0, 0, 0, 0], None, True, True)
+    assert _infeasible(p, qs, women_moved).conflicting == (0, 2)
+
+
+def test_the_merging_radius_shrinks_with_the_panel_size():
+    # at a panel of 40 the merged types may lose at most half a seat in all: posteriors
+    # 0.49 and 0.51 stay two types (merged, their extremes would miss the band of 20)
+    matrix = np.repeat([[0.49], [0.51]], 20, axis=0)
+    types = _types_problem(matrix, HALF, 40, PanelOptions(), None)
+    assert types.problem.least is not None  # the merged check passed ...
+    assert len(set(types.type_of.tolist())) == 2  # ... without merging these two
+
+
+def test_exact_types_with_more_quotas_than_types():
+    matrix = np.repeat([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]], 3, axis=0)
+    qs = [*quotas([(1, 3), (1, 3)]), Quota((Condition("sex", "in", {0}),), 0, 4, "anyone")]
+    types = _types_problem(matrix, qs, 4, PanelOptions(merge=False), None)
+    assert types.problem.sizes.tolist() == [3.0, 3.0]
+    np.testing.assert_allclose(types.type_posteriors, types.problem.posteriors)
+
+
+def test_a_refusal_on_exact_types_is_diagnosed_within_the_requests_time():
+    qs = quotas([(2, 4), (2, 4)])
+    options = PanelOptions(max_seconds=2.5)
+    with pytest.raises(InfeasibleQuotas) as caught:
+        _types_problem(_candidates(), qs, 3, options, limits.now() + 100.0)
+    assert caught.value.complete and "max_seconds" not in str(caught.value)
+    with pytest.raises(InfeasibleQuotas) as caught:
+        _types_problem(_candidates(), qs, 3, options, limits.now() - 1.0)
+    assert "diagnosis stopped at max_seconds=2.5" in str(caught.value)
