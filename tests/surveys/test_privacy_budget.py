@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from core.errors import NotFound
 from surveys.models import Answer, PrivacyLedger, Response
+from surveys.privacy_budget import NO_SUCH_PARTICIPANT, participant_budget
 from tests.factories import consultation_factory, survey_factory
 
 URL = "/api/v1/surveys/"
@@ -445,3 +447,126 @@ def test_without_a_budget_or_reuse_a_submission_reads_nothing_more(tenant):
     read = " ".join(q["sql"] for q in queries.captured_queries)
     assert "privacyledger" not in read and "privacy_budget" not in read
     assert "surveys_question" not in read
+
+
+# ------------------------------------- rules the mutation run found open (issue 33)
+# A withdrawn earlier report is no kept report; the resident's view answers a wrong
+# reference or token of any type with the same 404 naming the withdrawal token; a bulk
+# batch past the budget names its items; the ledger is written in chunks of 300.
+
+
+def test_a_reuse_after_the_earlier_response_was_withdrawn_is_a_fresh_report(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=2.0)
+    first = survey_factory(consultation, questions=[rr_question()], title="before")
+    second = survey_factory(consultation, questions=[reuse_of(first)], kind="opinion")
+    token = submit(tenant.portal, first, "p-1", {"sex": "M"}).json()["withdrawal_token"]
+    withdrawn = tenant.portal.post(
+        f"{URL}{first.pk}/responses/withdraw/",
+        {"participant": "p-1", "withdrawal_token": token},
+        format="json",
+    )
+    assert withdrawn.status_code == 204
+    # the kept report is gone with the withdrawal: a new one (F) is a fresh report, charged
+    fresh = submit(tenant.portal, second, "p-1", {"sex_again": "F"})
+    assert fresh.status_code == 201, fresh.content
+    assert spent(consultation, "p-1") == pytest.approx(2 * RR)
+
+
+def test_another_residents_kept_report_is_not_yours(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=2.0)
+    first = survey_factory(consultation, questions=[rr_question()], title="before")
+    second = survey_factory(consultation, questions=[reuse_of(first)], kind="opinion")
+    assert submit(tenant.portal, first, "p-1", {"sex": "M"}).status_code == 201
+    assert submit(tenant.portal, first, "p-2", {"sex": "F"}).status_code == 201
+    assert submit(tenant.portal, second, "p-2", {"sex_again": "F"}).status_code == 201
+    assert submit(tenant.portal, second, "p-1", {"sex_again": "F"}).status_code == 409
+    assert spent(consultation, "p-2") == pytest.approx(RR)  # the reuse was free
+
+
+def test_the_budget_views_404_names_the_withdrawal_token(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=4.0)
+    survey = survey_factory(consultation, questions=[rr_question()])
+    submit(tenant.portal, survey, "p-1", {"sex": "F"})
+    answer = budget_of(tenant.portal, survey, "p-1", "wrong")
+    assert answer.status_code == 404
+    assert answer.json() == {
+        "detail": str(NO_SUCH_PARTICIPANT),
+        "errors": {"withdrawal_token": [str(NO_SUCH_PARTICIPANT)]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("participant", "token"), [(123, "x"), (None, "x"), ("p-1", 123), ("p-1", None), ("p 1", "")]
+)
+def test_a_reference_or_token_of_the_wrong_type_is_the_same_404(tenant, participant, token):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=4.0)
+    survey = survey_factory(consultation, questions=[rr_question()])
+    submit(tenant.portal, survey, "p-1", {"sex": "F"})
+    with pytest.raises(NotFound) as caught:
+        participant_budget(survey=survey, participant=participant, withdrawal_token=token)
+    assert caught.value.errors == {"withdrawal_token": [str(NO_SUCH_PARTICIPANT)]}
+
+
+def test_a_bulk_batch_past_the_budget_names_the_items_of_the_residents_past_it(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=3.0)
+    first = survey_factory(consultation, questions=two_rr(), title="before")
+    second = survey_factory(consultation, questions=two_rr(), kind="opinion", title="after")
+    assert submit(tenant.portal, first, "p-1", ANSWERS).status_code == 201
+    batch = [{"participant": f"p-{n}", "answers": ANSWERS} for n in range(3)]
+    refused = bulk(tenant.analyst, second, batch)
+    assert refused.status_code == 409, refused.content
+    (item,) = refused.json()["errors"]["responses"].items()
+    assert item[0] == "1" and list(item[1]) == ["participant"]
+
+
+def test_a_bulk_batch_of_more_than_300_residents_charges_every_one(tenant):
+    # the ledger is written in chunks of 300 rows on SQLite (its parameter limit)
+    consultation = consultation_factory(tenant.organisation, privacy_budget=2.0)
+    survey = survey_factory(consultation, questions=[rr_question()])
+    batch = [{"participant": f"p-{n}", "answers": {"sex": "F"}} for n in range(301)]
+    assert bulk(tenant.analyst, survey, batch).status_code == 201
+    for n in (0, 299, 300):
+        assert spent(consultation, f"p-{n}") == pytest.approx(RR)
+
+
+def test_a_reuse_of_a_continuous_question_needs_its_range_and_grid(tenant):
+    consultation = consultation_factory(tenant.organisation)
+    age = {"key": "age", "type": "continuous", "range": [16, 100], "step": 1,
+           "mechanism": {"name": "additive_laplace", "scale": 21}}  # fmt: skip
+    first = survey_factory(consultation, questions=[age], title="before")
+    again = {**age, "key": "age_again", "reuse": {"survey": first.pk, "question": "age"}}
+
+    def create(question):
+        return tenant.analyst.post(URL, {
+            "consultation": consultation.pk, "kind": "opinion", "title": "after",
+            "questions": [question],
+        }, format="json")  # fmt: skip
+
+    for change in ({"range": [16, 90]}, {"step": 2}):
+        refused = create({**again, **change})
+        assert refused.status_code == 400, (change, refused.content)
+        (message,) = refused.json()["errors"]["questions"][0]["reuse"]
+        assert "range and reporting grid differ" in message
+    assert create(again).status_code == 201
+
+
+def test_the_budget_view_shows_this_consultations_spending_of_this_resident(tenant):
+    budgeted = consultation_factory(tenant.organisation, privacy_budget=2.0)
+    survey = survey_factory(budgeted, questions=[rr_question(), rr_question("smokes")])
+    elsewhere = survey_factory(
+        consultation_factory(tenant.organisation, privacy_budget=5.0), questions=[rr_question()]
+    )
+    submit(tenant.portal, elsewhere, "p-1", {"sex": "F"})  # another consultation's ledger
+    submit(tenant.portal, survey, "p-2", {"sex": "F"})  # another resident's row
+    token = submit(tenant.portal, survey, "p-1", {"sex": "F", "smokes": "M"}).json()
+    seen = budget_of(tenant.portal, survey, "p-1", token["withdrawal_token"]).json()
+    # 2 RR = 1.69 spent: what remains (0.31) is shown as it is
+    assert seen == pytest.approx({"budget": 2.0, "spent": 2 * RR, "remaining": 2.0 - 2 * RR})
+
+
+def test_a_resident_charged_nothing_yet_has_spent_nothing(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=2.0)
+    survey = survey_factory(consultation, questions=[exact_question()])
+    token = submit(tenant.portal, survey, "p-1", {"tenure": "own"}).json()["withdrawal_token"]
+    seen = budget_of(tenant.portal, survey, "p-1", token).json()
+    assert seen == {"budget": 2.0, "spent": 0.0, "remaining": 2.0}
