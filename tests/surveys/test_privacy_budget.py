@@ -570,3 +570,54 @@ def test_a_resident_charged_nothing_yet_has_spent_nothing(tenant):
     token = submit(tenant.portal, survey, "p-1", {"tenure": "own"}).json()["withdrawal_token"]
     seen = budget_of(tenant.portal, survey, "p-1", token).json()
     assert seen == {"budget": 2.0, "spent": 0.0, "remaining": 2.0}
+
+
+def test_a_fresh_report_for_a_reuse_question_can_exceed_the_budget_on_its_own(tenant):
+    # epsilon_total counts a reuse as free, so the survey opens under a budget of 1.0;
+    # a resident who skipped the first survey sends fresh sex and smokes reports (2 RR)
+    consultation = consultation_factory(tenant.organisation, privacy_budget=1.0)
+    first = survey_factory(consultation, questions=[rr_question()], title="before")
+    smokes = rr_question("smokes", required=False)
+    second = survey_factory(consultation, questions=[reuse_of(first), smokes], kind="opinion")
+    alone = submit(tenant.portal, second, "p-new", {"sex_again": "F", "smokes": "M"})
+    assert alone.status_code == 409 and alone.json()["code"] == "privacy_budget"
+    refused = bulk(tenant.analyst, second, [
+        {"participant": "p-a", "answers": {"sex_again": "F"}},
+        {"participant": "p-b", "answers": {"sex_again": "F", "smokes": "M"}},
+    ])  # fmt: skip
+    assert refused.status_code == 409, refused.content
+    assert set(refused.json()["errors"]["responses"]) == {"1"}
+    assert spent(consultation, "p-new") is None and spent(consultation, "p-a") is None
+
+
+def test_a_differing_kept_report_is_named_whatever_comes_before_it_in_a_batch(tenant):
+    consultation = consultation_factory(tenant.organisation)
+    first = survey_factory(consultation, questions=[rr_question()], title="before")
+    second = survey_factory(consultation, questions=[reuse_of(first)], kind="opinion")
+    assert submit(tenant.portal, first, "p-1", {"sex": "M"}).status_code == 201
+    assert submit(tenant.portal, first, "p-2", {"sex": "M"}).status_code == 201
+    refused = bulk(tenant.analyst, second, [
+        {"participant": "p-new", "answers": {"sex_again": "F"}},  # no kept report
+        {"participant": "p-2", "answers": {"sex_again": "M"}},  # the same report
+        {"participant": "p-1", "answers": {"sex_again": "F"}},  # a different one
+    ])  # fmt: skip
+    assert refused.status_code == 409, refused.content
+    body = refused.json()
+    assert body["code"] == "reused_report_differs"
+    assert set(body["errors"]["responses"]) == {"2"}
+    single = submit(tenant.portal, second, "p-1", {"sex_again": "F"}).json()
+    assert single["detail"] == single["errors"]["answers"]["sex_again"][0]
+    assert f"survey {first.pk}" in single["detail"]
+
+
+def test_a_response_without_charged_answers_is_charged_nothing_and_keeps_no_ledger_row(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=2.0)
+    questions = [rr_question("sex", required=False), exact_question()]
+    survey = survey_factory(consultation, questions=questions)
+    accepted = bulk(tenant.analyst, survey, [
+        {"participant": "p-1", "answers": {"sex": "F", "tenure": "own"}},
+        {"participant": "p-2", "answers": {"tenure": "rent"}},
+    ])  # fmt: skip
+    assert accepted.status_code == 201, accepted.content
+    assert spent(consultation, "p-1") == pytest.approx(RR)
+    assert spent(consultation, "p-2") is None  # no record of a resident charged nothing
