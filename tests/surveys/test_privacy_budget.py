@@ -621,3 +621,55 @@ def test_a_response_without_charged_answers_is_charged_nothing_and_keeps_no_ledg
     assert accepted.status_code == 201, accepted.content
     assert spent(consultation, "p-1") == pytest.approx(RR)
     assert spent(consultation, "p-2") is None  # no record of a resident charged nothing
+
+
+def test_the_refusal_to_open_names_every_unbounded_question_in_its_message(tenant):
+    from tests.factories import profile_questions
+
+    consultation = consultation_factory(tenant.organisation, privacy_budget=100.0)
+    survey = survey_factory(consultation, questions=profile_questions(), open_it=False)
+    body = tenant.analyst.post(f"{URL}{survey.pk}/open/").json()
+    assert "'satisfaction', 'site', 'skips_class', 'age', 'income'" in body["detail"]
+    assert body["errors"]["questions"]["age"] == [body["detail"]]
+
+
+def test_a_survey_of_exact_questions_opens_under_any_budget(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=0.5)
+    survey = survey_factory(consultation, questions=[exact_question()], open_it=False)
+    assert tenant.analyst.post(f"{URL}{survey.pk}/open/").status_code == 200
+
+
+def test_a_survey_needing_exactly_the_budget_opens_and_one_needing_more_does_not(tenant):
+    consultation = consultation_factory(tenant.organisation, privacy_budget=2 * RR)
+    fits = survey_factory(consultation, questions=two_rr(), open_it=False)
+    assert tenant.analyst.post(f"{URL}{fits.pk}/open/").status_code == 200
+    three = [rr_question("a"), rr_question("b"), rr_question("c")]
+    over = survey_factory(consultation, questions=three, open_it=False, kind="opinion")
+    refused = tenant.analyst.post(f"{URL}{over.pk}/open/")
+    assert refused.status_code == 400
+    assert refused.json()["errors"]["privacy_budget"] == [refused.json()["detail"]]
+
+
+def test_a_survey_with_a_reuse_and_an_unbounded_question_takes_responses(tenant):
+    # no budget: the reuse alone puts the submission through settle, where the unbounded
+    # question costs infinity (never charged without a budget)
+    consultation = consultation_factory(tenant.organisation)
+    first = survey_factory(consultation, questions=[rr_question()], title="before")
+    negative = {"key": "site", "type": "nominal", "categories": list("ABC"),
+                "mechanism": {"name": "negative_uniform"}}  # fmt: skip
+    second = survey_factory(consultation, questions=[reuse_of(first), negative], kind="opinion")
+    accepted = submit(tenant.portal, second, "p-1", {"sex_again": "F", "site": "B"})
+    assert accepted.status_code == 201, accepted.content
+
+
+def test_a_reuse_after_a_plain_question_is_resolved_and_every_question_kept(tenant):
+    consultation = consultation_factory(tenant.organisation)
+    first = survey_factory(consultation, questions=[rr_question()], title="before")
+    created = tenant.analyst.post(URL, {
+        "consultation": consultation.pk, "kind": "opinion", "title": "after",
+        "questions": [rr_question("smokes"), reuse_of(first), rr_question("pets")],
+    }, format="json")  # fmt: skip
+    assert created.status_code == 201, created.content
+    questions = created.json()["questions"]
+    assert [q["key"] for q in questions] == ["smokes", "sex_again", "pets"]
+    assert questions[1]["reuse"] == {"survey": first.pk, "question": "sex"}
