@@ -557,7 +557,8 @@ def test_the_budget_view_shows_this_consultations_spending_of_this_resident(tena
         consultation_factory(tenant.organisation, privacy_budget=5.0), questions=[rr_question()]
     )
     submit(tenant.portal, elsewhere, "p-1", {"sex": "F"})  # another consultation's ledger
-    submit(tenant.portal, survey, "p-2", {"sex": "F"})  # another resident's row
+    submit(tenant.portal, survey, "p-0", {"sex": "F"})  # other residents' rows, before and
+    submit(tenant.portal, survey, "p-2", {"sex": "F"})  # after p-1 in every order
     token = submit(tenant.portal, survey, "p-1", {"sex": "F", "smokes": "M"}).json()
     seen = budget_of(tenant.portal, survey, "p-1", token["withdrawal_token"]).json()
     # 2 RR = 1.69 spent: what remains (0.31) is shown as it is
@@ -612,15 +613,17 @@ def test_a_differing_kept_report_is_named_whatever_comes_before_it_in_a_batch(te
 
 def test_a_response_without_charged_answers_is_charged_nothing_and_keeps_no_ledger_row(tenant):
     consultation = consultation_factory(tenant.organisation, privacy_budget=2.0)
-    questions = [rr_question("sex", required=False), exact_question()]
+    questions = [rr_question("sex", required=False), {**exact_question(), "required": False}]
     survey = survey_factory(consultation, questions=questions)
     accepted = bulk(tenant.analyst, survey, [
         {"participant": "p-1", "answers": {"sex": "F", "tenure": "own"}},
         {"participant": "p-2", "answers": {"tenure": "rent"}},
+        {"participant": "p-3", "answers": {}},  # (last, with no answer at all)
     ])  # fmt: skip
     assert accepted.status_code == 201, accepted.content
     assert spent(consultation, "p-1") == pytest.approx(RR)
     assert spent(consultation, "p-2") is None  # no record of a resident charged nothing
+    assert spent(consultation, "p-3") is None
 
 
 def test_the_refusal_to_open_names_every_unbounded_question_in_its_message(tenant):
