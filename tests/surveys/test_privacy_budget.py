@@ -676,3 +676,19 @@ def test_a_reuse_after_a_plain_question_is_resolved_and_every_question_kept(tena
     questions = created.json()["questions"]
     assert [q["key"] for q in questions] == ["smokes", "sex_again", "pets"]
     assert questions[1]["reuse"] == {"survey": first.pk, "question": "sex"}
+
+
+def test_a_fresh_report_to_a_reuse_of_an_unbounded_question_is_refused_under_a_budget(tenant):
+    # A reuse is free in epsilon_total, so a survey asking again a negative-survey question
+    # (of a draft survey: nobody kept a report) opens under a budget; each fresh report
+    # then costs an unbounded epsilon and is refused, never charged as a number.
+    consultation = consultation_factory(tenant.organisation, privacy_budget=5.0)
+    negative = {"key": "site", "type": "nominal", "categories": list("ABC"),
+                "mechanism": {"name": "negative_uniform"}}  # fmt: skip
+    first = survey_factory(consultation, questions=[negative], open_it=False, title="draft")
+    again = {**negative, "key": "site_again", "reuse": {"survey": first.pk, "question": "site"}}
+    second = survey_factory(consultation, questions=[again], kind="opinion")
+    refused = submit(tenant.portal, second, "p-1", {"site_again": "B"})
+    assert refused.status_code == 409, refused.content
+    assert refused.json()["code"] == "privacy_budget"
+    assert spent(consultation, "p-1") is None
