@@ -273,8 +273,9 @@ def test_every_marked_string_is_in_the_catalogues():
         "reconstruction/algorithms/"
     )
     assert marked[
-        "a sample of %(size)s is larger than the %(participants)s participants who answered"
-    ].startswith("reconstruction/kinds/sample.py")
+        "the 95%% interval of the net shift toward %(category)s covers 0: the data do not "
+        "show that the share of %(category)s changed"
+    ].startswith("reconstruction/kinds/change.py")
     assert "%(field)s: %(problem)s" in marked
     assert len(marked) > 300
     for language in ("de", "pl"):
