@@ -414,7 +414,9 @@ def accepted_at_scale(n: int, panel_n: int = 40_000) -> Table:
     out.note(
         f"{len(costed)} candidate requests at n = {n:,}: {refused} refused up front by the "
         f"budget; the rows are the most expensive accepted one per kind. A panel at n = {n:,} "
-        f"costs {panel_refused_at_n:,} units (refused); the panel row runs on a survey of "
+        f"costs {panel_refused_at_n:,} units "
+        f"({'refused' if panel_refused_at_n > budget else 'accepted'}); "
+        f"the panel row runs on a survey of "
         f"{panel_n:,} participants."
     )
     out.note(
