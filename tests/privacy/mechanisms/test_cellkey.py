@@ -125,3 +125,11 @@ def test_perturbed_counts_of_a_table() -> None:
     assert cellkey.perturbed_counts([0, 240, 2], [5, 0, 0]) == [0, 238, 1]
     with pytest.raises(ValueError):
         cellkey.perturbed_counts([1, 2], [3])
+
+
+@pytest.mark.parametrize("count", [1, 3, 4, 7])
+def test_new_record_keys_are_count_python_ints_below_2_to_the_32(count):
+    # (issue 33: mutmut survivors) whole numbers stored as the records' keys, exactly count
+    keys = cellkey.new_record_keys(count)
+    assert len(keys) == count
+    assert all(type(k) is int and 0 <= k < 2**32 for k in keys)
