@@ -63,23 +63,26 @@ SMALL_PERTURBATION: tuple[tuple[int, float], ...] = ((-1, 0.25), (0, 0.5), (1, 0
 """The table for a count of 2 (it never reaches 0); a count of 0 or 1 is not changed."""
 
 
-def _moments(table: Sequence[tuple[int, float]]) -> tuple[float, float]:
+def table_moments(table: Sequence[tuple[int, float]]) -> tuple[float, float]:
+    """The mean and variance of a perturbation table's change ((change, probability) rows)."""
     mean = sum(d * p for d, p in table)
     return mean, sum((d - mean) ** 2 * p for d, p in table)
 
 
-MEAN, VARIANCE = _moments(PERTURBATION)
+MEAN, VARIANCE = table_moments(PERTURBATION)
 """The table's mean (0: no bias) and variance (1.2)."""
 
 
-def _cumulative(table: Sequence[tuple[int, float]]) -> NDArray[np.float64]:
+def cumulative_bounds(table: Sequence[tuple[int, float]]) -> NDArray[np.float64]:
+    """The upper bound of each row's interval of keys: a key below the first bound gets
+    the first row's change, a key from one bound up to the next gets the next row's."""
     # Rounded: 0.1 + 0.2 is 0.30000000000000004 in floating point, and a key of exactly
     # 0.3 belongs to the next row.
     return np.round(np.cumsum([p for _, p in table]), 12)
 
 
-_BOUNDS = _cumulative(PERTURBATION)
-_SMALL_BOUNDS = _cumulative(SMALL_PERTURBATION)
+_BOUNDS = cumulative_bounds(PERTURBATION)
+_SMALL_BOUNDS = cumulative_bounds(SMALL_PERTURBATION)
 
 
 def new_record_keys(count: int) -> list[int]:
@@ -173,6 +176,7 @@ __all__ = [
     "CellKey",
     "bounds",
     "cell_keys",
+    "cumulative_bounds",
     "lookup",
     "new_record_key",
     "new_record_keys",
@@ -180,4 +184,5 @@ __all__ = [
     "perturbed_count",
     "perturbed_counts",
     "perturbed_mean",
+    "table_moments",
 ]

@@ -133,3 +133,39 @@ def test_new_record_keys_are_count_python_ints_below_2_to_the_32(count):
     keys = cellkey.new_record_keys(count)
     assert len(keys) == count
     assert all(type(k) is int and 0 <= k < 2**32 for k in keys)
+
+
+def test_the_published_table_has_the_documented_properties_from_first_principles() -> None:
+    # docs/methods/cell-key.md: changes -2..+2 with 0.1, 0.2, 0.4, 0.2, 0.1; mean 0, variance 1.2.
+    table = cellkey.PERTURBATION
+    changes = [d for d, _ in table]
+    probabilities = [p for _, p in table]
+    assert changes == [-2, -1, 0, 1, 2]
+    assert all(p > 0 for p in probabilities)
+    assert sum(probabilities) == pytest.approx(1.0, abs=1e-12)
+    assert sum(d * p for d, p in table) == pytest.approx(0.0, abs=1e-12)
+    assert sum(d * d * p for d, p in table) == pytest.approx(1.2, abs=1e-12)
+    assert all(abs(d) <= 2 for d in changes)
+    assert probabilities == probabilities[::-1]  # symmetric
+    small = cellkey.SMALL_PERTURBATION
+    assert [d for d, _ in small] == [-1, 0, 1]
+    assert [p for _, p in small] == [0.25, 0.5, 0.25]
+
+
+def test_table_moments_are_the_mean_and_variance_of_the_change() -> None:
+    # (issue 33: mutmut could not see the import-time call; these call it) an asymmetric
+    # table: mean 0.5 * 3 + 0.5 * 1 = 2, variance 0.5 * 1 + 0.5 * 1 = 1.
+    assert cellkey.table_moments([(3, 0.5), (1, 0.5)]) == pytest.approx((2.0, 1.0))
+    # mean 0.25 * 4 = 1, variance 0.75 * 1 + 0.25 * 9 = 3.
+    assert cellkey.table_moments([(0, 0.75), (4, 0.25)]) == pytest.approx((1.0, 3.0))
+    assert cellkey.table_moments(cellkey.PERTURBATION) == pytest.approx((0.0, 1.2))
+    assert (cellkey.MEAN, cellkey.VARIANCE) == cellkey.table_moments(cellkey.PERTURBATION)
+
+
+def test_cumulative_bounds_end_each_row_and_a_key_of_exactly_0_3_starts_the_zero_row() -> None:
+    bounds = cellkey.cumulative_bounds(cellkey.PERTURBATION)
+    # Exactly these floats: 0.1 + 0.2 is 0.30000000000000004 unrounded.
+    assert bounds.tolist() == [0.1, 0.3, 0.7, 0.9, 1.0]
+    assert cellkey.cumulative_bounds(cellkey.SMALL_PERTURBATION).tolist() == [0.25, 0.75, 1.0]
+    assert cellkey.cumulative_bounds([(0, 0.125), (1, 0.875)]).tolist() == [0.125, 1.0]
+    assert cellkey.lookup(240, 0.3) == 0
