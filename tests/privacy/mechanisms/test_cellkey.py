@@ -159,7 +159,7 @@ def test_table_moments_are_the_mean_and_variance_of_the_change() -> None:
     # mean 0.25 * 4 = 1, variance 0.75 * 1 + 0.25 * 9 = 3.
     assert cellkey.table_moments([(0, 0.75), (4, 0.25)]) == pytest.approx((1.0, 3.0))
     assert cellkey.table_moments(cellkey.PERTURBATION) == pytest.approx((0.0, 1.2))
-    assert (cellkey.MEAN, cellkey.VARIANCE) == cellkey.table_moments(cellkey.PERTURBATION)
+    assert cellkey.table_moments(cellkey.PERTURBATION) == (cellkey.MEAN, cellkey.VARIANCE)
 
 
 def test_cumulative_bounds_end_each_row_and_a_key_of_exactly_0_3_starts_the_zero_row() -> None:
