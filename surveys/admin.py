@@ -55,7 +55,7 @@ def _int_or_none(value: Any) -> int | None:
         return None
 
 
-API_FIELD_TO_FORM = {"range": "range_low", "translations": "privacy"}
+API_FIELD_TO_FORM = {"range": "range_low", "translations": "privacy", "reuse": "ask_again"}
 
 
 class QuestionFormSet(forms.BaseInlineFormSet):
@@ -67,6 +67,15 @@ class QuestionFormSet(forms.BaseInlineFormSet):
         would say "Please correct the duplicate data for key" (and stop there)."""
 
     frozen = False
+
+    def get_form_kwargs(self, index: int | None) -> dict[str, Any]:
+        """A saved survey's cards list its consultation's earlier questions to ask again
+        (the formset knows its survey before it makes the forms; the add page does not)."""
+        kwargs = super().get_form_kwargs(index)
+        survey = self.instance
+        if not self.frozen and survey is not None and survey.pk is not None:
+            kwargs.update(consultation=survey.consultation, survey=survey)
+        return kwargs
 
     def clean(self) -> None:
         super().clean()
@@ -81,7 +90,9 @@ class QuestionFormSet(forms.BaseInlineFormSet):
         consultation = getattr(self.instance, "consultation", None)
         organisation = consultation.organisation if consultation is not None else None
         try:
-            services.validate_questions(self.questions, organisation)
+            services.validate_questions(
+                self.questions, organisation, survey=self.instance if self.instance.pk else None
+            )
         except SurveyDomainError as exc:
             items = exc.errors.get("questions")
             if not isinstance(items, list) or len(items) != len(kept):
@@ -300,11 +311,13 @@ class SurveyAdmin(SurveyPurgeActionMixin, admin.ModelAdmin):
         organisation = None
         form_organisation = None  # the add form offers every language (no organisation yet)
         survey_id, consultation_id = data.get("survey"), data.get("consultation")
+        saved: dict[str, Any] = {}  # a saved survey's cards list questions to ask again
         if survey_id:
             survey = self.get_queryset(request).filter(pk=_int_or_none(survey_id)).first()
             if survey is None or not self.has_view_permission(request, survey):
                 return JsonResponse({"detail": _("Survey not found.")}, status=404)
             organisation = form_organisation = survey.consultation.organisation
+            saved = {"consultation": survey.consultation, "survey": survey}
         elif consultation_id:
             consultation = (
                 scope_queryset(request, Consultation.objects.select_related("organisation"))
@@ -330,7 +343,7 @@ class SurveyAdmin(SurveyPurgeActionMixin, admin.ModelAdmin):
             prefix = f"questions-{index}"
             if not (data.get(f"{prefix}-key") or "").strip() or data.get(f"{prefix}-DELETE"):
                 continue
-            form = question_form_for(form_organisation)(data=data, prefix=prefix)
+            form = question_form_for(form_organisation)(data=data, prefix=prefix, **saved)
             if not form.is_valid():
                 problems = {name: list(errors) for name, errors in form.errors.items()}
                 previews.append(

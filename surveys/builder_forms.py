@@ -19,6 +19,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from privacy.mechanisms.descriptors import CONTINUOUS, DISCRETE, PRESET_EPSILON, Mechanism
+from surveys.builder_reuse import AskAgainField, ask_again
 from surveys.models import Question
 
 DEFAULT_MECHANISM = {"discrete": "randomised_response", "continuous": "additive_laplace"}
@@ -32,7 +33,13 @@ LEVELS = (
 # Builder options that engineer `budget`'s issue adds beside privacy (e.g. "ask again,
 # same answer kept"): declare them on QuestionForm and list their names here, and they
 # join the card's privacy box.
-PRIVACY_OPTIONS: tuple[str, ...] = ()
+PRIVACY_OPTIONS: tuple[str, ...] = ("ask_again",)
+ASK_AGAIN_HELP = _(
+    "Ask a question of an earlier survey of this consultation again: each resident's device "
+    "sends the same scrambled answer as then, so it uses none of their privacy budget. The "
+    "question then takes that question's type, categories and mechanism (the ones typed "
+    "here are ignored). A new survey lists nothing here: save it first."
+)
 
 
 def mechanism_menu() -> list[tuple[str, Mechanism, tuple[str, ...]]]:
@@ -153,6 +160,9 @@ class QuestionForm(forms.ModelForm):
     )
     mechanism = forms.ChoiceField(widget=MechanismSelect)
     privacy = forms.ChoiceField(choices=LEVELS, initial=DEFAULT_LEVEL)
+    # Replaced in __init__ by an AskAgainField listing the consultation's earlier questions
+    # when the formset knows the survey (not on the add page: nothing to list there).
+    ask_again = forms.ChoiceField(required=False, choices=[("", _("No: a new question"))])
 
     class Meta:
         model = Question
@@ -167,10 +177,16 @@ class QuestionForm(forms.ModelForm):
             "step": _("Continuous questions: e.g. 1 for whole years (optional)."),
         }
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, consultation: Any = None, survey: Any = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         if "type" not in self.fields:  # a frozen survey's cards (key only, read-only)
             return
+        if consultation is not None:
+            self.fields["ask_again"] = AskAgainField(consultation=consultation, survey=survey)
+        self.fields["ask_again"].label = _("Ask again (same answer kept)")
+        self.fields["ask_again"].help_text = ASK_AGAIN_HELP
         self.fields["type"].choices = [
             ("binary", _("Yes/no or two answers (binary)")),
             ("nominal", _("Choice among answers (nominal)")),
@@ -214,6 +230,8 @@ class QuestionForm(forms.ModelForm):
                 ):  # type: ignore[arg-type]
                     level = candidate
         self.initial["privacy"] = level
+        if question.reuse:
+            self.initial["ask_again"] = f"{question.reuse['survey']}:{question.reuse['question']}"
         for code, entry in (question.translations or {}).items():
             if code in self.languages and isinstance(entry, dict):
                 self.initial[f"text_{code}"] = entry.get("text", "")
@@ -266,9 +284,18 @@ class QuestionForm(forms.ModelForm):
                 translations[code] = {"text": text, **({"labels": labels} if discrete else {})}
         if translations:
             question["translations"] = translations
-        if getattr(self.instance, "reuse", None):
-            # Asked again (issue 28; set through the API or surveys.builder_reuse): kept.
-            question["reuse"] = dict(self.instance.reuse)
+        field = self.fields.get("ask_again")
+        chosen = data.get("ask_again") or ""
+        if isinstance(field, AskAgainField) and chosen:
+            return ask_again(question, field.earlier(chosen))
+        kept = getattr(self.instance, "reuse", None)
+        if kept and not (
+            isinstance(field, AskAgainField)
+            and f"{kept['survey']}:{kept['question']}" in field.questions
+        ):
+            # Asked again through the API, of a question this card does not list: kept.
+            # (One it lists and the organiser set to "No" is a new question again.)
+            question["reuse"] = dict(kept)
         return question
 
 

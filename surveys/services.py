@@ -71,11 +71,18 @@ def _parse_questions(
 
 
 def validate_questions(
-    questions: Any, organisation: Organisation | None = None
+    questions: Any, organisation: Organisation | None = None, survey: Survey | None = None
 ) -> list[schemes.QuestionSpec]:
     """Validate a question list as the API does (same rules, same messages), storing
-    nothing: the admin's survey builder calls it. Raises :class:`InvalidInput`."""
-    return _parse_questions(questions, organisation)
+    nothing: the admin's survey builder calls it. With the saved ``survey`` the list is
+    for, each ``reuse`` is checked too (as :func:`survey_update` does). Raises
+    :class:`InvalidInput`."""
+    specs = _parse_questions(questions, organisation)
+    if survey is not None:
+        specs = privacy_budget.resolve_reuse(
+            consultation=survey.consultation, specs=specs, survey_pk=survey.pk
+        )
+    return specs
 
 
 def _parse_question_list(questions: Any) -> list[schemes.QuestionSpec]:

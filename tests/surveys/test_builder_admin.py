@@ -416,3 +416,68 @@ def test_an_open_surveys_questions_read_as_cards_not_json(staff, consultation):
     assert "Ort" in card and "[&quot;" not in card and "{" not in card
     # Negative surveys say what protects the resident (no bounded eps).
     assert "What protects the resident" in page
+
+
+# --------------------------------------------------------------------- ask again (issue 28)
+
+
+def test_a_draft_card_asks_an_earlier_question_again_keeping_the_answer(staff, consultation):
+    """The card's "Ask again (same answer kept)" lists the consultation's earlier
+    questions; choosing one stores the question with ``reuse`` and the earlier question's
+    categories and mechanism, whatever the card had typed."""
+    from tests.factories import survey_factory
+
+    sex = {"key": "sex", "text": "Sex", "type": "nominal", "categories": ["F", "M", "X"],
+           "mechanism": {"name": "randomised_response", "retain": 0.7}}  # fmt: skip
+    earlier = survey_factory(consultation, questions=[sex], title="Before")
+    draft = survey_factory(
+        consultation, kind="opinion", title="After", open_it=False,
+        questions=[{"key": "sex_again", "type": "binary", "categories": ["a", "b"],
+                    "mechanism": {"name": "none"}}],
+    )  # fmt: skip
+    question = draft.questions.get()
+    url = f"/admin/surveys/survey/{draft.pk}/change/"
+    page = staff.get(url).content.decode()
+    select = page.split('name="questions-0-ask_again"')[1].split("</select>")[0]
+    assert f'value="{earlier.pk}:sex"' in select and "Before · Sex" in select
+    assert "Ask again (same answer kept)" in page
+
+    def post(choice, **typed):
+        typed = {"categories": "a\nb", **typed}
+        row = question_row(0, key="sex_again", text="Sex again", id=str(question.pk),
+                           survey=str(draft.pk), ask_again=choice, **typed)  # fmt: skip
+        return staff.post(url, {"title": "After", **management(1, 1), **row, "_continue": "1"})
+
+    tampered = post("999999:sex")  # not an earlier question: the form says so, nothing saved
+    assert tampered.status_code == 200 and "errorlist" in tampered.content.decode()
+    assert draft.questions.get().reuse is None
+
+    response = post(f"{earlier.pk}:sex")
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    stored = draft.questions.get()
+    assert stored.key == "sex_again" and stored.text == "Sex again"
+    assert stored.reuse == {"survey": earlier.pk, "question": "sex"}
+    assert stored.type == "nominal" and stored.categories == ["F", "M", "X"]
+    assert stored.mechanism == "randomised_response"
+    assert stored.mechanism_params == {"retain": 0.7}
+    # The card reads it back chosen.
+    page = staff.get(url).content.decode()
+    assert f'value="{earlier.pk}:sex" selected' in page
+
+    # A reuse the services refuse (here: its earlier question is gone) shows on the form
+    # with the API's message; nothing is saved and nothing crashes.
+    Question.objects.filter(pk=stored.pk).update(reuse={"survey": 999999, "question": "sex"})
+    question = stored
+    refused = post("", type="nominal", categories="F\nM\nX", mechanism="randomised_response",
+                   mechanism_params='{"retain": 0.7}')  # fmt: skip
+    assert refused.status_code == 200, refused.status_code
+    error = refused.content.decode().split('id="id_questions-0-ask_again_error"')[1][:300]
+    assert "Survey 999999 is not a survey of this consultation" in error
+    assert draft.questions.get().reuse == {"survey": 999999, "question": "sex"}
+
+
+def test_the_add_page_offers_nothing_to_ask_again_and_says_why(staff, consultation):
+    page = staff.get("/admin/surveys/survey/add/").content.decode()
+    select = page.split('name="questions-0-ask_again"')[1].split("</select>")[0]
+    assert select.count("<option") == 1  # "No: a new question"
+    assert "A new survey lists nothing here: save it first." in page
