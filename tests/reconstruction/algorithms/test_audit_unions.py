@@ -3,7 +3,19 @@ exact counts and on counts published with the cell-key perturbation (within 2)."
 
 from __future__ import annotations
 
-from reconstruction.algorithms.audit import Box, Continuous, Discrete, Published, audit
+import math
+
+import numpy as np
+
+from reconstruction.algorithms.audit import (
+    Box,
+    Continuous,
+    Discrete,
+    Published,
+    _floor,
+    _judge,
+    audit,
+)
 
 UNIVERSE = {"district": Discrete(5), "tenure": Discrete(2), "item": Discrete(2),
             "age": Continuous(16, 100)}  # fmt: skip
@@ -64,3 +76,63 @@ def test_too_many_boxes_skip_step_4():
     n = exact([("district", "in", {N})], 99)
     rest = exact([("item", "in", {NO}), ("district", "in", {C, N})], 137)
     assert audit(UNIVERSE, [POPULATION, c, n], [rest], 5, max_boxes=10) is None
+
+
+# The floor of a union box (step 4 refuses a small-looking union only when the published
+# boxes inside it do not already show it is at least the threshold). Atoms 0..4; the box
+# is atoms {0, 1, 2, 4}; rows are published boxes (0/1 over the atoms).
+FLOOR_ROWS = np.array([
+    [1, 0, 0, 0, 0],  # 30, inside
+    [1, 1, 0, 0, 0],  # 40, inside
+    [0, 0, 1, 0, 0],  # 7, inside, disjoint from the 40
+    [0, 1, 0, 0, 0],  # 5, inside, overlaps the 40 (taken before it)
+    [0, 0, 0, 0, 1],  # 1, inside, disjoint: a perturbed count of 3 has a lower end of 1
+    [0, 0, 1, 1, 0],  # 100, not inside (atom 3 is outside the box)
+], dtype=float)  # fmt: skip
+FLOOR_BOX = np.array([1, 1, 1, 0, 1], dtype=float)
+
+
+def _rows(lows):
+    return [Published(Box(), low, low, low + 4) for low in lows]
+
+
+def test_the_floor_sums_the_lower_ends_of_disjoint_published_boxes_inside_largest_first():
+    # 40 (atoms 0, 1) + 7 (atom 2) + 1 (atom 4); the 30 and the 5 overlap the 40; the
+    # 100 is not inside the box.
+    floor = _floor(FLOOR_ROWS, _rows([30, 40, 7, 5, 1, 100]), FLOOR_BOX)
+    assert floor == 48.0
+
+
+def test_the_floor_ignores_boxes_without_a_positive_finite_lower_end():
+    rows = np.array([[1, 0], [0, 1]], dtype=float)
+    box = np.array([1, 1], dtype=float)
+    unknown = [Published(Box(), 10, float("nan"), 20), Published(Box(), 3, -math.inf, 8)]
+    assert _floor(rows, unknown, box) == 0.0
+    assert _floor(rows, [Published(Box(), 0, 0, 4), Published(Box(), 6, 6, 6)], box) == 6.0
+
+
+def test_the_floor_of_a_box_with_no_published_box_inside_is_zero():
+    assert _floor(FLOOR_ROWS, _rows([30, 40, 7, 5, 1, 100]), np.array([0, 0, 0, 1, 0.0])) == 0.0
+
+
+def test_results_wider_than_the_cell_key_bound_are_not_used_by_step_4():
+    # The three-box tracker, one result within 2.5 (a distorted, reconstructed one): step 4
+    # uses only results published within 2 either way (exact or cell-key perturbed).
+    c = Published(Box.of([("district", "in", {C})]), 41, 38.5, 43.5)
+    n = perturbed([("district", "in", {N})], 98)
+    rest = perturbed([("item", "in", {NO}), ("district", "in", {C, N})], 138)
+    assert audit(UNIVERSE, [POPULATION, c, n], [rest], 5) is None
+    assert audit(UNIVERSE, [POPULATION, c, n], [rest], 5, max_union_half_width=2.5) is not None
+
+
+def test_a_combination_of_two_unbounded_results_is_refused_without_a_numeric_warning():
+    # Two results with an unbounded upper end (centre inf) taken with +1 and -1: the
+    # implied cell is unknown (inf - inf), so it is judged small, and silently.
+    import warnings
+
+    inf = math.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        finding = _judge(np.array([1.0, -1.0]), np.array([inf, inf]), np.array([inf, inf]),
+                         1, 5, "union")  # fmt: skip
+    assert finding is not None and finding.uses == (0, 1)
