@@ -136,3 +136,22 @@ def test_a_combination_of_two_unbounded_results_is_refused_without_a_numeric_war
         finding = _judge(np.array([1.0, -1.0]), np.array([inf, inf]), np.array([inf, inf]),
                          1, 5, "union")  # fmt: skip
     assert finding is not None and finding.uses == (0, 1)
+
+
+def test_repeating_a_published_result_does_not_blame_the_union_it_already_implied():
+    # The tracker's union was implied by the published results alone (judged then); the
+    # same box published again adds nothing new.
+    c = exact([("district", "in", {C})], 40)
+    n = exact([("district", "in", {N})], 99)
+    rest = exact([("item", "in", {NO}), ("district", "in", {C, N})], 137)
+    again = exact([("item", "in", {NO}), ("district", "in", {C, N})], 137)
+    assert audit(UNIVERSE, [POPULATION, c, n, rest], [again], 5) is None
+
+
+def test_the_tracker_asked_all_at_once_is_refused():
+    # No earlier results: every result of the union is new.
+    c = exact([("district", "in", {C})], 40)
+    n = exact([("district", "in", {N})], 99)
+    rest = exact([("item", "in", {NO}), ("district", "in", {C, N})], 137)
+    finding = audit(UNIVERSE, [], [POPULATION, c, n, rest], 5)
+    assert finding is not None and finding.kind == "union"
