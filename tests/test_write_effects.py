@@ -396,14 +396,17 @@ def test_a_withdrawn_response_leaves_later_analyses_and_reports(
     assert more.status_code == 201, more.content
     body = {"survey": world.survey.pk, "kind": "distribution", "attribute": "tenure"}
     before = _analyse(world, django_capture_on_commit_callbacks, body)
-    # tenure has mechanism "none", so the counts are exact: even participants own, odd rent.
-    assert before["counts"] == pytest.approx([15, 15])
+    # tenure has mechanism "none": even participants own, odd rent, 15 each. Exact answers
+    # are published with the cell key's perturbation (issue 26): within 2 of the truth.
+    assert before["perturbed"] is True and before["n"] == 30
+    assert all(abs(c - 15) <= 2 for c in before["counts"]), before
 
     response = _withdraw(world, "p-1", world.tokens.get("p-1"))
     assert response.status_code == 204, response.content
 
     after = _analyse(world, django_capture_on_commit_callbacks, body)
-    assert after["counts"] == pytest.approx([15, 14])
+    assert after["n"] == 29  # p-1 (a renter) is no longer seen
+    assert abs(after["counts"][0] - 15) <= 2 and abs(after["counts"][1] - 14) <= 2, after
     # The participant may not answer again (a tombstone stays).
     again = _post(
         world.tenant.portal,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -53,10 +54,13 @@ def test_pip_wheel_builds_the_python_client_with_requests_as_its_only_dependency
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    (wheel,) = wheels.glob("consultation_client-1.2.0-*.whl")
+    version = tomllib.loads((REPO / "clients" / "python" / "pyproject.toml").read_text())[
+        "project"
+    ]["version"]
+    (wheel,) = wheels.glob(f"consultation_client-{version}-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-        metadata = archive.read("consultation_client-1.2.0.dist-info/METADATA").decode()
+        metadata = archive.read(f"consultation_client-{version}.dist-info/METADATA").decode()
     assert {
         "consultation_client/__init__.py",
         "consultation_client/distortion.py",
