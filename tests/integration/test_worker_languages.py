@@ -36,14 +36,20 @@ def test_a_refusal_decided_on_the_worker_is_read_in_german_and_polish(
     while (body := tenant.analyst.get(url).json())["status"] in ("queued", "running"):
         assert time.monotonic() < deadline, body
         time.sleep(0.2)
-    english = "size: a sample of 16 is larger than the 15 participants who answered"
+    # Issue 26: the refusal names the rule and the threshold, never the pool's size (15).
+    english = (
+        "size: refused by disclosure control: a sample or panel (and each stratum) may take at "
+        "most half of the participants estimated to meet its condition, and no group it implies "
+        "may be smaller than the threshold of 5; ask for fewer participants or widen the "
+        "condition"
+    )
     assert (body["status"], body["error"]) == ("refused", english), body
     assert "reconstruction.run_analysis" in celery_worker_process.output()
     german = tenant.analyst.get(url, HTTP_ACCEPT_LANGUAGE="de").json()["error"]
     polish = tenant.analyst.get(url + "?lang=pl").json()["error"]
-    assert german.startswith("size: ") and "16" in german and "15" in german, german
-    assert polish.startswith("size: ") and "16" in polish and "15" in polish, polish
+    for text in (german, polish):
+        assert text.startswith("size: ") and " 5" in text and "15" not in text, text
     assert len({english, german, polish}) == 3
     stored = AnalysisJob.objects.get(pk=job.pk).error_message
     assert stored["template"] == "%(field)s: %(problem)s"
-    assert stored["params"]["problem"]["params"] == {"size": 16, "participants": 15}
+    assert "15" not in str(stored["params"]), stored
