@@ -223,12 +223,12 @@ class Table:
         return finish_all([self])
 
 
-def finish_all(tables: Sequence[Table], *, printed: bool = False) -> int:
+def finish_all(tables: Sequence[Table], *, printed: bool = False, name: str | None = None) -> int:
     """Print ``tables`` (unless ``printed``), record them, return 1 if a target was missed."""
     if not printed:
         for table in tables:
             table.print()
-    write_results(tables)
+    write_results(tables, name=name)
     summary = os.environ.get("BENCH_SUMMARY")
     if summary:
         script = os.path.basename(sys.argv[0])
