@@ -18,6 +18,7 @@ from reconstruction import registry, result_view
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
 from reconstruction.services import report_create
 from surveys.admin import SurveyAdmin
+from surveys.admin_filters import labelled_filter
 from surveys.models import Survey
 from surveys.retention import SurveyPurged
 
@@ -60,8 +61,17 @@ class JobLabels:
         return str(job.requested_by)
 
 
+def _kind_shown(name: str) -> str:
+    return result_view.kind_label(registry.KINDS.get(name), name)
+
+
+# The changelists' filters in the organiser's language (the model's are the API's words).
+STATUS_FILTER = ("status", labelled_filter(result_view.status_label))
+KIND_FILTER = ("kind", labelled_filter(_kind_shown, choices=False))
+
+
 class JobAdmin(JobLabels, admin.ModelAdmin):
-    list_filter = ("status", "organisation")
+    list_filter: Any = (STATUS_FILTER, "organisation")
     search_fields = ("requested_by",)
     date_hierarchy = "created_at"
     exclude = ("error", "error_message")  # error_text shows the reason, translated
@@ -81,7 +91,7 @@ class AnalysisJobAdmin(JobAdmin):
     list_display = (
         "id", "kind_shown", "survey", "status_shown", "progress", "requested_by", "created_at"
     )  # fmt: skip
-    list_filter = ("status", "kind", "organisation")
+    list_filter = (STATUS_FILTER, KIND_FILTER, "organisation")
     # The raw request and result are under "technical details" on the result page.
     fields = readonly_fields = (
         "organisation", "survey", "kind_shown", "status_shown", "progress", "error_text",
@@ -91,7 +101,7 @@ class AnalysisJobAdmin(JobAdmin):
 
     @admin.display(description=_("kind"), ordering="kind")
     def kind_shown(self, job: AnalysisJob) -> str:
-        return result_view.kind_label(registry.KINDS.get(job.kind), job.kind)
+        return _kind_shown(job.kind)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         # The analysis and panel forms run through add_view / panel/: the model permission.
@@ -186,7 +196,7 @@ class ReportAdmin(JobLabels, admin.ModelAdmin):
     list_display = (
         "id", "survey", "status_shown", "progress", "requested_by", "created_at", "downloads"
     )  # fmt: skip
-    list_filter = ("status", "organisation")
+    list_filter = (STATUS_FILTER, "organisation")
     search_fields = ("survey__title",)
     form = StartReportForm
 
@@ -230,22 +240,21 @@ class ReportAdmin(JobLabels, admin.ModelAdmin):
         )
         return super().response_post_save_add(request, obj)
 
-    @admin.display(description="downloads")
+    @admin.display(description=_("downloads"))
     def downloads(self, report: Report) -> str:
         if report.status != Job.Status.SUCCEEDED:
             return "—"
         url = reverse("admin-report-download", args=[report.pk])
         table = reverse("admin-report-export", args=[report.pk])
+        # The report (HTML page, CSV, JSON), then its table: alone (CSV), with the
+        # columns' meaning and the notes (ZIP), or as a workbook (XLSX).
         return format_html(
-            '<a href="{}?format=html">HTML</a> · <a href="{}?format=csv">CSV</a> · '
-            '<a href="{}?format=json">JSON</a> · table: <a href="{}?format=csv">CSV</a> · '
-            '<a href="{}?format=xlsx">XLSX</a>',
-            url,
-            url,
-            url,
-            table,
-            table,
-        )
+            '{}: <a href="{}?format=html">HTML</a> · <a href="{}?format=csv">CSV</a> · '
+            '<a href="{}?format=json">JSON</a> · {}: <a href="{}?format=csv">CSV</a> · '
+            '<a href="{}?format=zip" title="{}">ZIP</a> · <a href="{}?format=xlsx">XLSX</a>',
+            _("report"), url, url, url, _("table"), table, table,
+            _("the table, what each column means and the notes"), table,
+        )  # fmt: skip
 
 
 # Reports are started from the survey list too. The action lives here, with the other

@@ -21,6 +21,7 @@ from consultations.admin_scoping import scope_queryset
 from consultations.models import Consultation
 from core.errors import SurveyDomainError
 from surveys import services
+from surveys.admin_filters import labelled_filter
 from surveys.admin_retention import SurveyPurgeActionMixin
 from surveys.builder import mechanism_previews, problems_text, question_card, question_preview
 from surveys.builder_forms import card_fieldsets, question_form_for
@@ -183,31 +184,56 @@ class SurveyForm(forms.ModelForm):
             ]
 
 
+# A survey's status and kind in the organiser's language (the model's are the API's words).
+SURVEY_STATUS = {"draft": _("draft"), "open": _("open"), "closed": _("closed")}
+SURVEY_KIND = {"profile": _("profile"), "opinion": _("opinion")}
+
+
+def survey_status_label(status: str) -> str:
+    return str(SURVEY_STATUS.get(status, status))
+
+
+def survey_kind_label(kind: str) -> str:
+    return str(SURVEY_KIND.get(kind, kind))
+
+
 @admin.register(Survey)
 class SurveyAdmin(SurveyPurgeActionMixin, admin.ModelAdmin):
     form = SurveyForm
     list_display = [
         "title",
         "consultation",
-        "kind",
-        "status",
+        "kind_shown",
+        "status_shown",
         "created_at",
         "opened_at",
         "closed_at",
     ]
-    list_filter = ["status", "kind", "consultation__organisation"]
+    list_filter = [
+        ("status", labelled_filter(survey_status_label)),
+        ("kind", labelled_filter(survey_kind_label)),
+        "consultation__organisation",
+    ]
     search_fields = ["title", "consultation__title"]
     inlines = [QuestionInline]
     # reconstruction.admin adds start_report
     actions = ["open_surveys", "close_surveys", "purge_surveys"]
     change_form_template = "admin/surveys/survey/builder_change_form.html"
 
+    @admin.display(description=_("kind"), ordering="kind")
+    def kind_shown(self, survey: Survey) -> str:
+        return survey_kind_label(survey.kind)
+
+    @admin.display(description=_("status"), ordering="status")
+    def status_shown(self, survey: Survey) -> str:
+        return survey_status_label(survey.status)
+
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
             return ["consultation", "kind", "title", "retention_days"]
         return [
-            "consultation", "kind", "title", "status", "created_at", "opened_at", "closed_at",
-            "retention_days", "purged_at",
+            "consultation", "kind_shown", "title", "status_shown", "created_at", "opened_at",
+            "closed_at", "retention_days", "purged_at",
         ]  # fmt: skip
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
@@ -215,8 +241,8 @@ class SurveyAdmin(SurveyPurgeActionMixin, admin.ModelAdmin):
             return []
         return [
             "consultation",
-            "kind",
-            "status",
+            "kind_shown",
+            "status_shown",
             "created_at",
             "opened_at",
             "closed_at",
@@ -410,7 +436,11 @@ class ResponseAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Distorted answers: read-only. Withdrawal goes through the service."""
 
     list_display = ["id", "survey", "participant", "submitted_at", "withdrawn_at"]
-    list_filter = ["survey__status", ("withdrawn_at", admin.EmptyFieldListFilter), "survey"]
+    list_filter = [
+        ("survey__status", labelled_filter(survey_status_label)),
+        ("withdrawn_at", admin.EmptyFieldListFilter),
+        "survey",
+    ]
     search_fields = ["participant__reference"]
     readonly_fields = ["survey", "participant", "submitted_at", "withdrawn_at"]
     list_select_related = ["survey", "participant"]

@@ -37,8 +37,8 @@ PRIVACY_OPTIONS: tuple[str, ...] = ("ask_again",)
 ASK_AGAIN_HELP = _(
     "Ask a question of an earlier survey of this consultation again: each resident's device "
     "sends the same scrambled answer as then, so it uses none of their privacy budget. The "
-    "question then takes that question's type, categories and mechanism (the ones typed "
-    "here are ignored). A new survey lists nothing here: save it first."
+    "question then takes that question's type, categories and mechanism (their fields are "
+    "greyed out). A new survey lists nothing here: save it first."
 )
 
 
@@ -187,6 +187,11 @@ class QuestionForm(forms.ModelForm):
             self.fields["ask_again"] = AskAgainField(consultation=consultation, survey=survey)
         self.fields["ask_again"].label = _("Ask again (same answer kept)")
         self.fields["ask_again"].help_text = ASK_AGAIN_HELP
+        # Shown by the card's script while a question is chosen (it greys those fields).
+        self.fields["ask_again"].widget.attrs["data-note"] = gettext(
+            "The greyed-out fields come from the question asked again: its type, its "
+            "categories or range and its privacy mechanism."
+        )
         self.fields["type"].choices = [
             ("binary", _("Yes/no or two answers (binary)")),
             ("nominal", _("Choice among answers (nominal)")),

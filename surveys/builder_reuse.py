@@ -17,6 +17,7 @@ Usage in a question form (``consultation`` and the survey being edited, if saved
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
@@ -51,6 +52,35 @@ def choice_value(question: Question) -> str:
     return f"{question.survey_id}:{question.key}"
 
 
+class AskAgainSelect(forms.Select):
+    """The earlier questions, each option carrying what asking it again sets on the card
+    (its type, categories or range, and mechanism), so the card's script can show them
+    and grey out the fields they replace."""
+
+    def __init__(self, *args: Any, questions: dict[str, Question], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.questions = questions
+
+    def create_option(self, name: str, value: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        option = super().create_option(name, value, *args, **kwargs)
+        question = self.questions.get(str(value))
+        if question is not None:
+            option["attrs"].update(
+                {
+                    "data-type": question.type,
+                    "data-mechanism": question.mechanism,
+                    "data-categories": json.dumps(
+                        list(question.categories or []), ensure_ascii=False
+                    ),
+                    "data-low": "" if question.range_low is None else f"{question.range_low:g}",
+                    "data-high": ""
+                    if question.range_high is None
+                    else f"{question.range_high:g}",
+                }
+            )
+        return option
+
+
 class AskAgainField(forms.ChoiceField):
     """Empty (a new question) or ``"<survey id>:<key>"`` of an earlier question."""
 
@@ -63,6 +93,7 @@ class AskAgainField(forms.ChoiceField):
         ]
         kwargs.setdefault("label", LABEL)
         kwargs.setdefault("help_text", HELP)
+        kwargs.setdefault("widget", AskAgainSelect(questions=self.questions))
         super().__init__(choices=choices, required=False, **kwargs)
 
     def earlier(self, value: str | None) -> Question | None:

@@ -145,3 +145,71 @@ def test_job_lists_and_pages_say_kind_and_status_in_the_organisers_language(
     assert "API key prefix or staff username" not in page  # the model's English help text
     reports = staff.get("/admin/reconstruction/report/", HTTP_ACCEPT_LANGUAGE="de")
     assert reports.status_code == 200
+
+
+def _filter(listing: str) -> str:
+    """The changelist's filter panel (Django's #changelist-filter)."""
+    return listing.split('id="changelist-filter"')[1].split("</nav>")[0]
+
+
+def test_changelist_filters_say_statuses_and_kinds_in_the_organisers_language(
+    staff, open_survey, django_capture_on_commit_callbacks
+):
+    """The filters beside the lists of analyses, reports and surveys read the job pages'
+    labels in German and Polish, not the API's words (succeeded, distribution, open)."""
+    url = f"/admin/reconstruction/analysisjob/add/?survey={open_survey.pk}"
+    with django_capture_on_commit_callbacks(execute=True):
+        staff.post(url, {"kind": "distribution", "attribute": "visits"})
+    listing = staff.get("/admin/reconstruction/analysisjob/", HTTP_ACCEPT_LANGUAGE="de")
+    german = _filter(listing.content.decode())
+    assert "fertig" in german and "in der Warteschlange" in german, german
+    assert "Aufteilung von…" in german and "Wie viele…" not in german  # kinds asked for
+    assert ">succeeded<" not in german and ">distribution<" not in german
+    # Filtering still works by the API's value (the address is unchanged).
+    listed = staff.get(
+        "/admin/reconstruction/analysisjob/?status__exact=succeeded", HTTP_ACCEPT_LANGUAGE="de"
+    )
+    assert listed.status_code == 200 and "Aufteilung von…" in listed.content.decode()
+    polish = _filter(
+        staff.get("/admin/reconstruction/report/", HTTP_ACCEPT_LANGUAGE="pl").content.decode()
+    )
+    assert "gotowe" in polish and ">succeeded<" not in polish
+    surveys = staff.get("/admin/surveys/survey/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "Entwurf" in _filter(surveys) and "Profil" in _filter(surveys)
+    assert ">draft<" not in _filter(surveys) and ">profile<" not in surveys
+    # The list's own columns too (the survey is open: "offen").
+    rows = surveys.split('id="result_list"')[1].split("</table>")[0]
+    assert "offen" in rows and ">open<" not in rows
+    responses = staff.get("/admin/surveys/response/", HTTP_ACCEPT_LANGUAGE="pl").content.decode()
+    assert "zamknięta" in _filter(responses) and ">closed<" not in _filter(responses)
+
+
+def test_result_pages_link_every_export_and_reports_their_zip(
+    staff, open_survey, django_capture_on_commit_callbacks
+):
+    """The result page links the table as CSV, as a ZIP with its descriptions, notes and
+    request, and as XLSX; each link downloads its file. A report's downloads add the ZIP."""
+    from reconstruction.services import report_create
+
+    url = f"/admin/reconstruction/analysisjob/add/?survey={open_survey.pk}"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff.post(url, {"kind": "distribution", "attribute": "visits"})
+    page = staff.get(response["Location"], HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    downloads = page.split('id="result-downloads"')[1].split("</p>")[0]
+    links = re.findall(r'href="([^"]+)"', downloads)
+    assert [link.rsplit("=", 1)[1] for link in links] == ["csv", "zip", "xlsx"], links
+    assert "Tabelle mit Beschreibungen, Hinweisen und Anfrage (ZIP)" in downloads
+    types = [staff.get(link.replace("&amp;", "&"))["Content-Type"] for link in links]
+    assert types[1] == "application/zip" and types[0].startswith("text/csv"), types
+
+    with django_capture_on_commit_callbacks(execute=True):
+        report = report_create(
+            organisation=open_survey.consultation.organisation, survey=open_survey,
+            requested_by="staff:organiser",
+        )  # fmt: skip
+    listing = staff.get("/admin/reconstruction/report/", HTTP_ACCEPT_LANGUAGE="de").content
+    row = listing.decode().split(f"/admin/reports/{report.pk}/download/")[0]
+    assert f"/admin/reports/{report.pk}/export/?format=zip" in listing.decode()
+    assert "Tabelle" in listing.decode() and row
+    bundle = staff.get(f"/admin/reports/{report.pk}/export/?format=zip")
+    assert bundle.status_code == 200 and bundle["Content-Type"] == "application/zip"

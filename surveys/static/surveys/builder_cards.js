@@ -119,11 +119,57 @@
     elements.forEach((element) => element.classList.toggle("hidden-by-card", !visible));
   }
 
+  // "Ask again (same answer kept)": the earlier question's type, categories or range and
+  // mechanism replace the card's (surveys/builder_reuse.py). The card shows them, and the
+  // fields they replace are greyed out and cannot be changed (inert: still sent, ignored).
+  const REPLACED = [
+    ".form-row.field-type", ".form-row.field-categories", ".form-row.field-range_low",
+    ".form-row.field-mechanism", ".form-row.field-privacy", ".form-row[class*='__']",
+  ].join(", ");
+
+  function fillList(editor, values) {
+    const list = editor.querySelector("ol");
+    list.replaceChildren(...values.map((value) => newItem(editor, value)));
+    renumber(editor);
+    syncLabels(editor, null);
+  }
+
+  function askAgain(box) {
+    const again = box.querySelector("select[name$='-ask_again']");
+    if (!again) return;
+    const earlier = again.value ? again.selectedOptions[0] : null;
+    if (earlier && earlier.dataset.type) {
+      box.querySelector("select[name$='-type']").value = earlier.dataset.type;
+      box.querySelector("select[name$='-mechanism']").value = earlier.dataset.mechanism;
+      const categories = box.querySelector(".field-categories .list-editor");
+      const wanted = JSON.parse(earlier.dataset.categories || "[]");
+      const typed = [...categories.querySelectorAll("li input")].map((input) => input.value);
+      if (wanted.length && JSON.stringify(wanted) !== JSON.stringify(typed)) fillList(categories, wanted);
+      for (const [end, value] of [["low", earlier.dataset.low], ["high", earlier.dataset.high]]) {
+        const input = box.querySelector(`input[name$='-range_${end}']`);
+        if (input && value !== "") input.value = value;
+      }
+    }
+    box.querySelectorAll(REPLACED).forEach((row) => {
+      row.classList.toggle("set-by-ask-again", Boolean(earlier));
+      row.inert = Boolean(earlier);
+    });
+    let note = again.parentElement.querySelector(".ask-again-note");
+    if (!note && again.dataset.note) {
+      note = document.createElement("p");
+      note.className = "help ask-again-note";
+      note.textContent = again.dataset.note;
+      again.insertAdjacentElement("afterend", note);
+    }
+    if (note) note.hidden = !earlier;
+  }
+
   function update(box) {
     const type = box.querySelector("select[name$='-type']");
     const mechanism = box.querySelector("select[name$='-mechanism']");
     const privacy = box.querySelector("select[name$='-privacy']");
     if (!type || !mechanism) return;
+    askAgain(box);
     const family = type.value === "continuous" ? "continuous" : "discrete";
     show(rows(box, ".form-row.field-categories, .form-row[class*='field-labels_']"), family === "discrete");
     show(rows(box, ".form-row.field-range_low"), family === "continuous");
