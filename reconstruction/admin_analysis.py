@@ -21,34 +21,17 @@ from django.utils.translation import gettext_lazy
 from consultations.admin import staff_actor
 from consultations.admin_scoping import scope_queryset
 from reconstruction import services
-from reconstruction.admin_request_form import AnalysisRequestForm, survey_questions
+from reconstruction.admin_request_form import (
+    AnalysisRequestForm,
+    condition_fields,
+    condition_from,
+    condition_row,
+    survey_questions,
+)
 from reconstruction.analysis import AnalysisInputError
-from reconstruction.conditions import OPERATORS
 from reconstruction.serializers import AnalysisRequestSerializer
 from surveys.models import Survey
 from surveys.retention import SurveyPurged
-
-OPS = [(name, op.symbol) for name, op in OPERATORS.items()]
-
-
-def attribute_choices(survey: Survey) -> list[tuple[str, str]]:
-    """The panel form's questions: key (type: categories or range)."""
-    choices = []
-    for question in survey_questions(survey):
-        shape = (
-            ", ".join(question.categories)
-            if question.is_discrete
-            else (f"{question.range_low:g} to {question.range_high:g}")
-        )
-        choices.append((question.key, f"{question.key} ({question.type}: {shape})"))
-    return choices
-
-
-def _number(text: str) -> Any:
-    try:
-        return float(text.strip())
-    except ValueError:
-        return text.strip()  # the serializer / registry names the problem
 
 
 def _flatten(errors: Any, prefix: str = "") -> list[str]:
@@ -125,33 +108,15 @@ def request_analysis_view(model_admin: admin.ModelAdmin, request: HttpRequest) -
 
 ELIGIBILITY_ROWS = 2
 QUOTA_ROWS = 6
-
-
-def _condition_value(op: str, raw: str) -> Any:
-    raw = (raw or "").strip()
-    if op == "in":
-        return [part.strip() for part in raw.split(",") if part.strip()]
-    if op == "between":
-        return [_number(part) for part in raw.split(",")]
-    return _number(raw)
-
-
-def _bound(text: Any) -> Any:
-    """A quota bound as typed: an integer when it is one, else as is (the serializer
-    names the problem, e.g. a non-integer or negative bound)."""
-    text = str(text).strip()
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return text
+PANEL_FIELDS = ("size", "reserves", "seed", "objective", "max_outside")
 
 
 class PanelRequestForm(forms.Form):
-    """A panel request (issue 14): size, reserves, seed, objective, eligibility and quotas,
-    each quota a condition on one of the survey's questions with its band."""
+    """A panel request (issue 14): size, reserves, seed, objective, eligibility and quotas.
+    Eligibility and each quota are a condition built from widgets that know the question
+    (its answers to tick, or a comparison with a number in its range: the analysis form's
+    :func:`~reconstruction.admin_request_form.condition_fields`), each quota with the
+    fewest and most seats; nothing is typed as syntax."""
 
     size = forms.IntegerField(label=gettext_lazy("Panel size"), min_value=1, initial=30)
     reserves = forms.IntegerField(label=gettext_lazy("Reserves"), min_value=0, initial=0)
@@ -170,34 +135,7 @@ class PanelRequestForm(forms.Form):
 
     def __init__(self, *args: Any, survey: Survey, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        attributes = attribute_choices(survey)
-        for i in range(ELIGIBILITY_ROWS):
-            self.fields[f"where_{i}_attribute"] = forms.ChoiceField(
-                label=_("Eligibility %(n)s: question") % {"n": i + 1},
-                choices=[("", "—"), *attributes], required=False,
-            )  # fmt: skip
-            self.fields[f"where_{i}_op"] = forms.ChoiceField(
-                label=_("operator"), choices=OPS, required=False
-            )
-            self.fields[f"where_{i}_value"] = forms.CharField(
-                label=_("value"), required=False,
-                help_text=_("categories separated by commas; a number; or a, b for between"),
-            )  # fmt: skip
-        for i in range(QUOTA_ROWS):
-            self.fields[f"quota_{i}_attribute"] = forms.ChoiceField(
-                label=_("Quota %(n)s: question") % {"n": i + 1},
-                choices=[("", "—"), *attributes], required=False,
-            )  # fmt: skip
-            self.fields[f"quota_{i}_op"] = forms.ChoiceField(
-                label=_("operator"), choices=OPS, required=False
-            )
-            self.fields[f"quota_{i}_value"] = forms.CharField(label=_("value"), required=False)
-            self.fields[f"quota_{i}_min"] = forms.CharField(
-                label=_("at least"), required=False, max_length=12
-            )
-            self.fields[f"quota_{i}_max"] = forms.CharField(
-                label=_("at most"), required=False, max_length=12
-            )
+        self.questions = {q.key: q for q in survey_questions(survey)}
         # The API's opt-in tightened bands (README, additions to api.md); its range is
         # checked by the API's serializer, with the API's message naming max_outside.
         self.fields["max_outside"] = forms.FloatField(
@@ -211,6 +149,44 @@ class PanelRequestForm(forms.Form):
                 "fairness. Leave empty for the plain bands."
             ),
         )  # fmt: skip
+        for i in range(ELIGIBILITY_ROWS):
+            self.fields.update(
+                condition_fields(
+                    f"where_{i}", gettext_lazy("Only candidates whose answer to"), self.questions
+                )
+            )
+        for i in range(QUOTA_ROWS):
+            self.fields.update(
+                condition_fields(
+                    f"quota_{i}", gettext_lazy("Seats for candidates whose answer to"),
+                    self.questions,
+                )
+            )  # fmt: skip
+            self.fields[f"quota_{i}_min"] = forms.IntegerField(
+                label=_("at least"), required=False, min_value=0,
+                widget=forms.NumberInput(attrs={"class": "seats"}),
+            )  # fmt: skip
+            self.fields[f"quota_{i}_max"] = forms.IntegerField(
+                label=_("at most"), required=False, min_value=0,
+                widget=forms.NumberInput(attrs={"class": "seats"}),
+            )  # fmt: skip
+
+    def panel_fields(self) -> list[Any]:
+        return [self[name] for name in PANEL_FIELDS]
+
+    def eligibility_rows(self) -> list[dict[str, Any]]:
+        return [condition_row(self, f"where_{i}", i) for i in range(ELIGIBILITY_ROWS)]
+
+    def quota_rows(self) -> list[dict[str, Any]]:
+        return [
+            {
+                **condition_row(self, f"quota_{i}", i),
+                "number_label": i + 1,
+                "min": self[f"quota_{i}_min"],
+                "max": self[f"quota_{i}_max"],
+            }
+            for i in range(QUOTA_ROWS)
+        ]
 
     def spec(self) -> dict[str, Any]:
         data = self.cleaned_data
@@ -222,37 +198,26 @@ class PanelRequestForm(forms.Form):
         }
         if data.get("seed") is not None:
             spec["seed"] = data["seed"]
-        where = []
-        for i in range(ELIGIBILITY_ROWS):
-            attribute = data.get(f"where_{i}_attribute")
-            if attribute:
-                op = data.get(f"where_{i}_op") or "in"
-                where.append(
-                    {
-                        "attribute": attribute,
-                        "op": op,
-                        "value": _condition_value(op, data.get(f"where_{i}_value") or ""),
-                    }
-                )
+        where = [
+            c
+            for c in (
+                condition_from(data, f"where_{i}", self.questions) for i in range(ELIGIBILITY_ROWS)
+            )
+            if c
+        ]
         if where:
             spec["where"] = where
         quotas = []
         for i in range(QUOTA_ROWS):
-            attribute = data.get(f"quota_{i}_attribute")
-            if not attribute:
+            condition = condition_from(data, f"quota_{i}", self.questions)
+            if condition is None:
                 continue
-            op = data.get(f"quota_{i}_op") or "in"
+            low, high = data.get(f"quota_{i}_min"), data.get(f"quota_{i}_max")
             quotas.append(
                 {
-                    "where": [
-                        {
-                            "attribute": attribute,
-                            "op": op,
-                            "value": _condition_value(op, data.get(f"quota_{i}_value") or ""),
-                        }
-                    ],
-                    "min": _bound(data.get(f"quota_{i}_min") or 0),
-                    "max": _bound(data.get(f"quota_{i}_max") or data["size"]),
+                    "where": [condition],
+                    "min": 0 if low is None else low,
+                    "max": data["size"] if high is None else high,
                 }
             )
         spec["quotas"] = quotas
@@ -316,4 +281,4 @@ def request_panel_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> H
             "expected true counts (sums of posterior probabilities), not to certain counts."
         ),
     }
-    return TemplateResponse(request, "admin/reconstruction/analysis_request.html", context)
+    return TemplateResponse(request, "admin/reconstruction/panel_form.html", context)

@@ -65,6 +65,88 @@ def question_label(question: Question) -> str:
     return f"{question.text} ({question.key})" if question.text else question.key
 
 
+def question_data(questions: dict[str, Question]) -> dict[str, dict[str, str]]:
+    """What a condition's widgets need of each question: its type, its categories (in
+    its order) or its range (the script shows the fitting widgets)."""
+    return {
+        key: {
+            "type": "discrete" if q.is_discrete else "continuous",
+            "categories": json.dumps(list(q.categories or []), ensure_ascii=False),
+            "low": "" if q.range_low is None else f"{q.range_low:g}",
+            "high": "" if q.range_high is None else f"{q.range_high:g}",
+        }
+        for key, q in questions.items()
+    }
+
+
+def condition_fields(
+    prefix: str, label: Any, questions: dict[str, Question]
+) -> dict[str, forms.Field]:
+    """One condition as widgets, ``<prefix>_attribute`` (a question), ``_op`` (a
+    comparison, number questions), ``_categories`` (the answers to tick, category
+    questions), ``_number`` and ``_up_to``; read back by :func:`condition_from`."""
+    labels = list(  # each question's answers in its own order, each label once
+        dict.fromkeys(str(c) for q in questions.values() if q.is_discrete for c in q.categories)
+    )
+    return {
+        f"{prefix}_attribute": forms.ChoiceField(
+            label=label,
+            choices=[("", "—"), *((key, question_label(q)) for key, q in questions.items())],
+            required=False,
+            widget=DataSelect(option_data=question_data(questions)),
+        ),
+        f"{prefix}_op": forms.ChoiceField(
+            label=_("comparison"), choices=list(COMPARISONS.items()), required=False
+        ),
+        f"{prefix}_categories": forms.MultipleChoiceField(
+            label=_("answers"),
+            choices=[(c, c) for c in labels],
+            required=False,
+            widget=forms.CheckboxSelectMultiple,
+        ),
+        f"{prefix}_number": forms.FloatField(label=_("number"), required=False, localize=True),
+        f"{prefix}_up_to": forms.FloatField(label=_("up to"), required=False, localize=True),
+    }
+
+
+def condition_row(form: forms.Form, prefix: str, index: int) -> dict[str, Any]:
+    """A condition's bound fields by role, for the templates."""
+    return {
+        "index": index,
+        "prefix": prefix,
+        **{
+            role: form[f"{prefix}_{role}"]
+            for role in ("attribute", "op", "categories", "number", "up_to")
+        },
+    }
+
+
+def condition_from(
+    data: dict[str, Any], prefix: str, questions: dict[str, Question]
+) -> dict[str, Any] | None:
+    """The API's condition from a row of :func:`condition_fields` (``None``: no question
+    chosen). A category question is "is one of" its ticked answers; a number question
+    takes the comparison that fits what was typed."""
+    key = data.get(f"{prefix}_attribute")
+    if not key:
+        return None
+    question = questions.get(key)
+    number, up_to = data.get(f"{prefix}_number"), data.get(f"{prefix}_up_to")
+    if question is not None and question.is_discrete:
+        ticked = set(data.get(f"{prefix}_categories") or [])
+        return {
+            "attribute": key,
+            "op": "in",
+            "value": [c for c in question.categories if c in ticked],
+        }
+    op = data.get(f"{prefix}_op") or "gt"
+    if op == "in":
+        op = "between" if up_to is not None else "gt"
+    if op == "between":
+        return {"attribute": key, "op": op, "value": [number, up_to]}
+    return {"attribute": key, "op": op, "value": number}
+
+
 class DataSelect(forms.Select):
     """A select whose options carry ``data-`` attributes (``option_data[value]``)."""
 
@@ -135,17 +217,8 @@ class AnalysisRequestForm(forms.Form):
         )
         # After the widget: a choice field hands its choices to its widget.
         self.fields["kind"].choices = [(name, kind_label(kind)) for name, kind in kinds]
-        question_data = {
-            key: {
-                "type": "discrete" if q.is_discrete else "continuous",
-                "categories": json.dumps(list(q.categories or []), ensure_ascii=False),
-                "low": "" if q.range_low is None else f"{q.range_low:g}",
-                "high": "" if q.range_high is None else f"{q.range_high:g}",
-            }
-            for key, q in self.questions.items()
-        }
         question_choices = [(key, question_label(q)) for key, q in self.questions.items()]
-        self.fields["attribute"].widget = DataSelect(option_data=question_data)
+        self.fields["attribute"].widget = DataSelect(option_data=question_data(self.questions))
         self.fields["attribute"].choices = [("", "—"), *question_choices]
         table = method_table()
         self.fields["method"].widget = MethodSelect(
@@ -174,32 +247,9 @@ class AnalysisRequestForm(forms.Form):
         self.fields["panel"] = forms.IntegerField(
             label=_("Only the members of panel (analysis id)"), required=False, min_value=1
         )
-        labels = list(  # each question's answers in its own order, each label once
-            dict.fromkeys(
-                str(c) for q in self.questions.values() if q.is_discrete for c in q.categories
-            )
-        )
         for i in range(CONDITION_ROWS):
-            self.fields[f"where_{i}_attribute"] = forms.ChoiceField(
-                label=_("Residents whose answer to"),
-                choices=[("", "—"), *question_choices],
-                required=False,
-                widget=DataSelect(option_data=question_data),
-            )
-            self.fields[f"where_{i}_op"] = forms.ChoiceField(
-                label=_("comparison"), choices=list(COMPARISONS.items()), required=False
-            )
-            self.fields[f"where_{i}_categories"] = forms.MultipleChoiceField(
-                label=_("answers"),
-                choices=[(c, c) for c in labels],
-                required=False,
-                widget=forms.CheckboxSelectMultiple,
-            )
-            self.fields[f"where_{i}_number"] = forms.FloatField(
-                label=_("number"), required=False, localize=True
-            )
-            self.fields[f"where_{i}_up_to"] = forms.FloatField(
-                label=_("up to"), required=False, localize=True
+            self.fields.update(
+                condition_fields(f"where_{i}", _("Residents whose answer to"), self.questions)
             )
 
     def kind_fields(self) -> list[Any]:
@@ -208,36 +258,10 @@ class AnalysisRequestForm(forms.Form):
 
     def condition_rows(self) -> list[dict[str, Any]]:
         """The condition fields by row, for the template."""
-        return [
-            {
-                "index": i,
-                "attribute": self[f"where_{i}_attribute"],
-                "op": self[f"where_{i}_op"],
-                "categories": self[f"where_{i}_categories"],
-                "number": self[f"where_{i}_number"],
-                "up_to": self[f"where_{i}_up_to"],
-            }
-            for i in range(CONDITION_ROWS)
-        ]
+        return [condition_row(self, f"where_{i}", i) for i in range(CONDITION_ROWS)]
 
     def condition(self, i: int) -> dict[str, Any] | None:
-        data = self.cleaned_data
-        key = data.get(f"where_{i}_attribute")
-        if not key:
-            return None
-        question = self.questions.get(key)
-        number, up_to = data.get(f"where_{i}_number"), data.get(f"where_{i}_up_to")
-        if question is not None and question.is_discrete:
-            # A category question is always "is one of" its ticked answers.
-            ticked = set(data.get(f"where_{i}_categories") or [])
-            value = [c for c in question.categories if c in ticked]
-            return {"attribute": key, "op": "in", "value": value}
-        op = data.get(f"where_{i}_op") or "gt"
-        if op == "in":  # a number question: the comparison that fits what was typed
-            op = "between" if up_to is not None else "gt"
-        if op == "between":
-            return {"attribute": key, "op": op, "value": [number, up_to]}
-        return {"attribute": key, "op": op, "value": number}
+        return condition_from(self.cleaned_data, f"where_{i}", self.questions)
 
     def spec(self) -> dict[str, Any]:
         data = self.cleaned_data

@@ -79,3 +79,39 @@ def serious_accessibility_violations(page: Any) -> list[dict[str, Any]]:
         for v in results.response["violations"]
         if v.get("impact") in ("serious", "critical")
     ]
+
+
+def fill_condition(
+    page: Any,
+    prefix: str,
+    attribute: str,
+    *,
+    answers: Any = None,
+    op: str | None = None,
+    number: Any = None,
+    up_to: Any = None,
+) -> None:
+    """Build one condition row (``where_0``, ``quota_2``...) with its widgets: pick the
+    question, then tick its answers, or choose a comparison and type a number."""
+    page.select_option(f"#id_{prefix}_attribute", attribute)
+    row = page.locator(f".condition-row:has(#id_{prefix}_attribute)")
+    for answer in answers or []:
+        row.locator(f".condition-categories input[value='{answer}']").check()
+    if op is not None:
+        page.select_option(f"#id_{prefix}_op", op)
+    if number is not None:
+        page.fill(f"#id_{prefix}_number", str(number))
+    if up_to is not None:
+        page.fill(f"#id_{prefix}_up_to", str(up_to))
+
+
+def fill_quota(
+    page: Any, index: int, attribute: str, low: Any, high: Any, **condition: Any
+) -> None:
+    """Quota ``index`` of the panel form, added with "Add a quota" when it is not shown yet:
+    its condition (:func:`fill_condition`) and its fewest and most seats."""
+    if page.locator(f"#quota-{index}").is_hidden():
+        page.click("#add-quota")
+    fill_condition(page, f"quota_{index}", attribute, **condition)
+    page.fill(f"#id_quota_{index}_min", str(low))
+    page.fill(f"#id_quota_{index}_max", str(high))

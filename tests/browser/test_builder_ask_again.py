@@ -42,9 +42,9 @@ def test_asking_again_greys_out_what_the_earlier_question_sets(
     card = page.locator("#questions-0")
     rows = {name: card.locator(f".form-row.field-{name}") for name in REPLACED}
     assert not any(row.evaluate("r => r.inert") for row in rows.values())
-    assert card.locator(".ask-again-note").count() == 0 or card.locator(
-        ".ask-again-note"
-    ).is_hidden()
+    assert (
+        card.locator(".ask-again-note").count() == 0 or card.locator(".ask-again-note").is_hidden()
+    )
 
     page.select_option("#id_questions-0-ask_again", f"{earlier.pk}:sex")
     # The card shows what the question will be: the earlier one's type, answers, mechanism.

@@ -30,9 +30,9 @@ def _watched(browser: Any) -> tuple[Any, Any, list[str]]:
     console: list[str] = []
     page.on(
         "console",
-        lambda message: console.append(message.text)
-        if "Content Security Policy" in message.text
-        else None,
+        lambda message: (
+            console.append(message.text) if "Content Security Policy" in message.text else None
+        ),
     )
     return context, page, console
 
@@ -45,7 +45,9 @@ def _violations(page: Any, console: list[str]) -> list[str]:
 
 
 def test_admin_docs_and_portal_pages_pass_the_policy(
-    browser, live_server, survey_with_portal_key  # noqa: F811
+    browser,
+    live_server,
+    survey_with_portal_key,  # noqa: F811
 ):
     User.objects.create_superuser("organiser", "organiser@example.org", "a-long-passw0rd")
     context, page, console = _watched(browser)

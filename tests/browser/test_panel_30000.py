@@ -16,6 +16,7 @@ from surveys.selectors import survey_scheme
 from surveys.services import survey_create, survey_open
 from tests.browser.admin_pages import (
     assert_fits_viewport,
+    fill_quota,
     serious_accessibility_violations,
     signed_in_page,
 )
@@ -30,8 +31,11 @@ from tests.reconstruction.data import (
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 N = 30_000
-QUOTAS = [("sex", "in", "F", "12", "18"), ("district", "in", "N, S", "8", "20"),
-          ("age", "lte", "40", "6", "20")]  # fmt: skip
+QUOTAS = [  # (question, fewest seats, most seats, its condition's widgets)
+    ("sex", 12, 18, {"answers": ["F"]}),
+    ("district", 8, 20, {"answers": ["N", "S"]}),
+    ("age", 6, 20, {"op": "lte", "number": 40}),
+]
 
 
 @pytest.fixture
@@ -62,18 +66,12 @@ def test_a_panel_of_30_with_3_quotas_over_30000_residents_is_drawn(
     browser, live_server, candidates
 ):
     page = signed_in_page(browser, live_server, viewport="phone", language="de")
-    page.goto(
-        f"{live_server.url}/admin/reconstruction/analysisjob/panel/?survey={candidates.pk}"
-    )
+    page.goto(f"{live_server.url}/admin/reconstruction/analysisjob/panel/?survey={candidates.pk}")
     page.wait_for_selector("#panel-form")
     page.fill("#id_size", "30")
     page.fill("#id_seed", "32")
-    for row, (attribute, op, value, low, high) in enumerate(QUOTAS):
-        page.select_option(f"#id_quota_{row}_attribute", attribute)
-        page.select_option(f"#id_quota_{row}_op", op)
-        page.fill(f"#id_quota_{row}_value", value)
-        page.fill(f"#id_quota_{row}_min", low)
-        page.fill(f"#id_quota_{row}_max", high)
+    for row, (attribute, low, high, condition) in enumerate(QUOTAS):
+        fill_quota(page, row, attribute, low, high, **condition)
     page.click("#start-panel")
     page.wait_for_selector("#panel-report, #job-error, #analysis-errors", timeout=180_000)
     job = AnalysisJob.objects.get(kind="panel")

@@ -14,6 +14,7 @@ from django.contrib.auth.models import User
 from consultations.services import consultation_create, organisation_create
 from reconstruction.models import AnalysisJob
 from surveys.services import responses_submit_bulk, survey_create, survey_open
+from tests.browser.admin_pages import fill_quota
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -70,11 +71,7 @@ def _login(page, live_server) -> None:  # type: ignore[no-untyped-def]
 
 
 def _quota(page, row: int, attribute: str, value: str, low: str, high: str) -> None:  # type: ignore[no-untyped-def]
-    page.select_option(f"#id_quota_{row}_attribute", attribute)
-    page.select_option(f"#id_quota_{row}_op", "in")
-    page.fill(f"#id_quota_{row}_value", value)
-    page.fill(f"#id_quota_{row}_min", low)
-    page.fill(f"#id_quota_{row}_max", high)
+    fill_quota(page, row, attribute, low, high, answers=[value])
 
 
 def test_organiser_draws_a_panel_with_quotas_and_reads_its_report(
@@ -92,9 +89,9 @@ def test_organiser_draws_a_panel_with_quotas_and_reads_its_report(
     page.wait_for_selector("#panel-form")
     assert "expected true counts" in page.inner_text("#form-intro")
     options = page.locator("#id_quota_0_attribute option").all_inner_texts()
-    assert any(o.startswith("sex") for o in options) and any(
-        o.startswith("district") for o in options
-    ), options
+    # Questions by their text and key; quotas tick answers, nothing is typed as syntax.
+    assert "Sex (sex)" in options and "District (district)" in options, options
+    assert page.locator("#panel-form input[name$='_value']").count() == 0
 
     # A bad quota (minimums above the panel size) is named on the form; no job is made.
     page.fill("#id_size", "10")

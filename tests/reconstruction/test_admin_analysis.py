@@ -213,3 +213,42 @@ def test_result_pages_link_every_export_and_reports_their_zip(
     assert "Tabelle" in listing.decode() and row
     bundle = staff.get(f"/admin/reports/{report.pk}/export/?format=zip")
     assert bundle.status_code == 200 and bundle["Content-Type"] == "application/zip"
+
+
+def test_the_panel_form_builds_quotas_from_widgets_not_typed_syntax(
+    staff, open_survey, django_capture_on_commit_callbacks
+):
+    """Quotas and eligibility on the panel form are a question, its answers ticked (or a
+    comparison and a number in its range) and the fewest/most seats: no text box takes
+    "visits in some, many"; the request is the API's."""
+    url = f"/admin/reconstruction/analysisjob/panel/?survey={open_survey.pk}"
+    page = staff.get(url).content.decode()
+    assert "_value" not in page and "categories separated by commas" not in page
+    assert 'name="quota_0_categories"' in page and 'value="some"' in page
+    assert 'id="add-quota"' in page and "Remove this quota" in page
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff.post(url, {
+            "size": "10", "reserves": "0", "seed": "3", "objective": "maximin",
+            "where_0_attribute": "age", "where_0_op": "between", "where_0_number": "18",
+            "where_0_up_to": "95",
+            "quota_0_attribute": "visits", "quota_0_categories": ["many", "some"],
+            "quota_0_min": "3", "quota_0_max": "8",
+            "quota_1_attribute": "age", "quota_1_op": "lte", "quota_1_number": "40",
+            "quota_1_max": "6",
+        })  # fmt: skip
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    job = AnalysisJob.objects.get()
+    assert job.spec["where"] == [{"attribute": "age", "op": "between", "value": [18.0, 95.0]}]
+    assert job.spec["quotas"] == [
+        {"where": [{"attribute": "visits", "op": "in", "value": ["some", "many"]}],
+         "min": 3, "max": 8},
+        {"where": [{"attribute": "age", "op": "lte", "value": 40.0}], "min": 0, "max": 6},
+    ]  # fmt: skip
+    # A negative seat count is refused on the form, naming the field; no job is made.
+    page = staff.post(url, {"size": "10", "reserves": "0", "objective": "maximin",
+                            "quota_0_attribute": "visits", "quota_0_categories": ["some"],
+                            "quota_0_min": "-1"}).content.decode()  # fmt: skip
+    assert 'id="quota-0"' in page and "errorlist" in page.split('id="quota-0"')[1][:3000]
+    assert AnalysisJob.objects.count() == 1
+    german = staff.get(url, HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "Quote hinzufügen" in german and "Sitze für Kandidaten, deren Antwort auf" in german

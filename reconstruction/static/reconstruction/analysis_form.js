@@ -1,7 +1,8 @@
-// The admin's analysis form (reconstruction/admin_request_form.py): show what fits the
-// chosen kind and question. A question for the kinds that need one (of the types they
-// take); conditions that know each question's categories or range; only the methods
-// that fit the kind and question type, the recommended one chosen, under "advanced".
+// The admin's analysis and panel forms (reconstruction/admin_request_form.py,
+// admin_analysis.py): show what fits the chosen kind and question. A question for the
+// kinds that need one (of the types they take); conditions and quotas that know each
+// question's categories or range; only the methods that fit the kind and question type,
+// the recommended one chosen, under "advanced"; quotas added and removed one by one.
 (function () {
   "use strict";
 
@@ -14,7 +15,7 @@
   }
 
   function start() {
-    const form = document.getElementById("analysis-form");
+    const form = document.getElementById("analysis-form") || document.getElementById("panel-form");
     if (!form) return;
     const kind = form.querySelector("select[name='kind']");
     const attribute = form.querySelector("select[name='attribute']");
@@ -26,6 +27,7 @@
     }
 
     function updateKind() {
+      if (!kind) return;
       const option = chosen(kind);
       if (!option) return;
       const needsAttribute = option.dataset.attribute === "required";
@@ -101,6 +103,43 @@
     });
     rows.forEach(updateCondition);
     updateKind();
+    quotas(form, updateCondition);
+  }
+
+  // The panel form's quotas: the rows in use and one empty one are shown; "Add a quota"
+  // shows the next, each row's "Remove this quota" empties and hides it.
+  function quotas(form, updateCondition) {
+    const rows = [...form.querySelectorAll(".quota-row")];
+    const add = form.querySelector("#add-quota");
+    if (!rows.length || !add) return;
+    const used = (row) =>
+      row.querySelector("select[name$='_attribute']").value !== "" || row.querySelector(".errorlist");
+    const last = rows.reduce((found, row, index) => (used(row) ? index : found), 0);
+    rows.forEach((row, index) => { row.hidden = index > last; });
+    const refresh = () => { add.hidden = rows.every((row) => !row.hidden); };
+    refresh();
+    add.addEventListener("click", () => {
+      const next = rows.find((row) => row.hidden);
+      if (!next) return;
+      next.hidden = false;
+      next.querySelector("select").focus();
+      refresh();
+    });
+    form.addEventListener("click", (event) => {
+      const button = event.target.closest(".quota-remove");
+      if (!button) return;
+      const row = button.closest(".quota-row");
+      row.querySelectorAll("select").forEach((select) => { select.selectedIndex = 0; });
+      row.querySelectorAll("input").forEach((input) => {
+        if (input.type === "checkbox") input.checked = false;
+        else input.value = "";
+      });
+      updateCondition(row);
+      if (rows.filter((other) => !other.hidden).length > 1) row.hidden = true;
+      refresh();
+      if (add.hidden) rows.find((other) => !other.hidden).querySelector("select").focus();
+      else add.focus();
+    });
   }
 
   if (document.readyState === "loading") {
