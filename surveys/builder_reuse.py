@@ -73,9 +73,7 @@ class AskAgainSelect(forms.Select):
                         list(question.categories or []), ensure_ascii=False
                     ),
                     "data-low": "" if question.range_low is None else f"{question.range_low:g}",
-                    "data-high": ""
-                    if question.range_high is None
-                    else f"{question.range_high:g}",
+                    "data-high": "" if question.range_high is None else f"{question.range_high:g}",
                 }
             )
         return option

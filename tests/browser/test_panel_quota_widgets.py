@@ -87,7 +87,8 @@ def test_quotas_are_built_added_and_removed_with_widgets(
     assert page.locator("#eligibility-0 .condition-categories").is_hidden()
     # Quota 1: women, 8 to 12 seats; a category question shows its own answers only.
     fill_quota(page, 0, "sex", 8, 12, answers=["F"])
-    shown = [b.get_attribute("value") for b in page.locator("#quota-0 .condition-categories input").all() if b.is_visible()]  # fmt: skip
+    boxes = page.locator("#quota-0 .condition-categories input").all()
+    shown = [b.get_attribute("value") for b in boxes if b.is_visible()]
     assert shown == ["F", "M"], shown
     # Quota 2 (removed again below) and quota 3: from 30 up to 60 years, 6 to 12 seats.
     fill_quota(page, 1, "district", 6, 14, answers=["N", "S"])

@@ -442,9 +442,10 @@ def test_a_draft_card_asks_an_earlier_question_again_keeping_the_answer(staff, c
     assert f'value="{earlier.pk}:sex"' in select and "Before · Sex" in select
     assert "Ask again (same answer kept)" in page
     # Each option carries what it sets, so the card shows it and greys those fields out.
-    option = select.split(f'value="{earlier.pk}:sex"')[0].rsplit("<option", 1)[1] + select.split(
-        f'value="{earlier.pk}:sex"'
-    )[1].split(">")[0]
+    option = (
+        select.split(f'value="{earlier.pk}:sex"')[0].rsplit("<option", 1)[1]
+        + select.split(f'value="{earlier.pk}:sex"')[1].split(">")[0]
+    )
     assert 'data-type="nominal"' in option and 'data-mechanism="randomised_response"' in option
     assert 'data-categories="[&quot;F&quot;, &quot;M&quot;, &quot;X&quot;]"' in option
     assert "The greyed-out fields come from the question asked again" in select
