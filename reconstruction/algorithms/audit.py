@@ -383,7 +383,10 @@ def _floor(
     taken = np.zeros(box.size, dtype=bool)
     floor = 0.0
     inside = [int(r) for r in np.flatnonzero(~outside)]
-    for row in sorted(inside, key=lambda r: -results[r].low):
+    # Largest first; a lower end that is not a number (NaN) sorts last, as it would
+    # otherwise break the order (every comparison with NaN is false) and let a small box
+    # take the atoms of a larger one.
+    for row in sorted(inside, key=lambda r: _largest_first(results[r].low)):
         low = results[row].low
         atoms = matrix[row] > 0.5
         if not np.isfinite(low) or low <= 0 or (taken & atoms).any():
@@ -391,6 +394,11 @@ def _floor(
         taken |= atoms
         floor += low
     return floor
+
+
+def _largest_first(low: float) -> float:
+    """Sort key of :func:`_floor`: larger lower ends first, NaN and -inf last."""
+    return -low if np.isfinite(low) else math.inf
 
 
 def _judge(

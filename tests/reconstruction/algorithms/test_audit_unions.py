@@ -3,6 +3,7 @@ exact counts and on counts published with the cell-key perturbation (within 2)."
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -155,3 +156,14 @@ def test_the_tracker_asked_all_at_once_is_refused():
     rest = exact([("item", "in", {NO}), ("district", "in", {C, N})], 137)
     finding = audit(UNIVERSE, [], [POPULATION, c, n, rest], 5)
     assert finding is not None and finding.kind == "union"
+
+
+def test_a_lower_end_that_is_not_a_number_does_not_let_a_small_box_hide_a_larger_one():
+    # A box of 40 (atoms 0, 1) and a box of 5 inside it (atom 0): the floor is 40, in
+    # whatever order the results come, also with a result of unknown (NaN) lower end
+    # among them (NaN compares false: sorted by -low alone, the 5 could come first).
+    rows = np.array([[1, 0, 0], [0, 0, 1], [1, 1, 0]], dtype=float)
+    lows = [5.0, math.nan, 40.0]
+    for order in itertools.permutations(range(3)):
+        results = [Published(Box(), 50, lows[i], 60) for i in order]
+        assert _floor(rows[list(order)], results, np.ones(3)) == 40.0
