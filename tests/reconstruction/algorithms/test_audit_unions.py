@@ -167,3 +167,118 @@ def test_a_lower_end_that_is_not_a_number_does_not_let_a_small_box_hide_a_larger
     for order in itertools.permutations(range(3)):
         results = [Published(Box(), 50, lows[i], 60) for i in order]
         assert _floor(rows[list(order)], results, np.ones(3)) == 40.0
+
+
+# Step 4's candidate boxes (issue 33: tests that kill the mutants that survived in
+# _union_boxes and in audit's step 4).
+
+
+def test_a_small_box_a_new_result_publishes_itself_is_left_to_the_per_query_rule():
+    # count(a=0) = 3 is the new result's own box; another result cuts it into two atoms.
+    # Step 4 judges boxes the results imply, not the results' own boxes (suppression's
+    # job), so nothing is refused: a = 1 is 9, b = 1 is 6.
+    universe = {"a": Discrete(2), "b": Discrete(2)}
+    published = [Published.exact(Box(), 12), exact([("b", "in", {0})], 6)]
+    assert audit(universe, published, [exact([("a", "in", {0})], 3)], 5) is None
+
+
+def test_a_union_with_two_pieces_on_every_attribute_is_judged():
+    # a in {1, 3} (4 + 3) minus the new a in {1, 3} and b = 0 (4) is the box
+    # a in {1, 3} and b in {1, 2}: 3 people.
+    universe = {"a": Discrete(4), "b": Discrete(3)}
+    published = [Published.exact(Box(), 10), exact([("a", "in", {3})], 4),
+                 exact([("a", "in", {1})], 3)]  # fmt: skip
+    new = exact([("a", "in", {1, 3}), ("b", "in", {0})], 4)
+    finding = audit(universe, published, [new], 5)
+    assert finding is not None and finding.kind == "union" and finding.uses == (1, 2, 3)
+    assert audit(universe, published, [exact([("a", "in", {1, 3}), ("b", "in", {0})], 2)],
+                 5) is None  # 7 - 2 = 5: at the threshold  # fmt: skip
+
+
+def test_a_box_outside_the_span_of_the_results_is_not_judged():
+    # Only the population and the new cell a = 1 and b = 1 are known: no other box is
+    # implied (a = 1 alone is not: its projection, 18/3 + ..., is no count of anybody).
+    universe = {"a": Discrete(3), "b": Discrete(3)}
+    new = perturbed([("a", "in", {1}), ("b", "in", {1})], 2)
+    assert audit(universe, [Published.exact(Box(), 18)], [new], 5) is None
+
+
+def test_the_tracker_without_the_population_is_refused():
+    # No result is the whole population: the candidate "every category" is not a result's
+    # own box, and the boxes after it in the candidates' order are still judged.
+    c = exact([("district", "in", {C})], 40)
+    n = exact([("district", "in", {N})], 99)
+    rest = exact([("item", "in", {NO}), ("district", "in", {C, N})], 137)
+    finding = audit(UNIVERSE, [c, n], [rest], 5)
+    assert finding is not None and finding.kind == "union" and finding.uses == (0, 1, 2)
+
+
+def test_a_union_that_leaves_an_attribute_free_is_judged_when_every_result_restricts_it():
+    # a = 0 and b = 0 (3) and a = 1 and b = 0 (1): the box b = 0 (any a) is 4, though no
+    # result leaves a free.
+    universe = {"a": Discrete(2), "b": Discrete(3)}
+    first = exact([("a", "in", {0}), ("b", "in", {0})], 3)
+    second = exact([("a", "in", {1}), ("b", "in", {0})], 1)
+    finding = audit(universe, [first], [second], 5)
+    assert finding is not None and finding.kind == "union" and finding.uses == (0, 1)
+
+
+def test_a_union_using_a_reconstructed_result_is_skipped_and_the_next_ones_judged():
+    # The three-box tracker plus a new reconstructed count(tenure = 0) (within 6): the
+    # box tenure = 1 (population minus it) uses the wide result and is skipped; the
+    # tracker's union, later in the same batch, is still refused.
+    c = exact([("district", "in", {C})], 40)
+    n = exact([("district", "in", {N})], 99)
+    tenure = Published(Box.of([("tenure", "in", {0})]), 220, 214, 226)
+    rest = exact([("item", "in", {NO}), ("district", "in", {C, N})], 137)
+    finding = audit(UNIVERSE, [POPULATION, c, n], [tenure, rest], 5)
+    assert finding is not None and finding.kind == "union" and finding.uses == (1, 2, 4)
+
+
+def test_a_union_that_looks_small_but_holds_a_published_box_of_the_threshold_passes():
+    # District C: 40 people, 5 of them say Y; district N: 99, all say N. Published within
+    # 2 (cell key): C 38, N 97, item N in {C, N} 136, and exactly: C and Y = 5. The
+    # union "{C, N} and Y" combines to 38 + 97 - 136 = -1, within 6: [-7, 5], which looks
+    # small; but it holds the published box C and Y (at least 5): not refused. N and Y
+    # (the union minus that box) combines to [-12, 0]: provably empty.
+    c_and_y = exact([("district", "in", {C}), ("item", "in", {Y})], 5)
+    published = [POPULATION, perturbed([("district", "in", {C})], 38),
+                 perturbed([("district", "in", {N})], 97), c_and_y]  # fmt: skip
+    rest = perturbed([("item", "in", {NO}), ("district", "in", {C, N})], 136)
+    assert audit(UNIVERSE, published, [rest], 5) is None
+    # With C and Y published as 4, N and Y combines to -5 within 6, [-11, 1]: not shown
+    # empty, so that cell is refused (step 3).
+    below = [*published[:3], exact([("district", "in", {C}), ("item", "in", {Y})], 4)]
+    finding = audit(UNIVERSE, below, [rest], 5)
+    assert finding is not None and finding.kind == "combination"
+
+
+def test_exactly_max_boxes_candidates_are_judged():
+    # The tracker's candidates: 10 options for the district (5 single ones, all of them,
+    # {C}, {N}, {C, N} and their complements) times 3 for the item ({Y}, {N}, both).
+    c = exact([("district", "in", {C})], 40)
+    n = exact([("district", "in", {N})], 99)
+    rest = exact([("item", "in", {NO}), ("district", "in", {C, N})], 137)
+    assert audit(UNIVERSE, [POPULATION, c, n], [rest], 5, max_boxes=30) is not None
+    assert audit(UNIVERSE, [POPULATION, c, n], [rest], 5, max_boxes=29) is None
+
+
+def test_candidates_beyond_the_first_batch_are_judged():
+    # 18 age pieces (cuts every 4 years from 20 to 88, every piece published large) give
+    # 171 runs of pieces; with the district's 10 options and the item's 3 that is 5,130
+    # candidate boxes, judged 512 at a time: the tracker's union comes after the first.
+    ages = [exact([("age", "lte", t)], 20 * (i + 1)) for i, t in enumerate(range(20, 89, 4))]
+    c = exact([("district", "in", {C})], 40)
+    n = exact([("district", "in", {N})], 99)
+    rest = exact([("item", "in", {NO}), ("district", "in", {C, N})], 137)
+    finding = audit(UNIVERSE, [POPULATION, *ages, c, n], [rest], 5)
+    assert finding is not None and finding.kind == "union"
+
+
+def test_the_limit_on_a_results_half_width_takes_a_rounding_error_above_it():
+    # A limit computed as 2 - 1e-9 still takes the cell key's results (within 2).
+    c = perturbed([("district", "in", {C})], 41)
+    n = perturbed([("district", "in", {N})], 98)
+    rest = perturbed([("item", "in", {NO}), ("district", "in", {C, N})], 138)
+    assert audit(UNIVERSE, [POPULATION, c, n], [rest], 5,
+                 max_union_half_width=2.0 - 1e-9) is not None  # fmt: skip
