@@ -53,8 +53,6 @@ from scipy import special
 
 from privacy.mechanisms.messages import InputError, gettext_noop
 from privacy.mechanisms.noise import (
-    _BOUNDS_IN_SD,
-    _TAIL_LOG,
     AdditiveGaussian,
     AdditiveLaplace,
     AdditiveStaircase,
@@ -169,11 +167,6 @@ class _Law:
     def std(self) -> float:
         raise NotImplementedError
 
-    @property
-    def reach(self) -> int:
-        """Steps ``M`` with ``P(|K| > M)`` at most 1e-12 and ``M`` at least 10 sd."""
-        raise NotImplementedError
-
     def sample(self, shape: tuple[int, ...], rng: np.random.Generator) -> NDArray[np.float64]:
         raise NotImplementedError
 
@@ -224,10 +217,6 @@ class PointMass(_Law):
     def std(self) -> float:
         return 0.0
 
-    @property
-    def reach(self) -> int:
-        return 0
-
     def sample(self, shape: tuple[int, ...], rng: np.random.Generator) -> NDArray[np.float64]:
         return np.zeros(shape)
 
@@ -258,11 +247,6 @@ class DiscreteLaplace(_Law):
     def std(self) -> float:
         q = self.q
         return math.sqrt(2.0 * q) / -math.expm1(-1.0 / float(self.t))
-
-    @property
-    def reach(self) -> int:
-        steps = math.ceil(float(self.t) * (_TAIL_LOG + math.log(2.0)))
-        return max(steps, math.ceil(_BOUNDS_IN_SD * self.std), 1)
 
     def sample(self, shape: tuple[int, ...], rng: np.random.Generator) -> NDArray[np.float64]:
         p = -math.expm1(-1.0 / float(self.t))
@@ -323,10 +307,6 @@ class DiscreteGaussian(_Law):
             return self.sigma
         return self._table()[2]
 
-    @property
-    def reach(self) -> int:
-        return max(math.ceil(_BOUNDS_IN_SD * self.sigma) + 1, 1)
-
     def sample(self, shape: tuple[int, ...], rng: np.random.Generator) -> NDArray[np.float64]:
         """Canonne, Kamath & Steinke's rejection from a discrete Laplace of scale
         ``floor(sigma) + 1``, vectorised in rounds (simulation; the clients draw exactly)."""
@@ -364,10 +344,6 @@ class DiscreteUniform(_Law):
     @property
     def std(self) -> float:
         return math.sqrt(self.half * (self.half + 1) / 3.0)
-
-    @property
-    def reach(self) -> int:
-        return self.half
 
     def sample(self, shape: tuple[int, ...], rng: np.random.Generator) -> NDArray[np.float64]:
         return np.asarray(rng.integers(-self.half, self.half + 1, shape), dtype=np.float64)
@@ -446,11 +422,6 @@ class DiscreteStaircase(_Law):
         g2 = b * (1.0 + b) / (1.0 - b) ** 3
         second = g2 * d * d * a0 + 2.0 * g1 * d * a1 + g0 * a2  # sum_{i >= 0} i² w(i)
         return math.sqrt(2.0 * second / self._total)
-
-    @property
-    def reach(self) -> int:
-        steps = math.ceil(_TAIL_LOG / float(self.epsilon)) + 1
-        return max(steps * self.d, math.ceil(_BOUNDS_IN_SD * self.std))
 
     def sample(self, shape: tuple[int, ...], rng: np.random.Generator) -> NDArray[np.float64]:
         b, d, r = self.b, self.d, self.r
