@@ -358,8 +358,9 @@ def run_module(
     elif args.survivors:
         previous = collect_in_child(work, module)
         names = [k for k, v in previous.items() if v["status"] not in KILLED] or names
-    mutmut = str(Path(sys.executable).with_name("mutmut"))
-    command = [mutmut, "run", "--max-children", str(args.jobs), *names]
+    # ``python -m mutmut``, not the venv's ``mutmut`` script: a shared venv's scripts keep
+    # the interpreter path of whichever checkout installed them (a shebang that may be gone).
+    command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.jobs), *names]
     started, load_before = time.monotonic(), load()
     print(
         f"mutation: {module}: mutmut run in {work.relative_to(ROOT)} (load {load_before})",
