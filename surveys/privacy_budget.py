@@ -456,9 +456,9 @@ def settle(survey: Survey, batch: Batch) -> None:
         minlength=len(batch.participants),
     )
     limit = budget * (1 + TOLERANCE)
-    over = {ref for ref, cost in zip(batch.participants, per_item, strict=True) if cost > limit}
-    if over:
-        raise _over_budget(batch, over)
+    # Charged first, then checked: the refusal names every response that would go past
+    # the budget, whether on its own or with what its participant spent before (the
+    # caller's transaction rolls the charge back).
     paying = np.flatnonzero(per_item > 0)
     if len(paying) == 0:
         return

@@ -692,3 +692,26 @@ def test_a_fresh_report_to_a_reuse_of_an_unbounded_question_is_refused_under_a_b
     assert refused.status_code == 409, refused.content
     assert refused.json()["code"] == "privacy_budget"
     assert spent(consultation, "p-1") is None
+
+
+def test_a_bulk_batch_names_every_resident_past_the_budget_also_with_one_past_it_alone(tenant):
+    # Budget 1.0, one randomised-response report costs RR (0.85). p-old answered the first
+    # survey (RR spent); in the batch p-new sends two fresh reports (2 RR: past the budget
+    # on its own) and p-old one more (RR + RR: past it with what it spent before). The 409
+    # names both items, not only the one past the budget on its own (the analyst would
+    # otherwise learn of p-old only on the next try).
+    consultation = consultation_factory(tenant.organisation, privacy_budget=1.0)
+    first = survey_factory(consultation, questions=[rr_question()], title="before")
+    assert submit(tenant.portal, first, "p-old", {"sex": "F"}).status_code == 201
+    smokes = rr_question("smokes", required=False)
+    second = survey_factory(consultation, questions=[reuse_of(first), smokes], kind="opinion")
+    refused = bulk(tenant.analyst, second, [
+        {"participant": "p-new", "answers": {"sex_again": "F", "smokes": "M"}},
+        {"participant": "p-ok", "answers": {"sex_again": "F"}},
+        {"participant": "p-old", "answers": {"sex_again": "F", "smokes": "M"}},
+    ])  # fmt: skip
+    assert refused.status_code == 409, refused.content
+    assert set(refused.json()["errors"]["responses"]) == {"0", "2"}
+    assert "2 responses" in refused.json()["detail"]
+    assert spent(consultation, "p-old") == pytest.approx(RR)
+    assert spent(consultation, "p-new") is None and spent(consultation, "p-ok") is None
