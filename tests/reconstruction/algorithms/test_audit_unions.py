@@ -14,6 +14,7 @@ from reconstruction.algorithms.audit import (
     Discrete,
     Published,
     _floor,
+    _Pieces,
     _judge,
     audit,
 )
@@ -282,3 +283,13 @@ def test_the_limit_on_a_results_half_width_takes_a_rounding_error_above_it():
     rest = perturbed([("item", "in", {NO}), ("district", "in", {C, N})], 138)
     assert audit(UNIVERSE, [POPULATION, c, n], [rest], 5,
                  max_union_half_width=2.0 - 1e-9) is not None  # fmt: skip
+
+
+def test_a_condition_at_the_ranges_low_end_adds_no_piece():
+    # age 16-100 cut at 30 by "between [16, 30)": two pieces, 16-30 and 30-100. A sliver
+    # piece at 16 would always go with the piece above it: two equal columns, neither of
+    # which step 3 could judge on its own.
+    young = Box.of([("age", "between", (16, 30))])
+    pieces = _Pieces(UNIVERSE, [young, Box.of([("age", "gt", 16)])])
+    assert pieces.sizes == [2]
+    assert pieces.sets(young) == [frozenset({0})]
