@@ -14,8 +14,8 @@ from reconstruction.algorithms.audit import (
     Discrete,
     Published,
     _floor,
-    _Pieces,
     _judge,
+    _Pieces,
     audit,
 )
 
