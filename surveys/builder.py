@@ -147,7 +147,9 @@ def question_card(question: Question) -> dict[str, Any]:
         "continuous": _("A number (continuous)"),
     }
     shown_params = ", ".join(
-        f"{name} = {number(value) if isinstance(value, (int, float)) else '…'}"
+        _("own table of chances (the channel below)")
+        if name == "matrix"
+        else f"{name} = {number(value) if isinstance(value, (int, float)) else '…'}"
         for name, value in params.items()
     )
     value_range = None

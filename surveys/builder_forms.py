@@ -11,6 +11,7 @@ validate the API.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django import forms
@@ -29,7 +30,10 @@ LEVELS = (
     ("balanced", _("Balanced")),
     ("light", _("Light: more precise estimates, residents less hidden")),
     ("custom", _("Custom: set the mechanism's own parameters")),
+    # Mechanisms that take a full channel (randomised response's ``matrix``) only.
+    ("matrix", _("Own table: the chance of each reported answer for each true answer")),
 )
+MATRIX = "matrix"
 # Builder options that engineer `budget`'s issue adds beside privacy (e.g. "ask again,
 # same answer kept"): declare them on QuestionForm and list their names here, and they
 # join the card's privacy box.
@@ -59,7 +63,8 @@ def descriptor(name: str, discrete: bool) -> Mechanism | None:
 
 def param_fields() -> list[tuple[str, Mechanism, str]]:
     """The "custom" fields: (form field name, mechanism, parameter), e.g.
-    ``randomised_response__retain``; a full channel ``matrix`` stays API-only."""
+    ``randomised_response__retain``; a full channel ``matrix`` has its own editor
+    (:func:`matrix_fields`, the "own table" privacy level)."""
     seen: list[tuple[str, Mechanism, str]] = []
     for name, _mechanism, families in mechanism_menu():
         for family in families:
@@ -69,6 +74,16 @@ def param_fields() -> list[tuple[str, Mechanism, str]]:
                 if param != "matrix" and field not in {f for f, _m, _p in seen}:
                     seen.append((field, mechanism, param))
     return seen
+
+
+def matrix_fields() -> list[tuple[str, Mechanism]]:
+    """The table editors: (form field name, mechanism) of each mechanism taking a
+    ``matrix``, e.g. ``randomised_response__matrix``."""
+    return [
+        (f"{name}__{MATRIX}", mechanism)
+        for name, mechanism, families in mechanism_menu()
+        if "discrete" in families and MATRIX in DISCRETE[name].params
+    ]
 
 
 class MechanismSelect(forms.Select):
@@ -82,8 +97,10 @@ class MechanismSelect(forms.Select):
                 option["attrs"]["data-families"] = " ".join(families)
                 option["attrs"]["data-presets"] = "1" if mechanism.has_presets else ""
                 option["attrs"]["data-params"] = " ".join(
-                    f"{mechanism_name}__{p}" for p in mechanism.params if p != "matrix"
+                    f"{mechanism_name}__{p}" for p in mechanism.params if p != MATRIX
                 )
+                if MATRIX in mechanism.params:  # offers the "own table" privacy level
+                    option["attrs"]["data-matrix"] = f"{mechanism_name}__{MATRIX}"
         return option
 
 
@@ -118,6 +135,66 @@ class ListEditor(forms.Widget):
         context["widget"]["items"] = items + [""] * max(0, self.rows - len(items))
         context["widget"]["add_label"] = self.add_label
         return context
+
+
+class MatrixEditor(forms.Widget):
+    """A k x k table of chances, one number input per cell (same name, row by row): row i
+    is the true answer, column j the reported one. ``surveys/static/surveys/builder_cards.js``
+    sizes it to the card's categories, labels its rows and columns with them and checks as
+    the organiser types that every row adds up to 1."""
+
+    template_name = "admin/surveys/widgets/matrix_editor.html"
+
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> list[str]:
+        values = data.getlist(name) if hasattr(data, "getlist") else data.get(name) or []
+        return [values] if isinstance(values, str) else list(values)
+
+    def value_omitted_from_data(self, data: Any, files: Any, name: str) -> bool:
+        return name not in data
+
+    def get_context(self, name: str, value: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:
+        context = super().get_context(name, value, attrs)
+        rows: list[list[str]] = []
+        if isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple)):
+            rows = [[f"{float(v):g}" for v in row] for row in value]  # a stored matrix
+        elif isinstance(value, (list, tuple)) and value:  # as posted, row by row
+            k = math.isqrt(len(value))
+            if k * k == len(value):
+                rows = [[str(v) for v in value[i * k : (i + 1) * k]] for i in range(k)]
+        context["widget"]["rows"] = rows
+        return context
+
+
+class MatrixField(forms.Field):
+    """The cells of a :class:`MatrixEditor` as a list of rows of numbers (``None`` when
+    every cell is empty); whether it is a channel (rows adding up to 1, entries of 0 or
+    at least 1e-12) is the services' check, with the API's messages."""
+
+    widget = MatrixEditor
+
+    def to_python(self, value: Any) -> list[list[float]] | None:
+        cells = [str(v).strip() for v in (value or [])]
+        if not any(cells):
+            return None
+        k = math.isqrt(len(cells))
+        if k < 2 or k * k != len(cells):
+            raise forms.ValidationError(
+                _("The table must have one row and one column per category.")
+            )
+        if not all(cells):
+            raise forms.ValidationError(_("Fill in every cell of the table (0 where never)."))
+        try:
+            # A chance is below 1: a comma is a decimal comma (de, pl), never thousands.
+            numbers = [float(cell.replace(",", ".")) for cell in cells]
+        except ValueError:
+            raise forms.ValidationError(
+                _("Every cell of the table is a chance between 0 and 1, e.g. 0.25.")
+            ) from None
+        if not all(math.isfinite(v) for v in numbers):
+            raise forms.ValidationError(
+                _("Every cell of the table is a chance between 0 and 1, e.g. 0.25.")
+            )
+        return [numbers[i * k : (i + 1) * k] for i in range(k)]
 
 
 class ListField(forms.Field):
@@ -207,6 +284,14 @@ class QuestionForm(forms.ModelForm):
         self.fields["privacy"].label = _("Privacy")
         for field_name, mechanism, param in param_fields():
             self.fields[field_name].label = gettext(mechanism.param_labels.get(param, param))
+        for field_name, _mechanism in matrix_fields():
+            self.fields[field_name].label = _(
+                "Chance of each reported answer (columns) for each true answer (rows)"
+            )
+            self.fields[field_name].help_text = _(
+                "Each row adds up to 1. Keeping the true answer more often (the diagonal) "
+                "gives more precise estimates and hides residents less."
+            )
         for code in self.languages:
             name = language_name(code)
             self.fields[f"text_{code}"].label = _("Text in %(language)s") % {"language": name}
@@ -234,6 +319,8 @@ class QuestionForm(forms.ModelForm):
                     == params
                 ):  # type: ignore[arg-type]
                     level = candidate
+        if MATRIX in params:
+            level = MATRIX
         self.initial["privacy"] = level
         if question.reuse:
             self.initial["ask_again"] = f"{question.reuse['survey']}:{question.reuse['question']}"
@@ -249,7 +336,10 @@ class QuestionForm(forms.ModelForm):
         mechanism = descriptor(name, discrete)
         if mechanism is None:
             return {}
-        if mechanism.has_presets and data.get("privacy", DEFAULT_LEVEL) != "custom":
+        if data.get("privacy") == MATRIX and MATRIX in mechanism.params:
+            matrix = data.get(f"{name}__{MATRIX}")
+            return {} if matrix is None else {MATRIX: matrix}  # the services name a missing one
+        if mechanism.has_presets and data.get("privacy", DEFAULT_LEVEL) not in ("custom", MATRIX):
             low, high = data.get("range_low"), data.get("range_high")
             value_range = None if discrete or low is None or high is None else (low, high)
             if not discrete and value_range is None:
@@ -260,7 +350,7 @@ class QuestionForm(forms.ModelForm):
         return {
             param: data[f"{name}__{param}"]
             for param in mechanism.params
-            if data.get(f"{name}__{param}") is not None
+            if param != MATRIX and data.get(f"{name}__{param}") is not None
         }
 
     def as_api(self) -> dict[str, Any]:
@@ -310,6 +400,8 @@ def _card_fields(languages: tuple[str, ...]) -> dict[str, forms.Field]:
     fields: dict[str, forms.Field] = {
         name: forms.FloatField(required=False, localize=True) for name, _m, _p in param_fields()
     }
+    for name, _mechanism in matrix_fields():
+        fields[name] = MatrixField(required=False)
     for code in languages:
         fields[f"text_{code}"] = forms.CharField(
             required=False,
@@ -335,7 +427,7 @@ def question_form_for(organisation: Any) -> type[QuestionForm]:
 
 def card_fieldsets(form: type[QuestionForm]) -> list[tuple[Any, dict[str, Any]]]:
     """The card's boxes: the question, its answers, its privacy, its translations."""
-    params = [name for name, _m, _p in param_fields()]
+    params = [name for name, _m, _p in param_fields()] + [name for name, _m in matrix_fields()]
     sets: list[tuple[Any, dict[str, Any]]] = [
         (None, {"fields": ["key", "text", "type", "required"], "classes": ["card-question"]}),
         (

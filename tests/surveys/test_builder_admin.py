@@ -489,3 +489,45 @@ def test_the_add_page_offers_nothing_to_ask_again_and_says_why(staff, consultati
     select = page.split('name="questions-0-ask_again"')[1].split("</select>")[0]
     assert select.count("<option") == 1  # "No: a new question"
     assert "A new survey lists nothing here: save it first." in page
+
+
+# ------------------------------------------------------------- own table (issue 32 leftover)
+
+
+def test_a_randomised_response_with_its_own_table_is_built_without_json(staff, consultation):
+    """Privacy "own table" gives randomised response a full channel (the API's ``matrix``)
+    as a grid of chances, row by row; it reads back as the grid, and a row that does not
+    add up to 1 is refused with the API's message, nothing saved."""
+    matrix = [["0.6", "0.3", "0.1"], ["0.2", "0.6", "0.2"], ["0.1", "0,3", "0.6"]]  # 0,3: de
+    cells = [cell for row in matrix for cell in row]
+
+    def post(cells):
+        data = {"consultation": consultation.pk, "kind": "opinion", "title": "Table",
+                **management(1),
+                **question_row(0, key="site", type="ordinal", categories="A\nB\nC",
+                               mechanism="randomised_response", privacy="matrix"),
+                "questions-0-randomised_response__matrix": cells,
+                "questions-0-randomised_response__retain": "0.9",  # custom's field: ignored
+                "_continue": "1"}  # fmt: skip
+        return staff.post("/admin/surveys/survey/add/", data)
+
+    refused = post([*cells[:-1], "0.5"])  # the last row adds up to 0.9
+    assert refused.status_code == 200 and not Survey.objects.exists()
+    assert "sums to 0.9" in refused.content.decode(), refused.content.decode()[-3000:]
+    incomplete = post([*cells[:-1], ""])
+    assert "Fill in every cell of the table" in incomplete.content.decode()
+    assert not Survey.objects.exists()
+
+    response = post(cells)
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    site = Survey.objects.get().questions.get()
+    assert site.mechanism_params == {"matrix": [[0.6, 0.3, 0.1], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]]}
+    page = staff.get(f"/admin/surveys/survey/{site.survey_id}/change/").content.decode()
+    assert 'value="matrix" selected' in page
+    grid = page.split('class="matrix-editor"')[1].split("</table>")[0]
+    assert grid.count('<input type="number" name="questions-0-randomised_response__matrix"') == 9
+    assert 'value="0.3"' in grid and 'value="0.6"' in grid
+    # The preview's sentence is the table's, not "kept the true answer with probability".
+    assert "published table of probabilities" in page
+    # The same question asked in the API's JSON is what the card made.
+    assert "[[" not in page.split('id="questions-group"')[1].split('id="mechanism-preview"')[0]

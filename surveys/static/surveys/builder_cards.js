@@ -102,14 +102,120 @@
     renumber(editor);
     if (!editor.dataset.labels && editor.dataset.name.endsWith("-categories")) {
       syncLabels(editor, move, button.classList.contains("list-remove") ? index : undefined);
+      matrices(card(editor));
     }
     changed(list);
   });
 
   document.addEventListener("input", (event) => {
     const editor = event.target.closest(".list-editor");
-    if (editor && !editor.dataset.labels) syncLabels(editor, null);
+    if (editor && !editor.dataset.labels) {
+      syncLabels(editor, null);
+      matrices(card(editor));
+    }
+    const grid = event.target.closest(".matrix-editor");
+    if (grid) checkMatrix(grid);
   });
+
+  // The "own table" of randomised response (MatrixEditor in builder_forms.py): a k x k
+  // grid of chances sized and labelled by the card's categories (rows: the true answer,
+  // columns: the reported one); each row's total is shown and checked as one types.
+  const numbers = new Intl.NumberFormat(document.documentElement.lang || undefined, {
+    maximumFractionDigits: 6,
+  });
+
+  function categoryNames(box) {
+    const editor = box.querySelector(".field-categories .list-editor");
+    const names = editor ? [...editor.querySelectorAll("li input")].map((i) => i.value.trim()) : [];
+    while (names.length && !names[names.length - 1]) names.pop();
+    return names;
+  }
+
+  function cell(tag, text, scope) {
+    const element = document.createElement(tag);
+    if (scope) element.scope = scope;
+    if (text !== undefined) element.textContent = text;
+    return element;
+  }
+
+  function buildMatrix(editor, names) {
+    const k = Math.max(2, names.length);
+    const table = editor.querySelector("table");
+    const body = table.tBodies[0];
+    const kept = [...body.rows].map((row) => [...row.querySelectorAll("input")].map((i) => i.value));
+    const box = card(editor);
+    const index = box && box.id ? box.id.split("-").pop() : "";
+    const name = editor.dataset.name.replace("__prefix__", index);
+    if (kept.length !== k || kept.some((row) => row.length !== k)) {
+      const head = table.tHead.rows[0];
+      const corner = head.cells[0];
+      head.replaceChildren(corner);
+      for (let j = 0; j < k; j++) head.appendChild(cell("th", "", "col"));
+      head.appendChild(cell("th", editor.dataset.sum, "col"));
+      body.replaceChildren();
+      for (let i = 0; i < k; i++) {
+        const row = document.createElement("tr");
+        row.appendChild(cell("th", "", "row"));
+        for (let j = 0; j < k; j++) {
+          const input = document.createElement("input");
+          Object.assign(input, { type: "number", name, min: "0", max: "1", step: "any" });
+          input.inputMode = "decimal";
+          input.value = (kept[i] && kept[i][j]) || "";
+          const td = document.createElement("td");
+          td.appendChild(input);
+          row.appendChild(td);
+        }
+        const total = cell("td");
+        total.className = "matrix-sum";
+        row.appendChild(total);
+        body.appendChild(row);
+      }
+    }
+    const label = (i) => names[i] || String(i + 1);
+    [...table.tHead.rows[0].cells].slice(1, k + 1).forEach((th, j) => { th.textContent = label(j); });
+    [...body.rows].forEach((row, i) => {
+      row.cells[0].textContent = label(i);
+      row.querySelectorAll("input").forEach((input, j) => {
+        input.setAttribute("aria-label",
+          `${editor.dataset.true}: ${label(i)}, ${editor.dataset.reported}: ${label(j)}`);
+        input.id = i === 0 && j === 0 && editor.id ? editor.id.replace(/_editor$/, "") : "";
+      });
+    });
+    checkMatrix(editor);
+  }
+
+  function checkMatrix(editor) {
+    const problems = [];
+    let complete = true;
+    [...editor.querySelector("tbody").rows].forEach((row, i) => {
+      const values = [...row.querySelectorAll("input")].map((input) =>
+        input.value === "" ? NaN : Number(input.value));
+      const filled = values.filter((v) => !Number.isNaN(v));
+      const total = filled.reduce((sum, v) => sum + v, 0);
+      row.querySelector(".matrix-sum").textContent = filled.length ? numbers.format(total) : "";
+      const badCell = filled.some((v) => v < 0 || v > 1);
+      const badSum = filled.length === values.length && Math.abs(total - 1) > 1e-9;
+      complete = complete && filled.length === values.length;
+      const label = row.cells[0].textContent;
+      if (badCell) problems.push(editor.dataset.badCell.replace("{row}", label));
+      else if (badSum) {
+        problems.push(editor.dataset.badRow.replace("{row}", label).replace("{total}", numbers.format(total)));
+      }
+      row.classList.toggle("matrix-bad", badCell || badSum);
+      row.querySelectorAll("input").forEach((input) => {
+        if (badCell || badSum) input.setAttribute("aria-invalid", "true");
+        else input.removeAttribute("aria-invalid");
+      });
+    });
+    const status = editor.querySelector(".matrix-status");
+    status.textContent = problems.length ? problems.join(" ") : complete ? editor.dataset.ok : "";
+    status.classList.toggle("errornote", problems.length > 0);
+  }
+
+  function matrices(box) {
+    if (!box) return;
+    box.querySelectorAll(".matrix-editor").forEach((editor) => buildMatrix(editor, categoryNames(box)));
+  }
 
   function rows(box, selector) {
     return box.querySelectorAll(selector);
@@ -184,12 +290,24 @@
     const chosen = mechanism.selectedOptions[0];
     const presets = Boolean(chosen && chosen.dataset.presets);
     show(rows(box, ".form-row.field-privacy"), presets);
+    const table = (chosen && chosen.dataset.matrix) || "";
+    if (privacy) {
+      const option = privacy.querySelector("option[value='matrix']");
+      if (option) {
+        option.hidden = !table;
+        option.disabled = !table;
+      }
+      if (!table && privacy.value === "matrix") privacy.value = "balanced";
+    }
     const own = new Set(((chosen && chosen.dataset.params) || "").split(" ").filter(Boolean));
+    const ownTable = Boolean(table) && privacy && privacy.value === "matrix";
     const custom = !presets || (privacy && privacy.value === "custom");
     box.querySelectorAll(".form-row[class*='__']").forEach((row) => {
       const name = [...row.classList].find((c) => c.startsWith("field-") && c.includes("__"));
-      show([row], custom && own.has(name.slice("field-".length)));
+      const field = name.slice("field-".length);
+      show([row], field === table ? ownTable : custom && own.has(field));
     });
+    if (ownTable) matrices(box);
   }
 
   // On the add page: only the chosen consultation's languages get translation fields.
