@@ -1,7 +1,8 @@
 """The cell-key perturbation of exact attributes (issue 26): its accuracy cost, and the
 measurement behind the decision to leave mixed (exact and distorted) conditions alone.
 
-Run: ``python bench/bench_cellkey.py`` (both parts) or name one: ``accuracy``, ``mixed``.
+Run: ``python bench/bench_cellkey.py`` (every part) or name some: ``accuracy``, ``mixed``,
+``scale`` (``CELLKEY_SCALE_N`` sets the scale part's size, default 10^6).
 
 ``accuracy``: Adult-like pools (``simulate_candidates``: district, sex, children, age and
 income, correlated) of n = 1,000 and 30,000 with every attribute exact. Each pool gets
@@ -19,6 +20,15 @@ retain 0.8): ``count(C) + count(N) - count(item=N and district in {C, N})``, the
 two perturbed, the third a mixed joint count, over many distortion draws. Printed: the
 spread of what the tracker recovers and how often it recovers the hidden 2 to within
 one half, against the same tracker with the item exact and all three counts perturbed.
+
+``scale``: what the key sum costs in the database (issue 26 left it unmeasured). A
+survey of 4 exact questions (district, tenure, item, whole-year age) with 10^6
+responses on durable PostgreSQL (tests/servers.py), loaded with COPY (record keys
+drawn as the product draws them), then ``VACUUM ANALYZE`` so both forms meet the same
+steady tables. Each SQL aggregate the exact analyses run is timed with the key sum
+(what the product runs) and without it (the count before issue 26: the baseline),
+median of 7 alternating runs after one warm-up of each: a count of two exact conditions,
+a count with a continuous threshold, and an exact distribution's cells (``GROUP BY``).
 """
 
 from __future__ import annotations
@@ -191,7 +201,262 @@ def mixed(table: Table) -> None:
     )
 
 
-PARTS = {"accuracy": accuracy, "mixed": mixed}
+SCALE_QUESTIONS: list[dict[str, object]] = [
+    {
+        "key": "district",
+        "type": "nominal",
+        "categories": list("NSEWC"),
+        "mechanism": {"name": "none"},
+    },
+    {
+        "key": "tenure",
+        "type": "binary",
+        "categories": ["own", "rent"],
+        "mechanism": {"name": "none"},
+    },
+    {"key": "item", "type": "binary", "categories": ["Y", "N"], "mechanism": {"name": "none"}},
+    {
+        "key": "age",
+        "type": "continuous",
+        "range": [16, 100],
+        "step": 1,
+        "mechanism": {"name": "none"},
+    },
+]
+
+
+def _scale_load(n: int, rng: np.random.Generator) -> int:
+    """A survey of :data:`SCALE_QUESTIONS` with ``n`` responses, loaded with COPY."""
+    import psycopg
+    from django.db import connection
+
+    from consultations.services import consultation_create, organisation_create
+    from surveys.ingest import answers_copy_binary, this_hour
+    from surveys.models import Answer, Participant, Question, Response
+    from surveys.services import survey_create, survey_open
+
+    organisation = organisation_create(slug="cellkey", name="Cell key")
+    consultation = consultation_create(organisation=organisation, title="Register")
+    survey = survey_create(
+        organisation=organisation,
+        consultation=consultation,
+        kind="profile",
+        title="Register",
+        questions=SCALE_QUESTIONS,
+        actor="bench",
+    )
+    survey = survey_open(survey=survey, actor="bench")
+    questions = {q.key: q for q in Question.objects.filter(survey=survey)}
+    hour = this_hour().isoformat()
+    connection.ensure_connection()
+    raw = connection.connection
+    chunk = 100_000
+    for first in range(0, n, chunk):
+        size = min(chunk, n - first)
+        ids = np.arange(first + 1, first + size + 1)
+        keys = cellkey.new_record_keys(size)
+        columns = {
+            "district": rng.choice(5, size=size, p=[0.2, 0.3, 0.2, 0.2, 0.1]),
+            "tenure": rng.choice(2, size=size, p=[0.55, 0.45]),
+            "item": rng.choice(2, size=size),
+            "age": rng.integers(16, 100, size=size).astype(np.float64),
+        }
+        response, question, code, value, n_categories = [], [], [], [], []
+        for key, column in columns.items():
+            q = questions[key]
+            response.append(ids)
+            question.append(np.full(size, q.pk, dtype=np.int64))
+            if q.is_discrete:
+                code.append(column.astype(np.int64))
+                value.append(np.zeros(size))
+                n_categories.append(np.full(size, int(q.n_categories), dtype=np.int64))
+            else:
+                code.append(np.full(size, -1, dtype=np.int64))
+                value.append(column)
+                n_categories.append(np.zeros(size, dtype=np.int64))
+        answers = answers_copy_binary(
+            *(np.concatenate(part) for part in (response, question, code, value, n_categories))
+        )
+        with raw.transaction(), psycopg.Cursor(raw) as cursor:
+            with cursor.copy(
+                f"COPY {Participant._meta.db_table} (id, consultation_id, reference) FROM STDIN"
+            ) as copy:
+                copy.write("".join(f"{i}\t{consultation.pk}\tp{i}\n" for i in ids.tolist()))
+            with cursor.copy(
+                f"COPY {Response._meta.db_table} (id, survey_id, participant_id, submitted_at, "
+                "withdrawal_token_hash, record_key) FROM STDIN"
+            ) as copy:
+                copy.write(
+                    "".join(
+                        f"{i}\t{survey.pk}\t{i}\t{hour}\t\t{k}\n"
+                        for i, k in zip(ids.tolist(), keys, strict=True)
+                    )
+                )
+            with cursor.copy(
+                f"COPY {Answer._meta.db_table} "
+                "(response_id, question_id, code, value, n_categories) FROM STDIN (FORMAT BINARY)"
+            ) as copy:
+                copy.write(answers)
+    with psycopg.Cursor(raw) as cursor:
+        for model in (Participant, Response):
+            table = model._meta.db_table
+            cursor.execute(
+                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                f"(SELECT MAX(id) FROM {table}))"
+            )
+    raw.autocommit = True
+    with psycopg.Cursor(raw) as cursor:
+        cursor.execute("VACUUM ANALYZE")
+    return int(survey.pk)
+
+
+def _median_seconds(runs: dict[str, object], repeat: int = 7) -> dict[str, float]:
+    """Median seconds of each callable, alternating between them (one warm-up each)."""
+    import time
+
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for run in runs.values():
+        run()  # type: ignore[operator]
+    for _ in range(repeat):
+        for name, run in runs.items():
+            began = time.perf_counter()
+            run()  # type: ignore[operator]
+            times[name].append(time.perf_counter() - began)
+    return {name: float(np.median(values)) for name, values in times.items()}
+
+
+def _plain_cells(survey: object, where: list[tuple[object, str, object]], target: object) -> list:
+    """The exact distribution's ``GROUP BY`` of :func:`condition_key_cells` without the key
+    sum (the baseline: the same query before issue 26)."""
+    from django.db import connection
+
+    from surveys.condition_counts import _where_clauses
+    from surveys.joins import _aliases, _joins
+
+    named = [w[0] for w in where] + [target]
+    joins, params = _joins(survey, named)  # type: ignore[arg-type]
+    aliases = _aliases(named)  # type: ignore[arg-type]
+    clauses, values = _where_clauses(aliases, where)  # type: ignore[arg-type]
+    code = f"{aliases[target.pk]}.code"  # type: ignore[attr-defined]
+    sql = f"SELECT {code}, COUNT(*) {joins}" + "".join(f" AND {c}" for c in clauses) + " GROUP BY 1"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params + values)
+        return cursor.fetchall()
+
+
+def _explain(run: object) -> None:
+    """Print PostgreSQL's plan of the (last) query ``run`` makes, as it ran."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        run()  # type: ignore[operator]
+    sql = captured.captured_queries[-1]["sql"]
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql)
+        print("\n".join(row[0] for row in cursor.fetchall()), flush=True)
+
+
+def _with_key_index(runs: dict[str, object]) -> dict[str, float]:
+    """The keyed runs again with a covering index of the responses' keys, when the schema
+    has none (the experiment behind the choice; empty when the product has it)."""
+    from django.db import connection
+
+    from surveys.models import Response
+
+    table = Response._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 1 FROM pg_indexes WHERE tablename = %s AND indexdef LIKE %s",
+            [table, "%record_key%"],
+        )
+        if cursor.fetchone() is not None:
+            return {}
+        cursor.execute(f"CREATE INDEX bench_response_key ON {table} (id) INCLUDE (record_key)")
+        cursor.execute(f"VACUUM ANALYZE {table}")
+    return _median_seconds(runs)
+
+
+def scale(table: Table) -> None:
+    import os
+    import subprocess
+
+    from tests.servers import running_services
+
+    n = int(os.environ.get("CELLKEY_SCALE_N", "1000000"))
+    repo = Path(__file__).resolve().parents[1]
+    with running_services(durable=True) as env:
+        os.environ.update(env)
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--verbosity", "0"],
+            cwd=repo,
+            env=os.environ.copy(),
+            check=True,
+        )
+        import django
+
+        django.setup()
+        from surveys import condition_counts
+        from surveys.models import Question, Survey
+
+        survey = Survey.objects.get(pk=_scale_load(n, np.random.default_rng(7)))
+        q = {question.key: question for question in Question.objects.filter(survey=survey)}
+        two = [(q["district"], "in", {4}), (q["tenure"], "in", {0})]
+        threshold = [(q["district"], "in", {4}), (q["age"], "lte", 30.0)]
+
+        def count(where: list[tuple[Question, str, object]], keys: bool) -> object:
+            return lambda: condition_counts.condition_moments(survey, [], where, keys=keys)
+
+        cells = [(q["district"], "in", {4})]
+
+        measured = _median_seconds(
+            {
+                "two keyed": count(two, True),
+                "two plain": count(two, False),
+                "age keyed": count(threshold, True),
+                "age plain": count(threshold, False),
+                "cells keyed": lambda: condition_counts.condition_key_cells(
+                    survey, [], cells, q["item"]
+                ),
+                "cells plain": lambda: _plain_cells(survey, cells, q["item"]),
+            }
+        )
+        _explain(count(threshold, True))
+        indexed = _with_key_index(
+            {
+                "two": count(two, True),
+                "age": count(threshold, True),
+                "cells": lambda: condition_counts.condition_key_cells(survey, [], cells, q["item"]),
+            }
+        )
+    for name, label in (
+        ("two", "count of district = C and tenure = own"),
+        ("age", "count of district = C and age <= 30"),
+        ("cells", "distribution of item within district = C (cells)"),
+    ):
+        keyed, plain = measured[f"{name} keyed"], measured[f"{name} plain"]
+        table.add(
+            f"n={n:,}: {label}, with the key sum",
+            f"{keyed:.3f} s ({100 * (keyed / plain - 1):+.0f}%)",
+            baseline=f"{plain:.3f} s without the key",
+            target="<= +20%",
+            ok=keyed <= 1.2 * plain,
+        )
+        if name in indexed:
+            table.add(
+                f"n={n:,}: {label}, with the key sum and an index (id) INCLUDE (record_key)",
+                f"{indexed[name]:.3f} s ({100 * (indexed[name] / plain - 1):+.0f}%)",
+                baseline=f"{plain:.3f} s without the key",
+            )
+    table.note(
+        "PostgreSQL, durable, after VACUUM ANALYZE; median of 7 alternating runs of the "
+        "SQL aggregate alone (surveys/condition_counts.py), in this process. The "
+        "distribution's baseline is the same GROUP BY without the key sum."
+    )
+
+
+PARTS = {"accuracy": accuracy, "mixed": mixed, "scale": scale}
 
 
 def main(argv: list[str]) -> int:

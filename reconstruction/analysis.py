@@ -654,17 +654,21 @@ def naive_moments(request: AnalysisRequest, *, keys: bool = False) -> condition_
     )
 
 
-def keyed_cells(request: AnalysisRequest) -> condition_counts.KeyedCells:
-    """The discrete target's categories among the participants meeting the condition,
-    with their record keys' sums (an exact distribution's cells; the cell-key method)."""
+def keyed_cells(
+    request: AnalysisRequest, inner_edges: Any | None = None
+) -> condition_counts.KeyedCells:
+    """The target's cells among the participants meeting the condition (a discrete
+    target's categories; a continuous one's intervals, cut at ``inner_edges``), with
+    their record keys' sums (an exact distribution's cells; the cell-key method)."""
     target = request.target
-    assert target is not None and target.is_discrete
+    assert target is not None
     where = [(request.questions[c.attribute], c.op, c.value) for c in request.where]
     return condition_counts.condition_key_cells(
         request.survey,
         [request.questions[key] for key in request.keys],
         where,
         target,
+        inner_edges=inner_edges,
         using=statistics.analysis_alias(),
     )
 

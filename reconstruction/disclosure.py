@@ -165,8 +165,11 @@ def check_group(size: GroupSize, threshold: int, *, label: Message | str = "") -
     """Refuse (:class:`JobRefused`) a group whose size is not :func:`publishable`.
 
     The reason names the threshold, never the size; ``label`` (translatable) prefixes it.
+    A group counted on exact attributes is judged on its *published* interval (its
+    perturbed size within 2): judged on its true size, a published 3 would say "at least
+    the threshold of 5, at most 2 away": exactly 5.
     """
-    if not publishable(size.ci95, threshold):
+    if not publishable(size.published_ci95 if size.perturbed else size.ci95, threshold):
         reason = analysis.group_too_small(threshold)
         if label:
             reason = Message(

@@ -394,11 +394,12 @@ def _outside_level(level: Any) -> str | None:
 
 
 def panel_probabilities(attachment: str) -> list[float]:
-    """The selection probabilities of a panel's candidates, from its CSV attachment."""
+    """The selection probabilities of a panel's candidates, from its CSV attachment
+    (none when they are withheld: quotas on exact answers that cross in a small group)."""
     import csv
 
     reader = csv.DictReader(io.StringIO(attachment))
-    return [float(row["selection_probability"]) for row in reader]
+    return [float(row["selection_probability"]) for row in reader if row["selection_probability"]]
 
 
 def panel_chart_svg(result: dict[str, Any], probabilities: list[float]) -> str:

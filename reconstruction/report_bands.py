@@ -11,16 +11,19 @@ band) is itself publishable or provably empty.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from privacy.mechanisms import cellkey
 from reconstruction import disclosure
 from reconstruction.algorithms.bands import Bands, choose_bands, sum_interval
 from reconstruction.algorithms.continuous import IntervalReconstruction
 from reconstruction.analysis import interval_json
+from surveys.condition_counts import KeyedCells
 
 
 def band_payload(
@@ -32,18 +35,27 @@ def band_payload(
     min_cell: int,
     exact: bool,
     hidden_cells: Sequence[bool],
+    keyed: KeyedCells | None = None,
 ) -> dict[str, Any]:
     """The bands of a continuous question's reconstruction as the report stores them.
 
     ``step``: the lattice step of the cells (a declared step, or 1 for whole numbers
     detected), ``None`` for intervals; the labels read "16-19" on a lattice, "[20, 25)"
     otherwise. ``exact``: answers collected undistorted (counts, not estimates).
+    ``keyed``: the cells' true counts and key sums (a register, issue 26): each band is
+    then a cell of its own, published with its cell key (its cells' key sums added) and
+    judged on that; a band holding hidden cells beside shown ones is hidden (the band
+    minus its shown cells would be their sum).
     """
     counts = np.asarray(result.counts, dtype=np.float64)
     replicates = None if exact else result.replicates
     bands = choose_bands(result.edges, counts, replicates, low=low, high=high)
-    hidden = _hidden_bands(bands, replicates, counts, min_cell, np.asarray(hidden_cells, bool))
-    total = float(counts.sum())
+    if keyed is not None:
+        bands, hidden = _keyed_bands(bands, keyed, min_cell, np.asarray(hidden_cells, bool))
+        total = float(cellkey.perturbed_count(keyed.total, keyed.total_key_sum))
+    else:
+        hidden = _hidden_bands(bands, replicates, counts, min_cell, np.asarray(hidden_cells, bool))
+        total = float(counts.sum())
     return {
         "edges": [float(e) for e in bands.edges],
         "labels": band_labels(bands.edges, low=low, high=high, step=step),
@@ -59,6 +71,25 @@ def band_payload(
         "suppressed": [bool(h) for h in hidden],
         "cells": [[int(f), int(t)] for f, t in zip(bands.first, bands.last, strict=True)],
     }
+
+
+def _keyed_bands(
+    bands: Bands, keyed: KeyedCells, min_cell: int, hidden_cells: np.ndarray[Any, Any]
+) -> tuple[Bands, np.ndarray[Any, np.dtype[np.bool_]]]:
+    published, mixed = [], []
+    for first, last in zip(bands.first, bands.last, strict=True):
+        inside = slice(int(first), int(last) + 1)
+        count = int(keyed.counts[inside].sum())
+        key_sum = sum(int(k) for k in keyed.key_sums[inside])
+        published.append(float(cellkey.perturbed_count(count, key_sum)))
+        held = hidden_cells[inside]
+        mixed.append(bool(held.any() and not held.all()))
+    bounds = np.array([cellkey.bounds(v) for v in published], dtype=np.float64).reshape(-1, 2)
+    bounds[np.asarray(mixed, dtype=bool), 0] = -1.0  # hide it
+    values = np.asarray(published, dtype=np.float64)
+    ci95 = np.array([cellkey.bounds(float(v)) for v in values], dtype=np.float64).reshape(-1, 2)
+    moved = dataclasses.replace(bands, counts=values, ci95=ci95)
+    return moved, disclosure.hidden_cells(values, min_cell, bounds)
 
 
 def _hidden_bands(

@@ -28,6 +28,7 @@ from reconstruction.kinds.distribution import (
     overall_distribution,
     overall_inner_edges,
     overall_plan,
+    target_inner_edges,
     with_whole_number_note,
 )
 from reconstruction.presentation import report_sections
@@ -92,13 +93,27 @@ def question_section(
     naive_hidden = suppress_cells(naive, thresholds.min_cell)
     below = [bool(c < thresholds.min_cell) for c in naive]
     keyed = None
-    if question.mechanism == "none" and question.is_discrete:
+    if question.mechanism == "none":
         # A register's cells (issue 26): published with the cell-key perturbation, the
-        # naive counts (the same true counts) too.
+        # naive counts (the same true counts) too, each judged on what it publishes; a
+        # continuous question's cells are its plan's intervals.
+        plan = None if statistics_read is None else statistics_read[2]
+        if plan is None and not question.is_discrete:
+            whole, _evidence = whole_number_verdict(survey, question)
+            plan = overall_plan(question, int(n), whole_numbers=whole)
         keyed = condition_counts.condition_key_cells(
-            survey, [question], [], question, using=statistics.analysis_alias()
+            survey,
+            [question],
+            [],
+            question,
+            inner_edges=target_inner_edges(plan),
+            using=statistics.analysis_alias(),
         )
         naive = np.asarray(cellkey.perturbed_counts(keyed.counts, keyed.key_sums), dtype=np.float64)
+        naive_hidden = suppress_cells(
+            naive, thresholds.min_cell, np.array([cellkey.bounds(v) for v in naive]).reshape(-1, 2)
+        )
+        below = [bool(c - cellkey.MAX_PERTURBATION < thresholds.min_cell) for c in naive]
     section.update(
         published=True,
         reconstructed=distribution_payload(
@@ -124,6 +139,7 @@ def question_section(
             min_cell=thresholds.min_cell,
             exact=question.mechanism == "none",
             hidden_cells=section["reconstructed"]["suppressed"],
+            keyed=keyed,
         )
     return section
 

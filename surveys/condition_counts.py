@@ -14,7 +14,7 @@ import numpy as np
 from django.db import connections
 from numpy.typing import NDArray
 
-from surveys.joins import _RESPONSE, _aliases, _joins
+from surveys.joins import _RESPONSE, _aliases, _bucket, _joins
 from surveys.models import Question, Survey
 
 KEY_SUM = "SUM(COALESCE({alias}.record_key, 0))"
@@ -104,11 +104,22 @@ def condition_moments(
 
 @dataclass(frozen=True)
 class KeyedCells:
-    """A discrete question's categories among the rows meeting a condition: how many
-    rows, and their record keys' sum (the cell-key method), per category."""
+    """A question's cells among the rows meeting a condition (a discrete question's
+    categories, or a continuous one's intervals): how many rows, and their record keys'
+    sum (the cell-key method), per cell."""
 
     counts: NDArray[np.int64]
     key_sums: list[int]
+
+    @property
+    def total(self) -> int:
+        """How many rows all the cells hold."""
+        return int(self.counts.sum())
+
+    @property
+    def total_key_sum(self) -> int:
+        """The record keys of all the cells' rows summed: the key of their total."""
+        return sum(int(k) for k in self.key_sums)
 
 
 def condition_key_cells(
@@ -117,26 +128,39 @@ def condition_key_cells(
     where: Sequence[tuple[Question, str, Any]],
     target: Question,
     *,
+    inner_edges: NDArray[np.float64] | Sequence[float] | None = None,
     using: str = "default",
 ) -> KeyedCells:
-    """:func:`condition_moments` per category of the discrete ``target``, with the key
-    sums, in one ``GROUP BY`` (an exact distribution's cells, issue 26)."""
-    if not target.is_discrete:
-        raise ValueError("keyed cells are counted for a discrete question")
+    """:func:`condition_moments` per cell of ``target``, with the key sums, in one
+    ``GROUP BY`` (an exact distribution's cells, issue 26).
+
+    A discrete target's cells are its categories; a continuous one's are cut at
+    ``inner_edges`` (cell ``i`` holds the values with ``i`` inner edges at or below
+    them, as :func:`surveys.statistics.cell_statistics` cuts them).
+    """
+    if not target.is_discrete and inner_edges is None:
+        raise ValueError("a continuous question's keyed cells need the inner edges of its cells")
     named = list(questions) + [q for q, _, _ in where] + [target]
     joins, params, key_sum = _keyed_joins(survey, named, using=using)
     aliases = _aliases(named)
     clauses, values = _where_clauses(aliases, where)
-    code = f"{aliases[target.pk]}.code"
+    if target.is_discrete:
+        cell, cell_params = f"{aliases[target.pk]}.code", []
+        size = int(target.n_categories)
+    else:
+        edges = np.asarray(inner_edges, dtype=np.float64)
+        vendor = connections[using].vendor
+        cell, cell_params = _bucket(f"{aliases[target.pk]}.value", edges, vendor)
+        size = int(edges.size) + 1
     sql = (
-        f"SELECT {code}, COUNT(*), {key_sum} {joins}"
+        f"SELECT {cell}, COUNT(*), {key_sum} {joins}"
         + "".join(f" AND {c}" for c in clauses)
         + " GROUP BY 1"
     )
-    counts = np.zeros(int(target.n_categories), dtype=np.int64)
-    key_sums = [0] * int(target.n_categories)
+    counts = np.zeros(size, dtype=np.int64)
+    key_sums = [0] * size
     with connections[using].cursor() as cursor:
-        cursor.execute(sql, params + values)
+        cursor.execute(sql, cell_params + params + values)
         for category, rows, keys in cursor.fetchall():
             counts[int(category)] = int(rows)
             key_sums[int(category)] = int(keys or 0)

@@ -15,7 +15,11 @@ Privacy (issue 28, item 5):
   asked for by key; then only from a closed survey (its cells no longer grow, so two
   exports cannot be differenced), and only when every combination of the exported exact
   answers that occurs is shared by at least the consultation's ``min_cell`` participants;
-  otherwise a 400 naming the rule, never the small number.
+  otherwise a 400 naming the rule, never the small number. The exact attributes of earlier
+  exports of the survey count as exported together with the new ones: the rows of two
+  exports link on the distorted answers they share (issue 26). Every published count,
+  cell and total over exact attributes is perturbed by the cell key, so the export's
+  exact margins minus published results leave an unknown of up to 2 per result used.
 - Every export is an audit event ``survey.export``.
 
 Memory: the live response ids (8 bytes each) are read and permuted at once; the answers
@@ -97,13 +101,41 @@ def _check_exact(survey: Survey, questions: Sequence[Question], asked: Sequence[
         ) % {"status": survey.status}
         raise Conflict(problem, {"exact": [problem]})
     min_cell = int(survey.consultation.min_cell)
-    if _smallest_cell(survey, [exact[key] for key in asked]) < min_cell:
-        problem = _(
-            "A combination of the answers to %(keys)s is shared by fewer than min_cell = "
-            "%(min_cell)s participants, so these exact attributes cannot be exported together; "
-            "export fewer of them, or none."
-        ) % {"keys": ", ".join(asked), "min_cell": min_cell}
+    # Rows of two exports link on the distorted answers they share (the identifiers and
+    # the order do not): what was exported before counts as exported together with this.
+    earlier = [key for key in exported_before(survey) if key in exact and key not in asked]
+    if _smallest_cell(survey, [exact[key] for key in (*asked, *earlier)]) < min_cell:
+        if earlier:
+            problem = _(
+                "A combination of the answers to %(keys)s, together with the exact attributes "
+                "exported from this survey before (%(earlier)s), is shared by fewer than "
+                "min_cell = %(min_cell)s participants: rows of two exports can be linked by "
+                "their distorted answers, so these exact attributes cannot be exported; export "
+                "the same exact attributes as before, or none."
+            ) % {"keys": ", ".join(asked), "earlier": ", ".join(earlier), "min_cell": min_cell}
+        else:
+            problem = _(
+                "A combination of the answers to %(keys)s is shared by fewer than min_cell = "
+                "%(min_cell)s participants, so these exact attributes cannot be exported "
+                "together; export fewer of them, or none."
+            ) % {"keys": ", ".join(asked), "min_cell": min_cell}
         raise InvalidInput(problem, {"exact": [problem]})
+
+
+def exported_before(survey: Survey) -> list[str]:
+    """The exact attributes earlier exports of ``survey`` held (its audit events)."""
+    from consultations.models import AuditEvent
+
+    events = AuditEvent.objects.filter(
+        organisation_id=survey.consultation.organisation_id,
+        action="survey.export",
+        target=str(survey.pk),
+    ).values_list("details", flat=True)
+    keys: list[str] = []
+    for details in events:
+        asked = details.get("exact") if isinstance(details, dict) else None
+        keys += [key for key in asked or [] if isinstance(key, str)]
+    return list(dict.fromkeys(keys))
 
 
 def _smallest_cell(survey: Survey, questions: Sequence[Question]) -> int:

@@ -243,11 +243,16 @@ def distribution_payload(
     counts = np.asarray(result.counts, dtype=np.float64)
     rec = result.reconstruction if isinstance(result, IntervalReconstruction) else result
     if keyed is not None:
-        counts = keyed.counts.astype(np.float64)
+        # A register's cells are judged on what they publish: the perturbed count and
+        # its bound (a cell of 5 published as 3 would otherwise say "exactly 5").
+        perturbed = np.asarray(
+            cellkey.perturbed_counts(keyed.counts, keyed.key_sums), dtype=np.float64
+        )
+        published_bounds = np.array([cellkey.bounds(v) for v in perturbed]).reshape(-1, 2)
+        hidden = disclosure.hidden_cells(perturbed, min_cell, published_bounds)
+        return _perturbed_payload(result, question, min_cell, keyed, hidden, group)
     bounds = np.stack([counts, counts], axis=1) if exact else np.asarray(rec.ci95)
     hidden = disclosure.hidden_cells(counts, min_cell, bounds)
-    if keyed is not None:
-        return _perturbed_payload(result, question, min_cell, keyed, hidden, group)
     payload: dict[str, Any] = {}
     if isinstance(result, IntervalReconstruction):
         payload["intervals"] = [[float(a), float(b)] for a, b in result.intervals]
@@ -293,12 +298,21 @@ def _perturbed_payload(
         None if h else float(cellkey.perturbed_count(int(c), k))
         for c, k, h in zip(keyed.counts, keyed.key_sums, hidden, strict=True)
     ]
-    total = float(keyed.counts.sum())
-    total_bounds = (total, total)
+    # The total, like every cell, is published perturbed by its own cell key (the
+    # group's, or all the cells' records'): an exact total beside perturbed cells would
+    # narrow each cell of two (n minus the other cell).
     if group is not None and group.perturbed:
         total = group.published
-        total_bounds = group.published_ci95
-    payload: dict[str, Any] = {"categories": [str(label) for label in question.categories]}
+    else:
+        total = float(cellkey.perturbed_count(keyed.total, keyed.total_key_sum))
+    total_bounds = cellkey.bounds(total)
+    payload: dict[str, Any] = {}
+    if isinstance(result, IntervalReconstruction):
+        payload["intervals"] = [[float(a), float(b)] for a, b in result.intervals]
+        if len(payload["intervals"]) != len(shown):
+            raise ValueError("the keyed cells are not the distribution's intervals")
+    else:
+        payload["categories"] = [str(label) for label in question.categories]
     payload.update(
         counts=shown,
         proportions=[None if v is None or not total else v / total for v in shown],
@@ -345,17 +359,30 @@ def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
     request = base.start(request, progress).request
     attribute = request.attribute
     assert attribute is not None
-    keyed = None
-    if request.questions[attribute].is_discrete and disclosure.is_exact(request, request.keys):
-        keyed = analysis.keyed_cells(request)  # a register's cells: the cell-key method
+    # A register's cells (every attribute exact): the cell-key method, a discrete
+    # question's categories or a continuous one's intervals (issue 26).
+    exact = disclosure.is_exact(request, request.keys)
     if request.where:
         plan = analysis.plan(request, request.participants, target=attribute)
         table = (plan, analysis.cells(request, plan))
         progress(0.3)
         group = disclosure.read_group(request)
+        keyed = analysis.keyed_cells(request, target_inner_edges(plan)) if exact else None
         return Gathered(request, table=table, group=group, keyed=keyed)
     overall = overall_counts(request.survey, request.questions[attribute])
+    keyed = analysis.keyed_cells(request, target_inner_edges(overall.plan)) if exact else None
     return Gathered(request, overall=overall, keyed=keyed)
+
+
+def target_inner_edges(plan: queries.CellPlan | None) -> np.ndarray[Any, Any] | None:
+    """The inner edges of a continuous target's true intervals in ``plan`` (the cells its
+    distribution publishes); ``None`` for a discrete target (or no plan)."""
+    if plan is None or plan.target is None:
+        return None
+    axis = plan.axes[plan.names.index(plan.target)]
+    if axis.edges is None:
+        return None
+    return np.asarray(axis.edges[1:-1], dtype=np.float64)
 
 
 def fit(gathered: Gathered) -> Fitted:

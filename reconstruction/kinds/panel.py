@@ -376,7 +376,8 @@ def probabilities_csv(
     writer.writerow(["participant", "selection_probability", "selected", "reserve_rank"])
     rank = {ref: i + 1 for i, ref in enumerate(reserves)}
     for ref, p in zip(references, probabilities, strict=True):
-        writer.writerow([ref, f"{float(p):.6f}", int(ref in selected), rank.get(ref, "")])
+        shown = f"{float(p):.6f}" if np.isfinite(p) else ""  # withheld: see small_crossing
+        writer.writerow([ref, shown, int(ref in selected), rank.get(ref, "")])
     return out.getvalue()
 
 
@@ -399,6 +400,8 @@ class Fitted:
     loaded: analysis.PreparedAnalysis
     exact_quotas: bool = False
     """A quota names an exact attribute: probabilities would tell each candidate's answer."""
+    withheld: bool = False
+    """Quotas on exact answers cross in a small group: no candidate's probability is shown."""
 
 
 def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
@@ -454,6 +457,7 @@ def fit(gathered: Gathered) -> Fitted:
     exact_quotas = any(
         disclosure.is_exact(request, [c.attribute for c in where]) for where, _, _ in parsed
     )
+    withheld = pool.exact and small_crossing(gathered.loaded, parsed, min_cell)
     quotas = [
         Quota(tuple(where), low, high, quota_label(j, raw[j]))
         for j, (where, low, high) in enumerate(parsed)
@@ -519,7 +523,54 @@ def fit(gathered: Gathered) -> Fitted:
             )
         ) from None
     gathered.progress(0.9)
-    return Fitted(request, seed, pool, result, loaded, exact_quotas)
+    return Fitted(request, seed, pool, result, loaded, exact_quotas, withheld)
+
+
+def small_crossing(
+    loaded: analysis.PreparedAnalysis,
+    parsed: Sequence[tuple[list[queries.Condition], int, int]],
+    min_cell: int,
+) -> bool:
+    """Whether quotas on exact answers cross in a group below the threshold.
+
+    Selection probabilities follow a candidate's type, the quota categories it falls
+    in: with two or more quotas on exact answers, each crossing (in this category and
+    that one, in this one only, in none, ...) is a cell of the eligible pool, judged like
+    a count on its true size (issue 26, attack 5 on several quotas; each category and
+    the rest of the pool alone are judged in :func:`fit`). An empty crossing names
+    nobody. When one is small the panel is drawn, but probabilities.csv shows no
+    candidate's probability: one blank among figures would single it out as well.
+    """
+    exact = [
+        where
+        for where, _low, _high in parsed
+        if disclosure.is_exact(loaded.request, [c.attribute for c in where])
+    ]
+    if len(exact) < 2:
+        return False
+    values = {
+        key: attribute.codes
+        if isinstance(attribute, queries.DiscreteAttribute)
+        else attribute.values
+        for key, attribute in loaded.table.items()
+    }
+    size = len(loaded.participants)
+    eligible = queries.satisfies(values, loaded.where) if loaded.where else np.ones(size, bool)
+    membership = np.stack([queries.satisfies(values, where) for where in exact], axis=1)
+    _patterns, counts = np.unique(membership[eligible], axis=0, return_counts=True)
+    return not all(disclosure.publishable((float(c), float(c)), min_cell) for c in counts)
+
+
+def withheld_note(threshold: int) -> Message:
+    return Message(
+        gettext_noop(
+            "probabilities.csv shows no selection probabilities: quotas on answers collected "
+            "without distortion cross in a group smaller than the threshold of %(threshold)s "
+            "(in some of their categories and not in the others), and a candidate's "
+            "probability would tell their group"
+        ),
+        {"threshold": threshold},
+    )
 
 
 def publish(fitted: Fitted) -> dict[str, Any]:
@@ -534,12 +585,10 @@ def publish(fitted: Fitted) -> dict[str, Any]:
         # candidate's answer (issue 26). It lists the members and reserves only.
         listed = np.concatenate([result.rows, result.reserves]).astype(np.int64)
     candidates = _references(loaded, listed)
-    attachment = probabilities_csv(
-        candidates,
-        result.probabilities[listed],
-        set(participants),
-        reserve_refs,
-    )
+    probabilities = result.probabilities[listed]
+    if fitted.withheld:
+        probabilities = np.full(listed.size, np.nan)
+    attachment = probabilities_csv(candidates, probabilities, set(participants), reserve_refs)
     return {
         "participants": participants,
         "reserves": reserve_refs,
@@ -585,7 +634,15 @@ def publish(fitted: Fitted) -> dict[str, Any]:
         # Template + parameters (read in the reader's language: core.messages).
         "guarantee": note_json(result.guarantee),
         "method": f"{result.objective} (Flanigan et al. 2021, on posteriors)",
-        "notes": [*map(note_json, result.notes), privacy_caveat().as_json()],
+        "notes": [
+            *map(note_json, result.notes),
+            privacy_caveat().as_json(),
+            *(
+                [withheld_note(fitted.request.thresholds.min_cell).as_json()]
+                if fitted.withheld
+                else []
+            ),
+        ],
         "probabilities_url": None,  # set by the service once the job's id is known
         base.ATTACHMENT_KEY: attachment,
     }

@@ -19,10 +19,11 @@ import io
 import json
 import re
 import time
+import zipfile
 from dataclasses import dataclass
 from typing import Any
 
-from surveys.services import response_withdraw, responses_submit_bulk
+from surveys.services import response_withdraw, responses_submit_bulk, survey_close
 from tests.factories import Tenant, consultation_factory, survey_factory, tenant_factory
 
 DISTRICTS = ["N", "S", "E", "W", "C"]
@@ -331,6 +332,64 @@ def attack_7_late_submission(world: World) -> dict[str, float] | None:
     return {name: value(after[name]) - value(before[name]) for name in queries}
 
 
+# --------------------------------------------------------------------------- the export
+
+
+def export_rows(world: World, survey: Any, exact: str) -> list[dict[str, str]] | None:
+    """The researcher export's rows with the exact attributes ``exact`` (None if refused)."""
+    response = world.tenant.analyst.get(
+        f"/api/v1/surveys/{survey.pk}/export/", {"format": "csv", "exact": exact}
+    )
+    if response.status_code != 200:
+        assert response.status_code == 400, response.content[:300]
+        assert not small_numbers(response.json()["detail"].replace("min_cell = 5", ""))
+        return None
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
+    return list(csv.DictReader(io.StringIO(archive.read("data.csv").decode())))
+
+
+def attack_8_two_exports(world: World) -> float | None:
+    """Export district, then tenure (each alone has no combination below 5), and link the
+    rows of the two exports on a distorted answer they share: C's owners are 2."""
+    questions = [
+        *QUESTIONS,
+        {
+            "key": "income",
+            "type": "continuous",
+            "range": [0, 20000],
+            "mechanism": {"name": "additive_gaussian", "sigma": 800},
+        },
+    ]
+    survey = survey_factory(consultation_factory(world.tenant.organisation), questions=questions)
+    people = residents()
+    for i, person in enumerate(people):
+        person["answers"]["income"] = 1000.0 + 2.0 * i  # a distorted report, one each
+    responses_submit_bulk(survey=survey, responses=people)
+    survey_close(survey=survey, actor="tests")
+    districts = export_rows(world, survey, "district")
+    tenures = export_rows(world, survey, "tenure")
+    if districts is None or tenures is None:
+        return None
+    tenure_of = {row["income"]: row["tenure"] for row in tenures}
+    return float(
+        sum(1 for row in districts if row["district"] == "C" and tenure_of[row["income"]] == "own")
+    )
+
+
+def attack_8_export_and_published_counts(world: World) -> float | None:
+    """The export's exact margins (C: 40, N: 99) minus one published count: the tracker
+    of attack 1 needs only its third count from the API."""
+    survey_close(survey=world.survey, actor="tests")
+    rows = export_rows(world, world.survey, "district")
+    if rows is None:
+        return None
+    margins = {d: sum(1 for row in rows if row["district"] == d) for d in DISTRICTS}
+    rest = count(world, is_in("item", "N"), is_in("district", "C", "N"))
+    if not rest.exact:
+        return None
+    return margins["C"] + margins["N"] - value(rest)
+
+
 ATTACKS = {
     "1-three-box-tracker": attack_1_three_box_tracker,
     "2-continuous-tracker": attack_2_continuous_tracker,
@@ -343,4 +402,6 @@ ATTACKS = {
     "6-panel-relaxation": attack_6_panel_relaxation,
     "7-withdrawal": attack_7_withdrawal,
     "7-late-submission": attack_7_late_submission,
+    "8-two-exports": attack_8_two_exports,
+    "8-export-and-published-counts": attack_8_export_and_published_counts,
 }

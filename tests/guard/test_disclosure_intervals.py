@@ -160,19 +160,20 @@ def test_a_report_hides_a_cell_whose_interval_reaches_below_5(
     assert section["reconstructed"]["suppressed"][DISTRICTS.index("C")]
 
 
-def test_an_exact_group_of_7_is_judged_on_its_count(db):
-    # Exact answers: the size's interval is degenerate, so a group of 7 clears the cell
-    # threshold of 5 (a participant bootstrap would have refused it) but not the
-    # question threshold of 10 for a mean.
-    tenant, survey = _world({"name": "none"}, reported_c=7)
+def test_an_exact_group_of_9_is_judged_on_its_count(db):
+    # Exact answers: the size's interval is degenerate (a participant bootstrap would
+    # only add a spread the data does not have), so a group of 9 clears the cell
+    # threshold of 5 whatever its perturbation (issue 26: it is judged on its published
+    # interval, at least 7 - 2 = 5) but not the question threshold of 10 for a mean.
+    tenant, survey = _world({"name": "none"}, reported_c=9)
     from reconstruction import disclosure
 
     size = disclosure.group_size(_request(survey, count(survey, is_in("district", "C"))))
-    assert size.exact and size.ci95 == (7.0, 7.0)
+    assert size.exact and size.ci95 == (9.0, 9.0)
     counted = finished(tenant, analyse(tenant, count(survey, is_in("district", "C"))))
     assert counted["status"] == "succeeded", counted
-    # Published with the cell-key perturbation (issue 26): within 2, never below 5.
-    assert abs(counted["result"]["estimate"] - 7) <= 2 and counted["result"]["perturbed"]
+    # Published with the cell-key perturbation (issue 26): within 2, never below 7.
+    assert abs(counted["result"]["estimate"] - 9) <= 2 and counted["result"]["perturbed"]
     mean = finished(tenant, analyse(tenant, _mean(survey, is_in("district", "C"))))
     assert mean["status"] == "refused", mean
     body = {"survey": survey.pk, "kind": "distribution", "attribute": "district"}

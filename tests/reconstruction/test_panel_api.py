@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import json
 import math
 import re
 import zipfile
@@ -218,9 +219,10 @@ def test_panel_meets_every_quota_exactly_on_undistorted_answers(
     assert response["Content-Type"].startswith("text/csv")
     rows = read_csv(response)
     assert [row["participant"] for row in rows] == members + reserves
-    probabilities = np.array([float(row["selection_probability"]) for row in rows])
-    assert probabilities.min() >= summary["min"] - 1e-6
-    assert probabilities.max() <= summary["max"] + 1e-6
+    # Three quotas on exact answers over 160 residents cross in groups smaller than 5
+    # (issue 26): a probability would tell a candidate's crossing, so none is shown.
+    assert {row["selection_probability"] for row in rows} == {""}
+    assert any("probabilities.csv" in json.dumps(note) for note in result["notes"])
     assert result["perturbed"] is True
     eligible = {r for r, a in exact.age.items() if a > 21}
     assert abs(result["expected_eligible"] - len(eligible)) <= 2
