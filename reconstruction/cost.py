@@ -47,6 +47,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.utils.translation import gettext_noop
 
@@ -474,3 +475,94 @@ def check_panel_cost(request: AnalysisRequest) -> int:
             {"quotas": panel_refusal(request, cost, panel_types_floor(request))}
         )
     return cost
+
+
+def panel_types(request: AnalysisRequest, quotas: Sequence[Any]) -> int:
+    """The candidate types the worker's solver would get, counted before anything is queued.
+
+    ``quotas``: the request's quotas as the engine's ``Quota`` (reconstruction/kinds/panel.py).
+    Reads no answer row: one ``GROUP BY`` in half units per continuous attribute without a
+    declared step (the worker's whole-number test, :func:`~reconstruction.analysis.
+    whole_number_verdict`), then one ``GROUP BY`` of the occupied joint reported cells of
+    the quotas' and the eligibility's attributes (:func:`surveys.statistics.occupied_cells`);
+    the posteriors are point fits of the worker's models on those cells, and the types are
+    merged as the worker merges them
+    (:func:`reconstruction.algorithms.panel.types.count_types`).
+    """
+    import dataclasses
+
+    from reconstruction import analysis
+    from reconstruction.algorithms.panel import types as panel_types_engine
+    from surveys import statistics
+
+    params: Any = request.params
+    everyone = [request.questions[key] for key in request.keys]
+    names = list(
+        dict.fromkeys(
+            [*_keys_of(request.where), *_keys_of([c for quota in quotas for c in quota.where])]
+        )
+    )
+    specs = {}
+    for key in names:
+        question = request.questions[key]
+        spec = analysis.question_spec(question)
+        if (
+            not question.is_discrete
+            and analysis.whole_number_verdict(request.survey, question, everyone)[0]
+        ):
+            spec = dataclasses.replace(spec, step=1.0)  # type: ignore[type-var]
+        specs[key] = spec
+    using = statistics.analysis_alias()
+    n = max(int(request.participants), 1)
+    for _attempt in range(2):
+        bins = panel_types_engine.type_bins(specs, quotas, request.where, n)
+        axes = [statistics.Axis(request.questions[key], bins[key]) for key in bins]
+        cells, counts = statistics.occupied_cells(
+            request.survey, axes, require=everyone, using=using
+        )
+        counted = int(counts.sum())
+        if counted < 1:
+            return 0
+        again = panel_types_engine.type_bins(specs, quotas, request.where, counted)
+        if counted == n or _same_bins(again, bins):
+            n = counted
+            break
+        n = counted  # planned for the tallies' bound: plan again for the exact count
+    columns = {key: cells[:, i] for i, key in enumerate(bins)}
+    return panel_types_engine.count_types(
+        specs,
+        quotas,
+        request.where,
+        size=int(params.size or 0),
+        n=n,
+        bins=bins,
+        cells=columns,
+        counts=counts,
+        options=_panel_options(params),
+    )
+
+
+def _same_bins(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return list(a) == list(b) and all(
+        (a[k] is None and b[k] is None)
+        or (a[k] is not None and b[k] is not None and np.array_equal(a[k], b[k]))
+        for k in a
+    )
+
+
+def _panel_options(params: Any) -> Any:
+    from reconstruction.algorithms.panel import PanelOptions
+
+    return PanelOptions(max_outside=params.max_outside)
+
+
+def check_panel_types(request: AnalysisRequest, quotas: Sequence[Any]) -> int:
+    """Refuse a panel whose candidate types (:func:`panel_types`) need more than the
+    budget leaves the solver (:func:`panel_max_types`): the 400 the worker would
+    otherwise end the job with, seconds later (issue 32). Returns the types."""
+    types = panel_types(request, quotas)
+    if types > panel_max_types(request):
+        raise AnalysisInputError(
+            {"quotas": panel_refusal(request, panel_cost(request, types), types)}
+        )
+    return types

@@ -90,6 +90,8 @@ def validate_request(
     if reason is not None:
         raise AnalysisInputError({"survey": reason})
     kind.validate(bounded)
+    if kind.admit is not None:
+        kind.admit(bounded)
     return bounded
 
 

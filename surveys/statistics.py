@@ -139,6 +139,47 @@ def cell_statistics(
     return CellStatistics(counts, sums, squares)
 
 
+def occupied_cells(
+    survey: Survey,
+    axes: Sequence[Axis],
+    *,
+    require: Sequence[Question] = (),
+    using: str = "default",
+) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """The joint reported cells of ``axes`` that hold anyone, and their counts.
+
+    :func:`cell_statistics`'s ``GROUP BY`` without its dense table (the occupied cells of
+    many axes are few beside their product): ``(cells, counts)`` with one row of axis
+    indices per occupied cell. A panel's request counts its candidate types on it
+    (reconstruction/cost.py).
+    """
+    if not axes:
+        raise ValueError("cell statistics need at least one axis")
+    connection = connections[using]
+    questions = [axis.question for axis in axes] + list(require)
+    joins, join_params = _joins(survey, questions, using=using)
+    aliases = _aliases(questions)
+    select: list[str] = []
+    select_params: list[Any] = []
+    for axis in axes:
+        alias = aliases[axis.question.pk]
+        if axis.inner_edges is None:
+            select.append(f"{alias}.code")
+        else:
+            expression, values = _bucket(f"{alias}.value", axis.inner_edges, connection.vendor)
+            select.append(expression)
+            select_params += values
+    groups = ", ".join(str(i + 1) for i in range(len(select)))
+    sql = f"SELECT {', '.join(select)}, COUNT(*) {joins} GROUP BY {groups}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, select_params + join_params)
+        rows = cursor.fetchall()
+    d = len(axes)
+    cells = np.array([row[:d] for row in rows], dtype=np.intp).reshape(len(rows), d)
+    counts = np.array([row[d] for row in rows], dtype=np.float64)
+    return cells, counts
+
+
 _GROUPING_WIDTH = 31
 """Distinct columns per grouping-sets query (PostgreSQL's ``GROUPING()`` takes at most 32)."""
 
@@ -653,6 +694,7 @@ __all__ = [
     "iter_attribute_columns",
     "iter_candidates",
     "iter_candidates_many",
+    "occupied_cells",
     "participant_count",
     "participant_references",
     "primary_wal_position",

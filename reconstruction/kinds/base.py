@@ -132,6 +132,11 @@ class AnalysisKind:
         and the exact count in the worker.
     ``cost(request)``
         Refuse a request above ``ANALYSIS_COST_BUDGET`` before anything is queued.
+    ``admit(request)``
+        Optional, in the web request only (after ``validate``): a check that reads a few
+        aggregate rows of the answers (one ``GROUP BY``, bounded whatever the number of
+        participants) to refuse with a 400 what the worker would otherwise refuse
+        seconds later (a panel's candidate types, issue 32); the worker keeps its own.
     ``gather`` / ``fit`` / ``publish``
         The worker's three stages (module docstring). What needs the fit to be decided
         raises :class:`~reconstruction.jobs.JobRefused` naming the threshold, never a
@@ -173,6 +178,7 @@ class AnalysisKind:
     group_threshold: Literal["min_cell", "min_responses"] = "min_responses"
     methods_for: Callable[[AnalysisRequest], tuple[str, ...]] | None = None
     validate: Callable[[AnalysisRequest], None] = field(default=lambda request: None)
+    admit: Callable[[AnalysisRequest], None] | None = None
     whole_number_tests: Callable[[AnalysisRequest], tuple[list[str], bool]] = field(
         default=lambda request: ([], False)
     )

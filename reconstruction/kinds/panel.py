@@ -354,6 +354,15 @@ def validate_panel(request: AnalysisRequest) -> None:
     cost.check_panel_cost(request)
 
 
+def admit_panel(request: AnalysisRequest) -> None:
+    """The request's count of the real candidate types, from the occupied reported cells
+    (one ``GROUP BY``; :func:`reconstruction.cost.check_panel_types`): quotas that split
+    the candidates finer than the budget allows are a 400 now, not a job the worker
+    refuses seconds later (issue 32). The worker's own check (``max_types``) stays."""
+    quotas = [Quota(tuple(where), low, high) for where, low, high in parse_quotas(request)]
+    cost.check_panel_types(request, quotas)
+
+
 # --------------------------------------------------------------------------- worker
 
 
@@ -706,6 +715,7 @@ KIND = base.AnalysisKind(
     request_fields=("quotas", "reserves", "objective", "max_outside"),
     group_threshold="min_cell",
     validate=validate_panel,
+    admit=admit_panel,
     interval=False,
     attachment=True,
     admin_form=False,

@@ -80,6 +80,8 @@ module                 what it holds (paper names)
 ``posteriors``         posteriors of the quota categories and eligibility (001, Figure 2
                        and Section IV-B), types (:func:`~.posteriors._merge_types`), the
                        intervals of realised counts
+``types``              the types counted from occupied reported cells (the request's
+                       check, reconstruction/cost.py)
 ``problem``            the panel problem over types and its feasibility MILP
 ``feasibility``        relaxation and diagnosis: conflicting quotas, smallest relaxation
 ``bands``              bands tightened for the realised count (``max_outside``)
