@@ -139,6 +139,7 @@ class AnalysisJobAdmin(JobAdmin):
             context.update(
                 job=job,
                 finished=job.status in Job.FINISHED,
+                error=result_view.footnoted(job.error_text()),  # the figures as a footnote
                 kind_label=self.kind_shown(job),
                 status_label=self.status_shown(job),
                 headline=result_view.headline(result) if succeeded else "",

@@ -29,17 +29,48 @@ from reconstruction.admin_request_form import (
     survey_questions,
 )
 from reconstruction.analysis import AnalysisInputError
+from reconstruction.result_view import footnoted
 from reconstruction.serializers import AnalysisRequestSerializer
 from surveys.models import Survey
 from surveys.retention import SurveyPurged
 
 
-def _flatten(errors: Any, prefix: str = "") -> list[str]:
+def _field_labels() -> dict[str, str]:
+    """The API's request fields as the forms label them, for the messages of the API's
+    serializer and services (fields not listed keep their name, e.g. max_outside, which
+    the form's help text names)."""
+    return {
+        "kind": _("What do you want to know?"),
+        "attribute": _("About which question"),
+        "method": _("Method"),
+        "where": _("Which residents"),
+        "size": _("Panel size"),
+        "reserves": _("Reserves"),
+        "seed": _("Seed"),
+        "quotas": _("Quotas"),
+    }
+
+
+def _flatten(errors: Any, prefix: str = "", labels: dict[str, str] | None = None) -> list[str]:
+    """The API's error tree as lines, each field named by its label on the form; a quota's
+    index as "Quota 2" (numbered from 1, as on the form)."""
+    labels = _field_labels() if labels is None else labels
     if isinstance(errors, dict):
-        return [m for k, v in errors.items() for m in _flatten(v, f"{prefix}{k}: ")]
+        lines = []
+        for key, value in errors.items():
+            name = labels.get(str(key), str(key))
+            if prefix.startswith(labels["quotas"]) and str(key).isdigit():
+                name = _("Quota %(n)s") % {"n": int(key) + 1}
+            lines += _flatten(value, f"{prefix}{name}: ", labels)
+        return lines
     if isinstance(errors, list):
-        return [m for v in errors for m in _flatten(v, prefix)]
+        return [m for v in errors for m in _flatten(v, prefix, labels)]
     return [f"{prefix}{errors}"]
+
+
+def _form_errors(form: forms.Form | None) -> list[tuple[str, str]]:
+    """The form's messages, each with its figures apart (shown as a footnote)."""
+    return [] if form is None else [footnoted(e) for e in form.non_field_errors()]
 
 
 def _survey_id(raw: str) -> int:
@@ -100,6 +131,7 @@ def request_analysis_view(model_admin: admin.ModelAdmin, request: HttpRequest) -
         "surveys": surveys,
         "survey": survey,
         "form": form,
+        "form_errors": _form_errors(form),
     }
     return TemplateResponse(request, "admin/reconstruction/analysis_form.html", context)
 
@@ -241,11 +273,12 @@ def request_panel_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> H
     form = None
     if survey is not None:
         form = PanelRequestForm(request.POST or None, survey=survey)
+        labels = {**_field_labels(), "where": _("Who can be selected")}
         if request.method == "POST" and form.is_valid():
             spec = {"survey": survey.pk, **form.spec()}
             serializer = AnalysisRequestSerializer(data=spec)
             if not serializer.is_valid():
-                for message in _flatten(serializer.errors):
+                for message in _flatten(serializer.errors, labels=labels):
                     form.add_error(None, message)
             else:
                 try:
@@ -256,7 +289,7 @@ def request_panel_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> H
                         requested_by=staff_actor(request),
                     )
                 except (AnalysisInputError, SurveyPurged) as exc:
-                    for message in _flatten(exc.errors):
+                    for message in _flatten(exc.errors, labels=labels):
                         form.add_error(None, message)
                 else:
                     model_admin.message_user(
@@ -273,6 +306,7 @@ def request_panel_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> H
         "surveys": surveys,
         "survey": survey,
         "form": form,
+        "form_errors": _form_errors(form),
         "form_id": "panel-form",
         "submit_id": "start-panel",
         "submit_label": _("Draw the panel"),

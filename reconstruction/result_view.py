@@ -30,6 +30,24 @@ STATUS_LABELS = {
 }
 
 
+def footnoted(message: Any) -> tuple[str, str]:
+    """A message's plain sentences and its closing parenthesised figures apart, e.g. a
+    cost refusal's "... Ask for fewer quotas. (Figures: ...)", so a page shows the figures
+    as a footnote; ``(message, "")`` when it does not end with such a sentence."""
+    text = str(message).strip()
+    if not text.endswith(")"):
+        return text, ""
+    depth = 0
+    for index in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[index], 0)
+        if depth == 0:
+            head = text[:index].rstrip()
+            if head.endswith((".", "!", "?")):
+                return head, text[index:]
+            return text, ""
+    return text, ""
+
+
 def status_label(status: str) -> str:
     return str(STATUS_LABELS.get(status, status))
 

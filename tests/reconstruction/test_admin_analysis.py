@@ -252,3 +252,33 @@ def test_the_panel_form_builds_quotas_from_widgets_not_typed_syntax(
     assert AnalysisJob.objects.count() == 1
     german = staff.get(url, HTTP_ACCEPT_LANGUAGE="de").content.decode()
     assert "Quote hinzufügen" in german and "Sitze für Kandidaten, deren Antwort auf" in german
+
+
+def test_cost_refusals_read_in_plain_words_with_the_figures_as_a_footnote(
+    staff, open_survey, settings
+):
+    """A request the cost model refuses (engineer cost2's messages, shown as they are)
+    names the form's part in plain words ("Quotas", "Which residents", not the API's
+    field names) and shows the figures apart, as a footnote; nothing is queued."""
+    from reconstruction.result_view import footnoted
+
+    settings.ANALYSIS_COST_BUDGET = 1
+    panel = f"/admin/reconstruction/analysisjob/panel/?survey={open_survey.pk}"
+    page = staff.post(panel, {
+        "size": "10", "reserves": "0", "objective": "maximin",
+        "quota_0_attribute": "visits", "quota_0_categories": ["some"], "quota_0_min": "2",
+    }).content.decode()  # fmt: skip
+    errors = page.split('id="analysis-errors"')[1].split("</ul>")[0]
+    assert "<li>Quotas: This panel would take more than a minute" in errors, errors
+    assert '<small class="footnote">(Figures: estimated cost' in errors, errors
+    analysis = f"/admin/reconstruction/analysisjob/add/?survey={open_survey.pk}"
+    page = staff.post(analysis, {
+        "kind": "count", "where_0_attribute": "visits", "where_0_categories": ["some"],
+    }, HTTP_ACCEPT_LANGUAGE="de").content.decode()  # fmt: skip
+    errors = page.split('id="analysis-errors"')[1].split("</ul>")[0]
+    assert "<li>Welche Einwohner: " in errors and '<small class="footnote">(' in errors, errors
+    assert not AnalysisJob.objects.exists()
+    assert footnoted("Ask for fewer quotas (for example one per band). (Figures: 3 (of 4).)") == (
+        "Ask for fewer quotas (for example one per band).", "(Figures: 3 (of 4).)"
+    )
+    assert footnoted("quotas 1 and 2 conflict (sex)") == ("quotas 1 and 2 conflict (sex)", "")
