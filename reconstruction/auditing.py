@@ -74,6 +74,17 @@ def _keys(params: KindRequest) -> list[str]:
     return keys
 
 
+def _place(
+    entry: base.AnalysisKind, survey: Survey, params: KindRequest, known: dict[str, Any]
+) -> None:
+    """Add to ``known`` what the boxes of a result of ``entry`` name (the kind's own
+    ``audit_questions`` for a kind that reads another survey, as a change does)."""
+    if entry.audit_questions is not None:
+        entry.audit_questions(survey, params, known)
+    else:
+        _questions_of(survey, _keys(params), known)
+
+
 def report_results(document: Mapping[str, Any], questions: Mapping[str, Any]) -> list[Published]:
     """The cells a report publishes: each published question's reconstructed distribution."""
     out: list[Published] = []
@@ -101,7 +112,7 @@ def published_results(
         try:
             entry = registry.get(kind)
             params = entry.parse({**spec, "kind": kind})  # the stored request, typed
-            _questions_of(survey, _keys(params), questions)
+            _place(entry, survey, params, questions)
             published += entry.published(params, result or {}, questions)
         except (_Unknown, KeyError, TypeError, ValueError):
             continue  # a result the audit cannot place is left out (README: limits)
@@ -149,7 +160,10 @@ def publish(job: AnalysisJob, prepared: AnalysisRequest, payload: dict[str, Any]
     with transaction.atomic():
         lock_survey(job.survey_id)
         questions = dict(prepared.questions)
-        new = registry.get(job.kind).published(prepared.params, payload, questions)
+        entry = registry.get(job.kind)
+        if entry.audit_questions is not None:
+            entry.audit_questions(job.survey, prepared.params, questions)
+        new = entry.published(prepared.params, payload, questions)
         published = published_results(job, questions, population)
         finding = audit(_universe(questions), published, new, threshold) if new else None
         if finding is not None and registry.get(job.kind).sampling:

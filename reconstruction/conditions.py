@@ -210,7 +210,7 @@ def parse_where(
         if op == "in":
             value = _label_codes(question, value, item_field)
         try:
-            conditions.append(Condition(question.key, op, value))
+            conditions.append(Condition(item.attribute, op, value))
         except ValueError as exc:
             raise AnalysisInputError({item_field: message_of(exc)}) from None
     _check_satisfiable(conditions, questions, field)

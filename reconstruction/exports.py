@@ -222,7 +222,10 @@ def _analysis_table(result: dict[str, Any], columns: dict[str, str], notes: list
     """The table of :func:`analysis_export` by the shape of the result."""
     if transitions.is_change(result):
         notes.extend(transitions.net_shift_sentences(result))
-        order = ["quantity", "before", "after", "estimate", "ci95_low", "ci95_high", "suppressed"]
+        order = [
+            "quantity", "before", "after", "category", "estimate", "ci95_low", "ci95_high",
+            "suppressed",
+        ]  # fmt: skip
         data = pd.DataFrame(transitions.table_rows(result), columns=order)
         return Export(data, {**columns, **transitions.columns()}, notes)
     if "counts" in result and ("categories" in result or "intervals" in result):

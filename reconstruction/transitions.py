@@ -123,8 +123,9 @@ def transition_chart_svg(result: dict[str, Any], labels: list[str] | None = None
 
 
 def table_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The change as a plain table: one row per (before, after) cell, then per category
-    its share before and after and its net change, each with its 95% interval."""
+    """The change as a plain table: one row per (before, after) cell (``before`` and
+    ``after`` name it), then per category (``category``) its share before and after and
+    its net change, each with its 95% interval."""
     categories = [str(c) for c in result.get("categories") or []]
     rows: list[dict[str, Any]] = []
 
@@ -137,8 +138,9 @@ def table_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
             value = result["transitions"][i][j]
             low, high = pair(result.get("transitions_ci95", [[]] * len(categories))[i], j)
             rows.append({"quantity": "transition", "before": before, "after": after,
-                         "estimate": value, "ci95_low": low, "ci95_high": high,
-                         "suppressed": value is None})  # fmt: skip
+                         "category": None, "estimate": value, "ci95_low": low,
+                         "ci95_high": high, "suppressed": value is None})  # fmt: skip
+    # A share or a net change is one category's: named once, in its own column.
     for name in ("before", "after", "net_change"):
         for i, category in enumerate(categories):
             value = (result.get(name) or [None] * len(categories))[i]
@@ -146,8 +148,9 @@ def table_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append(
                 {
                     "quantity": name,
-                    "before": category if name != "after" else None,
-                    "after": category if name != "before" else None,
+                    "before": None,
+                    "after": None,
+                    "category": category,
                     "estimate": value,
                     "ci95_low": low,
                     "ci95_high": high,
@@ -165,6 +168,7 @@ def columns() -> dict[str, str]:
         ),
         "before": _("the answer before (a category)"),
         "after": _("the answer after (a category)"),
+        "category": _("the category whose share (before, after) or net change the row gives"),
     }
 
 

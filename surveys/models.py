@@ -317,6 +317,15 @@ class Response(models.Model):
             # index alone (bench/results/bench_cellkey.md: +72-125% on a 10^6 count
             # without it). Covering indexes are PostgreSQL's; SQLite skips it.
             models.Index(fields=["id"], include=["record_key"], name="response_record_key"),
+            # The live responses of a survey in id order with their participant: a
+            # change's pairs meet their answers in merges of index-only scans
+            # (surveys/pairs.py), and a survey's live responses are counted from it.
+            models.Index(
+                fields=["survey", "id"],
+                include=["participant"],
+                condition=models.Q(withdrawn_at__isnull=True),
+                name="response_live_participant",
+            ),
         ]
 
     def __str__(self) -> str:

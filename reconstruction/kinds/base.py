@@ -159,6 +159,12 @@ class AnalysisKind:
     ``resolve(survey, request)``
         Resolves the typed request against the schema itself (a kind that reads a second
         survey); default :func:`reconstruction.analysis.resolve` of its attributes.
+    ``audit_questions(survey, params, known)``
+        Adds to ``known`` what the query audit needs to place the boxes a request of
+        this kind publishes, by the names its ``published`` uses (a kind that reads a
+        second survey); raises :class:`UnknownAttribute` for what it cannot place.
+        Default: the request's condition and ``attribute``, questions of the survey or
+        its profile (:mod:`reconstruction.auditing`).
     """
 
     name: str
@@ -196,6 +202,7 @@ class AnalysisKind:
     """Methods by the target question's type (``discrete``/``continuous``), the default
     first, for a kind whose methods depend on it (``methods_for``); ``None``: ``methods``."""
     resolve: Callable[[Any, KindRequest], AnalysisRequest] | None = None
+    audit_questions: Callable[[Any, Any, dict[str, Any]], None] | None = None
 
     def allowed_methods(self, request: AnalysisRequest) -> tuple[str, ...]:
         return self.methods if self.methods_for is None else self.methods_for(request)

@@ -19,7 +19,7 @@ answer is the attribute ``<after_attribute>@after``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,6 +131,38 @@ def _own_question(survey: Survey, key: str, field: str, which: str) -> Question:
     return question
 
 
+def _where_questions(survey: Survey, after: Survey, keys: Sequence[str]) -> dict[str, Question]:
+    """The questions a change's condition names: ``<key>@after`` a question of the after
+    survey, any other key one of the before survey or of the profile (as for every kind).
+    A plain key that only the after survey has is refused with the name to use."""
+    found: dict[str, Question] = {}
+    for key in keys:
+        if key in found:
+            continue
+        if key.endswith(AFTER_SUFFIX):
+            own = key[: -len(AFTER_SUFFIX)]
+            question = Question.objects.filter(survey=after, key=own).first()
+            if question is None:
+                raise _refuse("where", MISSING["after"], survey=after.pk, key=repr(own))
+            found[key] = question
+            continue
+        try:
+            found.update(attribute_questions(survey, [key], "where"))
+        except AnalysisInputError:
+            if not Question.objects.filter(survey=after, key=key).exists():
+                raise
+            raise _refuse(
+                "where",
+                gettext_noop(
+                    "%(key)s is a question of the after survey only: name it %(name)s in the "
+                    "condition (a plain key names the before survey or the profile)"
+                ),
+                key=repr(key),
+                name=repr(f"{key}{AFTER_SUFFIX}"),
+            ) from None
+    return found
+
+
 def _panel_members(survey: Survey, panel: int) -> tuple[str, ...]:
     """The members of a succeeded panel of the survey's consultation (400 otherwise)."""
     job = (
@@ -176,8 +208,7 @@ def resolve(survey: Survey, params: base.KindRequest) -> AnalysisRequest:
             before=", ".join(map(str, before_question.categories)),
             after=", ".join(map(str, after_question.categories)),
         )
-    keys = [c.attribute for c in params.where]
-    questions = attribute_questions(survey, keys, "where")
+    questions = _where_questions(survey, after, [c.attribute for c in params.where])
     questions[params.attribute] = before_question
     questions[params.after_key] = after_question
     if params.panel is not None:
@@ -201,7 +232,7 @@ def change_cost(request: AnalysisRequest) -> int:
     params = request.params
     assert isinstance(params, Request)
     keys = request.keys
-    fits = cost.fit_cells(request.questions, keys, list(params.where)) * (1 + cost.N_BOOT)
+    fits = cost.fit_cells(request.questions, keys, list(params.where)) * (1 + engine.N_BOOT)
     reading = request.participants * (len(keys) + 4)
     return cost.check_budget(fits, int(cost.READ_UNITS * reading))
 
@@ -215,6 +246,8 @@ class Gathered:
     plan: queries.CellPlan
     table: queries.CellTable
     unpaired: pairs.Unpaired
+    group: disclosure.GroupSize | None = None
+    """A condition on exact attributes only: its group's count and record keys' sum."""
 
 
 @dataclass(frozen=True)
@@ -222,6 +255,7 @@ class Fitted:
     request: AnalysisRequest
     result: engine.ChangeResult
     unpaired: pairs.Unpaired
+    group: disclosure.GroupSize | None = None
 
 
 def _members(request: AnalysisRequest) -> list[int] | None:
@@ -234,15 +268,16 @@ def _members(request: AnalysisRequest) -> list[int] | None:
 
 def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
     """One ``GROUP BY`` of the pairs' reported cells (joined on the participant), which
-    also counts them exactly; who answered one survey only comes from the response
-    tallies (constant time) and, with a condition or a panel, one count of the pairs."""
+    also counts the pairs exactly; who answered one survey only comes from the response
+    tallies (constant time) or, for a panel, two counts of its members' answers."""
     params = request.params
     assert isinstance(params, Request) and params.attribute
     members = _members(request)
     using = statistics.analysis_alias()
     request = base.whole_numbers(request)
     guess = _plan(request, max(analysis.participant_bound(request), 1))
-    table = _read(request, guess, members, using)
+    read = _read(request, guess, members, using)
+    table = queries.CellTable(read.counts)
     n = table.n
     request = request.with_participants(n)
     reason = analysis.too_few_responses(request, n)
@@ -252,27 +287,33 @@ def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
     progress(0.3)
     plan = _plan(request, max(n, 1))
     if not _same_cells(plan, guess):  # continuous conditions cut for the exact n
-        table = _read(request, plan, members, using)
+        read = _read(request, plan, members, using)
+        table = queries.CellTable(read.counts)
     before, after = request.questions[params.attribute], request.questions[params.after_key]
-    if members is None and not request.where:
-        unpaired = pairs.unpaired_from_tallies(before, after, paired=n, using=using)
+    if members is None:
+        unpaired = pairs.unpaired_from_tallies(before, after, paired=read.paired, using=using)
     else:
-        unpaired = pairs.unpaired(before, after, members=members, using=using)
+        unpaired = pairs.unpaired(before, after, members=members, paired=read.paired, using=using)
+    group = None
+    if read.group is not None:
+        group = disclosure.GroupSize.counted(read.group, read.group_key_sum)
     progress(0.4)
-    return Gathered(request, plan, table, unpaired)
+    return Gathered(request, plan, table, unpaired, group)
 
 
 def _read(
     request: AnalysisRequest, plan: queries.CellPlan, members: list[int] | None, using: str
-) -> queries.CellTable:
-    counted = pairs.paired_cells(
-        request.survey,
-        _axes(request, plan),
-        require=[request.questions[key] for key in request.keys],
-        members=members,
-        using=using,
+) -> pairs.PairedTable:
+    params = request.params
+    assert isinstance(params, Request) and params.attribute
+    pair = (request.questions[params.attribute], request.questions[params.after_key])
+    group: list[tuple[Question, str, Any]] = []
+    if request.where and disclosure.is_exact(request, [c.attribute for c in request.where]):
+        # A register's group (issue 26): counted exactly, published by the cell key.
+        group = [(request.questions[c.attribute], c.op, c.value) for c in request.where]
+    return pairs.paired_table(
+        request.survey, pair, _axes(request, plan), members=members, group=group, using=using
     )
-    return queries.CellTable(counted.counts)
 
 
 def _same_cells(a: queries.CellPlan, b: queries.CellPlan) -> bool:
@@ -304,7 +345,7 @@ def _axes(request: AnalysisRequest, plan: queries.CellPlan) -> list[statistics.A
 
 def fit(gathered: Gathered) -> Fitted:
     result = engine.change_from_table(gathered.plan, gathered.table)
-    return Fitted(gathered.request, result, gathered.unpaired)
+    return Fitted(gathered.request, result, gathered.unpaired, gathered.group)
 
 
 def whole_number_tests(request: AnalysisRequest) -> tuple[list[str], bool]:
@@ -338,17 +379,26 @@ def publish(fitted: Fitted) -> dict[str, Any]:
     params = request.params
     assert isinstance(params, Request) and params.attribute
     min_cell = request.thresholds.min_cell
+    group = fitted.group
+    size = disclosure.GroupSize(result.group_size, *result.group_ci95, exact=False)
     if request.where:
-        size = disclosure.GroupSize(result.group_size, *result.group_ci95, exact=False)
-        disclosure.check_group(size, min_cell)
+        disclosure.check_group(size if group is None else group, min_cell)
+    transitions, transitions_ci95 = result.transitions, result.transitions_ci95
+    if group is not None and group.perturbed:
+        # A condition on exact attributes (a register): the group's size is published by
+        # the cell key as a count is, and the table is scaled to it, so that the shown
+        # cells do not add up to the true count either.
+        size = disclosure.GroupSize(group.published, *group.published_ci95, exact=False)
+        factor = group.published / result.group_size if result.group_size > 0 else 1.0
+        transitions, transitions_ci95 = transitions * factor, transitions_ci95 * factor
     categories = [str(c) for c in request.questions[params.attribute].categories]
     k = len(categories)
     hidden = disclosure.hidden_cells(
-        result.transitions.ravel(), min_cell, result.transitions_ci95.reshape(-1, 2)
+        transitions.ravel(), min_cell, transitions_ci95.reshape(-1, 2)
     ).reshape(k, k)
     # A category's share before (after) is a group: its count's interval is the share's
     # interval times the group's size.
-    scale = result.group_size
+    scale = size.estimate
     hidden_before = disclosure.hidden_cells(
         result.before * scale, min_cell, result.before_ci95 * scale
     )
@@ -370,12 +420,11 @@ def publish(fitted: Fitted) -> dict[str, Any]:
         "before_only": int(fitted.unpaired.before_only),
         "after_only": int(fitted.unpaired.after_only),
         "transitions": [
-            [None if hidden[i, j] else float(result.transitions[i, j]) for j in range(k)]
-            for i in range(k)
+            [None if hidden[i, j] else float(transitions[i, j]) for j in range(k)] for i in range(k)
         ],
         "transitions_ci95": [
             [
-                [None, None] if hidden[i, j] else interval_json(result.transitions_ci95[i, j])
+                [None, None] if hidden[i, j] else interval_json(transitions_ci95[i, j])
                 for j in range(k)
             ]
             for i in range(k)
@@ -396,8 +445,10 @@ def publish(fitted: Fitted) -> dict[str, Any]:
         ),
     }
     if request.where:
-        payload["group_size"] = float(result.group_size)
-        payload["group_ci95"] = interval_json(result.group_ci95)
+        payload["group_size"] = float(size.estimate)
+        payload["group_ci95"] = interval_json(size.ci95)
+    if group is not None and group.perturbed:
+        payload["perturbed"] = True
     if payload["suppressed"]:
         payload["suppression"] = disclosure.suppression_reason(min_cell)
     if params.panel is not None:
@@ -405,15 +456,96 @@ def publish(fitted: Fitted) -> dict[str, Any]:
     return payload
 
 
+@dataclass(frozen=True)
+class AfterAnswer:
+    """A question of the after survey as the before survey's query audit places it.
+
+    The audit's population is the before survey's live respondents; some of them never
+    answered the after survey. A discrete after question therefore has one category
+    more than its own: code ``k``, "no answer after" (the residents counted as
+    ``before_only``). A continuous one keeps its range (who did not answer it is not
+    placed: a limit, docs/analysts/change.md).
+    """
+
+    question: Question
+
+    @property
+    def is_discrete(self) -> bool:
+        return bool(self.question.is_discrete)
+
+    @property
+    def n_categories(self) -> int:
+        return int(self.question.n_categories) + (1 if self.is_discrete else 0)
+
+    @property
+    def categories(self) -> list[Any]:
+        return list(self.question.categories)
+
+    @property
+    def range_low(self) -> Any:
+        return self.question.range_low
+
+    @property
+    def range_high(self) -> Any:
+        return self.question.range_high
+
+
+def _own_key(name: str) -> str:
+    return name[: -len(AFTER_SUFFIX)]
+
+
+def audit_name(after: int, key: str) -> str:
+    """The audit's name of the after survey's question ``key``: qualified by the survey,
+    so that two changes with different after surveys never share an attribute."""
+    return f"{key}@survey{after}"
+
+
+def _audit_names(params: Request) -> dict[str, str]:
+    """The request's names of after-survey questions -> their audit names."""
+    names = {params.after_key: audit_name(params.after, _own_key(params.after_key))}
+    for condition in params.where:
+        if condition.attribute.endswith(AFTER_SUFFIX):
+            names[condition.attribute] = audit_name(params.after, _own_key(condition.attribute))
+    return names
+
+
+def audit_questions(survey: Survey, params: Request, known: dict[str, Any]) -> None:
+    """What the audit needs to place a change (the kind's ``audit_questions``): its
+    before question and conditions on the survey or profile, and its after survey's
+    questions as :class:`AfterAnswer` under :func:`audit_name`."""
+    after = _audit_names(params)
+    for key in [*(c.attribute for c in params.where), params.attribute or ""]:
+        if key in after or key in known:
+            continue
+        try:
+            known.update(attribute_questions(survey, [key], "where"))
+        except AnalysisInputError:
+            raise base.UnknownAttribute(key) from None
+    for name, audited in after.items():
+        if audited in known:
+            continue
+        question = Question.objects.filter(survey_id=params.after, key=_own_key(name)).first()
+        if question is None:
+            raise base.UnknownAttribute(name)
+        known[audited] = AfterAnswer(question)
+
+
 def published(
     params: Request, payload: Mapping[str, Any], questions: Mapping[str, Any]
 ) -> list[Published]:
     """Each shown transition cell (before ``i`` and after ``j`` within the condition),
-    and the condition's group. An earlier change whose after question is not among
-    ``questions`` cannot be placed (:class:`~reconstruction.kinds.base.UnknownAttribute`)."""
-    if params.attribute not in questions or params.after_key not in questions:
+    the condition's group and, for a change of every paired resident (no panel), the
+    pairs and those who answered before only, both exact (the after answer's category
+    ``k``: :class:`AfterAnswer`). ``questions`` holds the after survey's questions under
+    :func:`audit_name` (:func:`audit_questions`)."""
+    names = _audit_names(params)
+    after = names[params.after_key]
+    if params.attribute not in questions or after not in questions:
         raise base.UnknownAttribute(params.after_key)
-    where = base.audit_conditions(params.where, questions)
+    renamed = [
+        dataclasses.replace(c, attribute=names.get(c.attribute, c.attribute)) for c in params.where
+    ]
+    where = base.audit_conditions(renamed, questions)
     out: list[Published] = []
     if params.where and payload.get("group_size") is not None:
         out.append(base.sized(Box.of(where), payload["group_size"], payload.get("group_ci95")))
@@ -423,8 +555,21 @@ def published(
         for j, value in enumerate(row):
             if value is None:
                 continue
-            box = Box.of([*where, (params.attribute, "in", {i}), (params.after_key, "in", {j})])
+            box = Box.of([*where, (params.attribute, "in", {i}), (after, "in", {j})])
             out.append(base.sized(box, value, intervals[i][j]))
+    k = len(cells)
+    if params.panel is None and k:
+        if payload.get("before_only") is not None:
+            box = Box.of([(after, "in", {k})])
+            out.append(Published.exact(box, float(payload["before_only"])))
+        answered = [(after, "in", set(range(k)))]
+        for name in names.values():
+            question = questions.get(name)
+            if name != after and question is not None and question.is_discrete:
+                answered.append((name, "in", set(range(question.n_categories - 1))))
+        placed = all(questions[name].is_discrete for name in names.values() if name in questions)
+        if placed and payload.get("paired") is not None:
+            out.append(Published.exact(Box.of(answered), float(payload["paired"])))
     return out
 
 
@@ -459,6 +604,7 @@ KIND = base.AnalysisKind(
     fit=fit,
     publish=publish,
     published=published,
+    audit_questions=audit_questions,
     cost=change_cost,
     attribute="required",
     request_fields=("after", "after_attribute", "panel"),

@@ -14,7 +14,7 @@ from consultations.models import Organisation
 from consultations.services import consultation_create
 from reconstruction.models import AnalysisJob, Job
 from surveys import pairs, statistics
-from surveys.models import Question
+from surveys.models import Question, Response
 from surveys.services import response_withdraw, responses_submit_bulk, survey_create, survey_open
 from tests.integration.test_wiring import wait_for_job
 from tests.reconstruction.conftest import client_for
@@ -79,6 +79,24 @@ def test_paired_cells_and_unpaired_counts_on_postgresql() -> None:
     cells = pairs.paired_cells(before, axes, require=[qb, qa], members=members)
     np.testing.assert_array_equal(cells.counts, _expected(world, set(range(60))))
     assert pairs.unpaired(qb, qa, members=members) == pairs.Unpaired(11, 0)
+
+
+def test_an_exact_group_of_pairs_is_counted_with_its_record_keys_on_postgresql() -> None:
+    """The cell-key method's input for a change with an exact condition (issue 26/29):
+    the pairs meeting it and their before responses' record keys, from the same query."""
+    world = _world()
+    before, after = world["before"], world["after"]
+    qb, qa = Question.objects.get(survey=before), Question.objects.get(survey=after)
+    axes = [statistics.Axis(qb), statistics.Axis(qa)]
+    table = pairs.paired_table(before, (qb, qa), axes, group=[(qa, "in", {2})])
+    np.testing.assert_array_equal(table.counts, _expected(world))
+    assert table.paired == 119
+    people = [p for p in range(10, 130) if p != 50 and world["after_codes"][p - 10] == 2]
+    responses = Response.objects.filter(
+        survey=before, participant__reference__in=[f"p-{p:03d}" for p in people]
+    )
+    assert table.group == len(people)
+    assert table.group_key_sum == sum(int(r.record_key) for r in responses)
 
 
 def test_a_change_end_to_end_on_the_worker(celery_worker_process: Worker) -> None:

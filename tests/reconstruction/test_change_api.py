@@ -16,15 +16,17 @@ from typing import Any
 import numpy as np
 import pytest
 from django.db import transaction
+from django.db.models import Sum
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from consultations.models import Organisation
 from consultations.services import consultation_create
 from privacy.client import distort_table, table_responses
+from privacy.mechanisms import cellkey
 from reconstruction.algorithms.simulation import simulate_transitions
 from reconstruction.models import AnalysisJob, Job
-from surveys.models import Survey
+from surveys.models import Response, Survey
 from surveys.selectors import survey_scheme
 from surveys.services import responses_submit_bulk, survey_create, survey_open
 from tests.coverage import widened
@@ -250,13 +252,76 @@ def test_where_on_the_profile_restricts_the_group(
     result = analyse(world, django_capture_on_commit_callbacks, change(world, where=where))
     women = world.sex == 0
     truth = _true_table(world.truth[0][women], world.truth[1][women])
-    assert result["group_size"] == pytest.approx(women.sum(), rel=1e-3)  # sex is exact
     assert result["paired"] == PAIRED
-    cells = np.array(result["transitions"], dtype=float)
-    assert cells.sum() == pytest.approx(women.sum(), rel=1e-3)
     assert all(
         covers(result["transitions_ci95"][i][j], truth[i, j]) for i in range(3) for j in range(3)
     )
+    # sex is exact (a register): the paired women are a register's count, published by
+    # the cell key as a count is (issue 26), from their before responses' record keys.
+    refs = [f"p-{i:05d}" for i in np.flatnonzero(women)]
+    keys = Response.objects.filter(survey=world.before, participant__reference__in=refs)
+    key_sum = int(keys.aggregate(total=Sum("record_key"))["total"])
+    published = cellkey.perturbed_count(int(women.sum()), key_sum)
+    assert result["perturbed"] is True
+    assert result["group_size"] == published
+    assert result["group_ci95"] == [published - 2, published + 2]
+    # The shown table adds up to the published size, not to the true count.
+    cells = np.array(result["transitions"], dtype=float)
+    assert cells.sum() == pytest.approx(published, rel=1e-9)
+    again = analyse(world, django_capture_on_commit_callbacks, change(world, where=where))
+    assert again["group_size"] == published  # the same records, the same perturbation
+
+
+def test_a_where_on_distorted_answers_is_not_perturbed(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    where = [{"attribute": "mood", "op": "in", "value": ["good"]}]
+    result = analyse(world, django_capture_on_commit_callbacks, change(world, where=where))
+    assert "perturbed" not in result
+    low, high = result["group_ci95"]
+    assert high - low > 10  # the fitted group's own interval
+
+
+def test_where_on_a_question_of_the_after_survey(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    # ``support_after`` holds the same true answer as the after ``support``: keeping to
+    # those who answered "for" after leaves only the "for" column of the true table.
+    where = [{"attribute": "support_after@after", "op": "in", "value": ["for"]}]
+    result = analyse(world, django_capture_on_commit_callbacks, change(world, where=where))
+    truth = _true_table(*world.truth) * (np.arange(3) == 2)
+    assert result["paired"] == PAIRED
+    assert result["group_size"] == pytest.approx(truth.sum(), rel=0.1)
+    for i in range(3):
+        for j in range(3):
+            value = result["transitions"][i][j]
+            if value is not None:
+                assert covers(result["transitions_ci95"][i][j], truth[i, j]), (i, j)
+    # The other columns are (about) empty: their cells' intervals reach below the
+    # threshold and are suppressed, the "for" column is shown.
+    shown = [(i, j) for i in range(3) for j in range(3) if result["transitions"][i][j] is not None]
+    assert shown and all(j == 2 for _, j in shown), shown
+    group = truth.sum(axis=1) / truth.sum()
+    for i in range(3):
+        assert covers(result["before_ci95"][i], group[i])
+
+
+@pytest.mark.parametrize(
+    ("attribute", "words"),
+    [
+        ("nothing@after", "the after survey"),
+        ("support_after", "'support_after@after'"),
+        ("sex@after", "has no question 'sex'"),
+    ],
+)
+def test_where_on_the_after_survey_names_unknown_questions(
+    world: World, attribute: str, words: str
+) -> None:
+    where = [{"attribute": attribute, "op": "in", "value": ["for"]}]
+    jobs = AnalysisJob.objects.count()
+    errors = refused(world, change(world, where=where))
+    assert words in str(errors.get("where")), errors
+    assert AnalysisJob.objects.count() == jobs
 
 
 def _panel(world: World, members: list[str], *, survey: Survey | None = None, **fields: Any) -> int:
@@ -426,16 +491,28 @@ def test_the_exports_carry_the_transition_table(
     # Rounded for reading (1 decimal from 100 on, 2 below).
     assert row["estimate"] == pytest.approx(result["transitions"][0][2], abs=0.05)
     assert row["ci95_low"] == pytest.approx(result["transitions_ci95"][0][2][0], abs=0.05)
+    assert cells["category"].isna().all()
     net = table[table["quantity"] == "net_change"]
     assert list(net["estimate"]) == pytest.approx(result["net_change"], abs=0.05)
+    # A share or a net change names its category once, in its own column.
+    for name in ("before", "after", "net_change"):
+        shares = table[table["quantity"] == name]
+        assert list(shares["category"]) == list(SUPPORT)
+        assert shares["before"].isna().all() and shares["after"].isna().all()
     bundle = world.analyst.get(f"{created['url']}export/", {"format": "zip"})
     with zipfile.ZipFile(io.BytesIO(bundle.content)) as archive:
         assert "gained" in archive.read("notes.csv").decode()  # the net shift in words
     xlsx = world.analyst.get(f"{created['url']}export/", {"format": "xlsx"})
     book = openpyxl.load_workbook(io.BytesIO(xlsx.content))
     header = [c.value for c in next(book.worksheets[0].iter_rows(max_row=1))]
-    assert header[:3] == ["quantity", "before", "after"]
+    assert header[:4] == ["quantity", "before", "after", "category"]
     assert book.worksheets[0].max_row == 1 + 9 + 3 * 3
+    net_row = [c.value for c in next(book.worksheets[0].iter_rows(min_row=1 + 9 + 6 + 1))]
+    assert net_row[:4] == ["net_change", None, None, "against"]
+    with zipfile.ZipFile(io.BytesIO(bundle.content)) as archive:
+        names = [n for n in archive.namelist() if n != "notes.csv" and n.endswith(".csv")]
+        data = pd.read_csv(io.BytesIO(archive.read(names[0])))
+    assert list(data[data["quantity"] == "net_change"]["category"]) == list(SUPPORT)
 
 
 def test_the_report_shows_each_published_change(
