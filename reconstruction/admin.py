@@ -237,7 +237,10 @@ class ReportAdmin(JobLabels, admin.ModelAdmin):
         self, request: HttpRequest, obj: Report, post_url_continue: Any = None
     ) -> HttpResponse:
         self.message_user(
-            request, f"Report {obj.pk} of “{obj.survey}” was queued.", messages.SUCCESS
+            request,
+            str(_("Report %(id)s of “%(survey)s” was queued."))
+            % {"id": obj.pk, "survey": obj.survey},
+            messages.SUCCESS,
         )
         return super().response_post_save_add(request, obj)
 
@@ -271,7 +274,7 @@ class SurveyReportAdmin(SurveyAdmin):
     def has_report_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("reconstruction.add_report"))
 
-    @admin.action(description="Start a report of the selected surveys", permissions=["report"])
+    @admin.action(description=_("Start a report of the selected surveys"), permissions=["report"])
     def start_report(self, request: HttpRequest, queryset: QuerySet[Survey]) -> None:
         for survey in queryset.select_related("consultation__organisation"):
             try:
@@ -285,6 +288,7 @@ class SurveyReportAdmin(SurveyAdmin):
                 continue
             self.message_user(
                 request,
-                f"Report {report.pk} of “{survey}” was queued; see Reports.",
+                str(_("Report %(id)s of “%(survey)s” was queued; see Reports."))
+                % {"id": report.pk, "survey": survey},
                 level=messages.SUCCESS,
             )

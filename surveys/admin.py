@@ -403,7 +403,7 @@ class SurveyAdmin(SurveyPurgeActionMixin, admin.ModelAdmin):
         return JsonResponse({"respondents": respondents, "previews": previews, "html": html})
 
     def _transition(
-        self, request: HttpRequest, queryset: QuerySet[Survey], service: Any, verb: str
+        self, request: HttpRequest, queryset: QuerySet[Survey], service: Any, done_message: Any
     ) -> None:
         done = 0
         for survey in queryset:
@@ -413,15 +413,15 @@ class SurveyAdmin(SurveyPurgeActionMixin, admin.ModelAdmin):
             except SurveyDomainError as exc:
                 self.message_user(request, f"{survey}: {exc.detail}", level=messages.ERROR)
         if done:
-            self.message_user(request, f"{verb} {done} survey(s).")
+            self.message_user(request, str(done_message) % {"count": done})
 
-    @admin.action(description="Open the selected draft surveys", permissions=["change"])
+    @admin.action(description=_("Open the selected draft surveys"), permissions=["change"])
     def open_surveys(self, request: HttpRequest, queryset: QuerySet[Survey]) -> None:
-        self._transition(request, queryset, services.survey_open, "Opened")
+        self._transition(request, queryset, services.survey_open, _("Opened %(count)s survey(s)."))
 
-    @admin.action(description="Close the selected open surveys", permissions=["change"])
+    @admin.action(description=_("Close the selected open surveys"), permissions=["change"])
     def close_surveys(self, request: HttpRequest, queryset: QuerySet[Survey]) -> None:
-        self._transition(request, queryset, services.survey_close, "Closed")
+        self._transition(request, queryset, services.survey_close, _("Closed %(count)s survey(s)."))
 
 
 class AnswerInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -457,7 +457,7 @@ class ResponseAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             actions.pop("withdraw", None)
         return actions
 
-    @admin.action(description="Withdraw the selected responses (answers deleted)")
+    @admin.action(description=_("Withdraw the selected responses (answers deleted)"))
     def withdraw(self, request: HttpRequest, queryset: QuerySet[Response]) -> None:
         for response in queryset.select_related("survey", "participant"):
             services.response_withdraw(
@@ -465,7 +465,9 @@ class ResponseAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                 participant=response.participant.reference,
                 actor=staff_actor(request),
             )
-        self.message_user(request, f"Withdrew {queryset.count()} response(s).")
+        self.message_user(
+            request, str(_("Withdrew %(count)s response(s).")) % {"count": queryset.count()}
+        )
 
 
 @admin.register(Participant)
@@ -482,10 +484,10 @@ class CalibrationPairAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     search_fields = ["question__key"]
     list_select_related = ["question"]
 
-    @admin.display(description="true")
+    @admin.display(description=_("true answer"))
     def true_label(self, pair: CalibrationPair) -> str:
         return str(pair.question.categories[pair.true_code])
 
-    @admin.display(description="negative")
+    @admin.display(description=_("negative answer"))
     def negative_label(self, pair: CalibrationPair) -> str:
         return str(pair.question.categories[pair.negative_code])

@@ -282,3 +282,19 @@ def test_cost_refusals_read_in_plain_words_with_the_figures_as_a_footnote(
         "Ask for fewer quotas (for example one per band).", "(Figures: 3 (of 4).)"
     )
     assert footnoted("quotas 1 and 2 conflict (sex)") == ("quotas 1 and 2 conflict (sex)", "")
+
+
+def test_survey_and_report_actions_speak_the_organisers_language(staff, open_survey):
+    """The changelists' actions and their messages in German, not English f-strings."""
+    page = staff.get("/admin/surveys/survey/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    actions = page.split('name="action"')[1].split("</select>")[0]
+    assert "Ausgewählte offene Umfragen schließen" in actions
+    assert "Bericht zu den ausgewählten Umfragen starten" in actions
+    assert "Close the selected" not in actions
+    response = staff.post(
+        "/admin/surveys/survey/",
+        {"action": "close_surveys", "_selected_action": [open_survey.pk], "index": "0"},
+        HTTP_ACCEPT_LANGUAGE="de",
+        follow=True,
+    )
+    assert "1 Umfrage(n) geschlossen." in response.content.decode()
