@@ -22,10 +22,12 @@ is therefore estimated, from the schema alone, as
 
 plus the *reading*, which grows with the participants while the fits do not (their
 tables are counted in SQL): ``READ_UNITS`` per participant and attribute of every SQL
-cell count (the fit's table, every judged group) and of every streamed pass of a sample
-(:func:`reads`), and the ``figure3`` methods' assignments of values to every participant
-in the worker (``FIGURE3_UNITS`` per participant, attribute and bootstrap replicate,
-:func:`assignments`). ``READ_UNITS`` is calibrated on measured reading time, not on the
+cell count (the fit's table, every judged group; a sample's one scan of all its tables,
+:func:`reads`), a sample's one candidate stream (``STREAM_UNITS`` per participant and
+attribute, :func:`streamed`) and the candidates its passes receive (``CANDIDATE_UNITS``
+each, :func:`candidates`), and the ``figure3`` methods' assignments of values to every
+participant in the worker (``FIGURE3_UNITS`` per participant, attribute and bootstrap
+replicate, :func:`assignments`). ``READ_UNITS`` is calibrated on measured reading time, not on the
 fits': ``bench/bench_cost.py --accepted`` times the SQL cell counts of 1-4 attributes
 and a sampling pass at 10^6 participants (0.12-0.18 and 0.43 microseconds per
 participant and attribute on PostgreSQL, 2026-11-25), and ``bench/bench_scale.py``
@@ -33,7 +35,9 @@ measured 0.2-0.35 microseconds end to end at 10^7 (count, mean, sample). At 0.01
 (0.6 microseconds at the budget's 60 s per 10^6 units) a request whose cost is all
 reading still ends within the 60 s, while a national survey's ordinary count or mean at
 10^7 (2-3 attributes: 200,000-300,000 units of reading) is accepted; a sample of 50
-strata (150 attribute reads per participant) stays refused from 10^6 participants on.
+one-year age strata (its passes receive most participants 50 times over) is refused from
+about 10^6 participants on, and bench_scale's 5 strata within two districts are accepted
+at 10^7 (0.9 million units; issue 32).
 
 Iterations are capped by the engine (``max_iter``) and taken as a constant factor: the
 budget ``ANALYSIS_COST_BUDGET`` is calibrated in seconds per cost unit by
@@ -144,24 +148,55 @@ def whole_number_models(request: AnalysisRequest) -> dict[str, Model]:
 
 
 READ_UNITS = 0.01
-"""Cost units per participant and attribute read from the database (a cell count in SQL
-or a streamed pass): 0.6 microseconds at the budget's 60 microseconds per unit, above the
-0.12-0.43 microseconds bench/bench_cost.py --accepted measures at 10^6 participants and
-the 0.2-0.35 bench/bench_scale.py measured end to end at 10^7 (README, "Cost model").
-It was 0.05 (3 microseconds), which refused every analysis at 10^7."""
+"""Cost units per participant and attribute read from the database by a cell count in
+SQL (a sample's streamed pass: :data:`STREAM_UNITS`): 0.6 microseconds at the budget's
+60 microseconds per unit, above the 0.12-0.43 microseconds bench/bench_cost.py
+--accepted measures at 10^6 participants and the 0.2-0.35 bench/bench_scale.py measured
+end to end at 10^7 (README, "Cost model"). It was 0.05 (3 microseconds), which refused
+every analysis at 10^7."""
+
+
+STREAM_UNITS = 0.02
+"""Cost units per participant and attribute of a sample's candidate stream (every
+participant ranked in SQL by their position, the wanted cells' rows sent out; the
+candidates themselves are :data:`CANDIDATE_UNITS`): 1.2 microseconds at the budget's 60
+per unit, about twice :data:`READ_UNITS`. bench/bench_cost.py measured a pass over 2
+attributes at 0.84-1.49 microseconds per participant and attribute, candidates included
+(200,000 to 3 x 10^6 participants, load 4-7, 2026-11-27); bench_scale's sample of 100 at
+10^7 took 12.3 s end to end (2026-11-27 13:50-14:00 UTC, load 0.5-5.9), 1.2 microseconds
+per participant for its scan, stream and fit together."""
+
+CANDIDATE_UNITS = 0.4
+"""Cost units per candidate a sample's pass receives from the stream (24 microseconds):
+the rows of the cells it wants leave the database and are ranked in the worker. A pass
+wants about one reported cell of its condition's table (enough candidates to fill its
+quota and the earlier ones'), so it receives about ``participants / cells`` of them, and
+everyone when it has no condition. A sample in 50 one-year age strata receives most of
+the participants 50 times over: bench/bench_cost.py --samples measured about 21
+microseconds per participant (10^6 and 3 x 10^6, load 6-7, 2026-11-27) where bench_scale's
+5 strata within two districts took 3.5."""
 
 
 def _keys_of(conditions: Sequence[ConditionSpec]) -> list[str]:
     return list(dict.fromkeys(c.attribute for c in conditions))
 
 
+def _streams_once(request: AnalysisRequest) -> bool:
+    """A sample by posterior ranking: its tables are read in one scan, its passes share one
+    stream (reconstruction/kinds/sample.py; ``figure3`` loads every participant instead)."""
+    return bool(request.kind.streams) and request.method == "posterior"
+
+
 def reads(request: AnalysisRequest) -> int:
     """Participant-attribute reads of a request: one per attribute of every SQL cell count
-    (the fit's table, every judged group) and of every streamed pass of a sample.
+    (the fit's table, every judged group), and a sample's one scan.
 
     The fits' cost does not grow with the participants (the tables are counted in SQL);
-    the reading does, and dominates requests with many groups at 10^6 (a sample of 50
-    strata counts 50 groups and streams the participants 50 times).
+    the reading does. A sample by posterior ranking counts every table it needs (the
+    pool, each stratum, each subcondition) in one scan of the attributes it names
+    (``GROUP BY GROUPING SETS``), and streams the participants once for all its passes
+    (:func:`streamed`, :func:`candidates`); a ``figure3`` sample counts each group on its
+    own and streams once per stratum.
     """
     params, kind = request.params, request.kind
     where = list(params.where)
@@ -170,11 +205,14 @@ def reads(request: AnalysisRequest) -> int:
     attributes = 0
     if kind.streams:
         strata = [[*where, *s.where] for s in params.strata]
-        attributes += 2 * len(where_keys)  # the pool judged, then its posterior
         every = len(dict.fromkeys([*named, *(k for s in strata for k in _keys_of(s))]))
-        for conditions in strata or [where]:
-            keys = len(_keys_of(conditions))
-            attributes += 2 * keys + every  # judged, fitted, one streamed pass
+        if _streams_once(request):
+            attributes += every  # one scan counts every table
+        else:
+            attributes += 2 * len(where_keys)  # the pool judged, then its posterior
+            for conditions in strata or [where]:
+                keys = len(_keys_of(conditions))
+                attributes += 2 * keys + every  # judged, fitted, one streamed pass
     else:
         read = len(dict.fromkeys(named))
         attributes += read  # the fit's table
@@ -188,6 +226,49 @@ def reads(request: AnalysisRequest) -> int:
         averaged = sum(model == "both" for model in models.values())
         attributes += (2**averaged - 1) * read
     return int(max(int(request.participants), 0) * attributes)
+
+
+def streamed(request: AnalysisRequest) -> int:
+    """Participant-attribute reads of a sample's one candidate stream (every attribute it
+    names, every participant; none for other kinds)."""
+    if not _streams_once(request):
+        return 0
+    params = request.params
+    keys = _keys_of([*params.where, *(c for s in params.strata for c in s.where)])
+    return int(max(int(request.participants), 0) * len(keys))
+
+
+def candidates(request: AnalysisRequest) -> int:
+    """The candidates a sample's passes receive from its stream: per pass (each stratum,
+    or the pool) the participants over the cells of its condition's table (one cell's
+    worth), everyone for a pass without a condition."""
+    if not _streams_once(request):
+        return 0
+    params = request.params
+    where = list(params.where)
+    n = max(int(request.participants), 0)
+    models = _models(request)
+    total = 0.0
+    for conditions in [[*where, *s.where] for s in params.strata] or [where]:
+        if not conditions:
+            total += n
+            continue
+        cells = fit_cells(request.questions, _keys_of(conditions), conditions, models)
+        total += n / max(cells, 1)
+    return int(total)
+
+
+def _models(request: AnalysisRequest) -> dict[str, Model]:
+    """The model of every attribute the fits price: a declared step on its lattice, the
+    attributes tested for whole numbers at the model they may get
+    (:func:`whole_number_models`)."""
+    models: dict[str, Model] = {
+        key: "lattice"
+        for key, question in request.questions.items()
+        if not question.is_discrete and question.step is not None
+    }
+    models.update(whole_number_models(request))
+    return models
 
 
 FIGURE3_UNITS = 0.002
@@ -229,7 +310,12 @@ def analysis_cost(request: AnalysisRequest) -> int:
 
 def _reading_cost(request: AnalysisRequest) -> int:
     """The part that grows with the participants: SQL reads and Figure 3's assignments."""
-    return int(READ_UNITS * reads(request)) + int(FIGURE3_UNITS * assignments(request))
+    return (
+        int(READ_UNITS * reads(request))
+        + int(STREAM_UNITS * streamed(request))
+        + int(CANDIDATE_UNITS * candidates(request))
+        + int(FIGURE3_UNITS * assignments(request))
+    )
 
 
 def fit_cost(request: AnalysisRequest) -> int:
@@ -245,12 +331,7 @@ def fit_cost(request: AnalysisRequest) -> int:
     # A declared step is priced on its lattice; attributes tested for whole numbers at
     # the model they may get (the lattice of whole numbers, 85 cells for ages 16..100,
     # or intervals), and a joint count's at both models when it may average them.
-    models: dict[str, Model] = {
-        key: "lattice"
-        for key, question in request.questions.items()
-        if not question.is_discrete and question.step is not None
-    }
-    models.update(whole_number_models(request))
+    models = _models(request)
     cost = fit_cells(request.questions, keys, where, models) * (1 + replicates)
     if where and kind.judges_group:
         # The group's size is judged on its own interval (reconstruction/disclosure.py):

@@ -153,10 +153,62 @@ def test_a_sample_has_no_interval_but_judges_its_pool_and_strata() -> None:
     }
     # Its table without replicates (5), the pool (5 x 201), each stratum (a x b, 20 x 201).
     assert cost.fit_cost(request(spec)) == 5 + 5 * 201 + 2 * 20 * 201
-    # Reads: the pool twice (1), then per stratum 2 x 2 keys + every attribute (2).
-    assert cost.reads(request(spec)) == (2 * 1 + 2 * (2 * 2 + 2)) * 1000
+    # One scan counts every table (GROUPING SETS) over every attribute it names (a, b);
+    # one stream for both passes (a and b again); each pass receives one cell's worth of
+    # the participants of its condition's table (a x b: 20 cells).
+    assert cost.reads(request(spec)) == 2 * 1000
+    assert cost.streamed(request(spec)) == 2 * 1000
+    assert cost.candidates(request(spec)) == 2 * 1000 // 20
+    assert cost.analysis_cost(request(spec)) == cost.fit_cost(request(spec)) + int(
+        0.01 * 2000
+    ) + int(0.02 * 2000) + int(0.4 * 100)
     no_strata = {"kind": "sample", "where": [_in("a", 1)]}
-    assert cost.reads(request(no_strata)) == (2 + 2 + 1) * 1000
+    assert cost.reads(request(no_strata)) == 1000
+    assert cost.candidates(request(no_strata)) == 1000 // 5
+    # Without a condition every participant is a candidate of the one pass.
+    assert cost.candidates(request({"kind": "sample"})) == 1000
+    assert cost.streamed(request({"kind": "sample"})) == 0
+    # Figure 3 loads everyone: each group read on its own, a stream per stratum.
+    old = {**spec, "method": "figure3"}
+    assert cost.reads(request(old)) == (2 * 1 + 2 * (2 * 2 + 2)) * 1000
+    assert cost.streamed(request(old)) == 0 and cost.candidates(request(old)) == 0
+
+
+def test_a_stratified_sample_at_ten_million_is_priced_on_one_scan_and_one_stream(
+    settings: Any,
+) -> None:
+    """Issue 32: bench_scale's sample in 5 age strata was refused at 10^7 (3.4 million
+    units: a scan and a stream per stratum) though at 10^6 it ended in 3.1 s. Priced on
+    its one scan, one stream and its candidates (one cell's worth per stratum) a sample
+    in 5 age strata is accepted at 10^7; in 50 one-year strata (most participants sent
+    to the worker 50 times over) it stays refused."""
+    settings.ANALYSIS_COST_BUDGET = 1_000_000
+
+    def bands(width: int, count: int) -> dict[str, Any]:
+        return {
+            "kind": "sample",
+            "strata": [
+                {
+                    "where": [
+                        {
+                            "attribute": "age",
+                            "op": "between",
+                            "value": [16 + k * width, 16 + (k + 1) * width],
+                        }
+                    ],
+                    "size": 1,
+                }
+                for k in range(count)
+            ],
+        }
+
+    five = request(bands(15, 5), participants=10_000_000)
+    # Reading: one scan and one stream of age; each stratum receives 1/85 of everyone.
+    assert cost.reads(five) == cost.streamed(five) == 10_000_000
+    assert cost.candidates(five) == int(5 * 10_000_000 / 85)
+    assert cost.check_cost(five) < 1_000_000
+    with pytest.raises(AnalysisInputError):
+        cost.check_cost(request(bands(1, 50), participants=10_000_000))
 
 
 def test_reading_never_counts_negative_participants() -> None:
