@@ -77,6 +77,8 @@ class PairedTable:
     paired: int
     group: int | None = None
     group_key_sum: int | None = None
+    cells: tuple[NDArray[np.int64], NDArray[Any]] | None = None
+    """With ``cell_keys``: the pairs per (before, after) code and their keys' sums."""
 
 
 def member_ids(survey: Survey, references: Sequence[str], *, using: str = "default") -> list[int]:
@@ -187,6 +189,7 @@ def paired_table(
     *,
     members: Sequence[int] | None = None,
     group: Sequence[tuple[Question, str, Any]] = (),
+    cell_keys: bool = False,
     using: str = "default",
 ) -> PairedTable:
     """The joint reported cells of ``axes`` over the pairs, in one ``GROUP BY``.
@@ -205,6 +208,10 @@ def paired_table(
         A condition (``op`` ``in`` with codes, ``gt``, ``lte``, ``between``) on questions
         among the axes: the pairs meeting it are counted too, with their record keys'
         sum (an exact condition's group, published by the cell-key method).
+    cell_keys : bool
+        Also count the pairs per (before, after) code among those in the table (and in
+        ``group``), with their record keys' sums: a register's transition cells, when
+        both paired questions are exact.
     """
     if not axes:
         raise ValueError("cell statistics need at least one axis")
@@ -225,12 +232,18 @@ def paired_table(
     if left:  # 1 when the pair answered every left-joined question
         answered = " AND ".join(f"{alias}.response_id IS NOT NULL" for alias in left)
         select.append(f"CASE WHEN {answered} THEN 1 ELSE 0 END")
-    key_sum = ""
+    key_sum = ", SUM(COALESCE(r0.record_key, 0))" if group or cell_keys else ""
     if group:
         clauses, values = _where_clauses(aliases, group)
         select.append(f"CASE WHEN {' AND '.join(clauses)} THEN 1 ELSE 0 END")
         select_params += values
-        key_sum = ", SUM(COALESCE(r0.record_key, 0))"
+    shape = (int(pair[0].n_categories), int(pair[1].n_categories))
+    positions = [
+        next(i for i, axis in enumerate(axes) if axis.question.pk == question.pk)
+        for question in (pair if cell_keys else ())
+    ]
+    pair_counts = np.zeros(shape, dtype=np.int64)
+    pair_keys = np.zeros(shape, dtype=object)
     groups = ", ".join(str(i + 1) for i in range(len(select)))
     sql = f"SELECT {', '.join(select)}, COUNT(*){key_sum} {joins} GROUP BY {groups}"
     counts = np.zeros(tuple(axis.size for axis in axes), dtype=np.float64)
@@ -244,12 +257,19 @@ def paired_table(
         if left and not row[d]:
             continue
         counts[tuple(int(v) for v in row[:d])] += row[width]
-        if group and row[width - 1]:
+        if group and not row[width - 1]:
+            continue
+        if group:
             members_of_group += int(row[width])
             group_key_sum += int(row[width + 1] or 0)
+        if cell_keys:
+            cell = (int(row[positions[0]]), int(row[positions[1]]))
+            pair_counts[cell] += int(row[width])
+            pair_keys[cell] += int(row[width + 1] or 0)
+    keyed = (pair_counts, pair_keys) if cell_keys else None
     if not group:
-        return PairedTable(counts, paired)
-    return PairedTable(counts, paired, members_of_group, group_key_sum)
+        return PairedTable(counts, paired, cells=keyed)
+    return PairedTable(counts, paired, members_of_group, group_key_sum, keyed)
 
 
 def paired_cells(

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from django.utils.translation import gettext_noop
 
+from privacy.mechanisms import cellkey
 from privacy.mechanisms.messages import Message, Note
 from reconstruction import analysis, cost, disclosure
 from reconstruction.algorithms import queries
@@ -248,6 +249,9 @@ class Gathered:
     unpaired: pairs.Unpaired
     group: disclosure.GroupSize | None = None
     """A condition on exact attributes only: its group's count and record keys' sum."""
+    cells: tuple[Any, Any] | None = None
+    """Both answers and any condition exact: the pairs per (before, after) answer within
+    the condition, and their record keys' sums (a register's cells)."""
 
 
 @dataclass(frozen=True)
@@ -256,6 +260,7 @@ class Fitted:
     result: engine.ChangeResult
     unpaired: pairs.Unpaired
     group: disclosure.GroupSize | None = None
+    cells: tuple[Any, Any] | None = None
 
 
 def _members(request: AnalysisRequest) -> list[int] | None:
@@ -298,7 +303,7 @@ def gather(request: AnalysisRequest, progress: base.Progress) -> Gathered:
     if read.group is not None:
         group = disclosure.GroupSize.counted(read.group, read.group_key_sum)
     progress(0.4)
-    return Gathered(request, plan, table, unpaired, group)
+    return Gathered(request, plan, table, unpaired, group, read.cells)
 
 
 def _read(
@@ -312,7 +317,13 @@ def _read(
         # A register's group (issue 26): counted exactly, published by the cell key.
         group = [(request.questions[c.attribute], c.op, c.value) for c in request.where]
     return pairs.paired_table(
-        request.survey, pair, _axes(request, plan), members=members, group=group, using=using
+        request.survey,
+        pair,
+        _axes(request, plan),
+        members=members,
+        group=group,
+        cell_keys=disclosure.is_exact(request, request.keys),
+        using=using,
     )
 
 
@@ -345,7 +356,7 @@ def _axes(request: AnalysisRequest, plan: queries.CellPlan) -> list[statistics.A
 
 def fit(gathered: Gathered) -> Fitted:
     result = engine.change_from_table(gathered.plan, gathered.table)
-    return Fitted(gathered.request, result, gathered.unpaired, gathered.group)
+    return Fitted(gathered.request, result, gathered.unpaired, gathered.group, gathered.cells)
 
 
 def whole_number_tests(request: AnalysisRequest) -> tuple[list[str], bool]:
@@ -374,6 +385,28 @@ def _share_json(values: Any, intervals: Any, hidden: Any) -> tuple[list[Any], li
     return shown, pairs_
 
 
+def _register_cells(cells: tuple[Any, Any], min_cell: int) -> tuple[Any, Any, Any, Any]:
+    """Both answers (and any condition) exact: each transition cell is a register's
+    cell (issue 26), hidden on its true count and published as its cell-key perturbed
+    count with the perturbation's bound; the shares come from the published cells."""
+    counts, keys = cells
+    k = counts.shape[0]
+    true = np.asarray(counts, dtype=np.float64)
+    hidden = disclosure.hidden_cells(
+        true.ravel(), min_cell, np.stack([true.ravel(), true.ravel()], axis=1)
+    ).reshape(k, k)
+    shown = np.array(
+        [[cellkey.perturbed_count(int(counts[i, j]), int(keys[i, j])) for j in range(k)]
+         for i in range(k)],
+        dtype=np.float64,
+    )  # fmt: skip
+    bounds = np.stack([shown - cellkey.MAX_PERTURBATION, shown + cellkey.MAX_PERTURBATION], -1)
+    total = shown.sum()
+    before = shown.sum(axis=1) / total if total > 0 else np.zeros(k)
+    after = shown.sum(axis=0) / total if total > 0 else np.zeros(k)
+    return shown, bounds, hidden, (before, after, after - before)
+
+
 def publish(fitted: Fitted) -> dict[str, Any]:
     request, result = fitted.request, fitted.result
     params = request.params
@@ -396,19 +429,18 @@ def publish(fitted: Fitted) -> dict[str, Any]:
     hidden = disclosure.hidden_cells(
         transitions.ravel(), min_cell, transitions_ci95.reshape(-1, 2)
     ).reshape(k, k)
+    shares = (result.before, result.after, result.net_change)
+    if fitted.cells is not None:
+        transitions, transitions_ci95, hidden, shares = _register_cells(fitted.cells, min_cell)
     # A category's share before (after) is a group: its count's interval is the share's
     # interval times the group's size.
     scale = size.estimate
-    hidden_before = disclosure.hidden_cells(
-        result.before * scale, min_cell, result.before_ci95 * scale
-    )
-    hidden_after = disclosure.hidden_cells(
-        result.after * scale, min_cell, result.after_ci95 * scale
-    )
+    hidden_before = disclosure.hidden_cells(shares[0] * scale, min_cell, result.before_ci95 * scale)
+    hidden_after = disclosure.hidden_cells(shares[1] * scale, min_cell, result.after_ci95 * scale)
     hidden_net = hidden_before | hidden_after
-    before, before_ci = _share_json(result.before, result.before_ci95, hidden_before)
-    after, after_ci = _share_json(result.after, result.after_ci95, hidden_after)
-    net, net_ci = _share_json(result.net_change, result.net_change_ci95, hidden_net)
+    before, before_ci = _share_json(shares[0], result.before_ci95, hidden_before)
+    after, after_ci = _share_json(shares[1], result.after_ci95, hidden_after)
+    net, net_ci = _share_json(shares[2], result.net_change_ci95, hidden_net)
     covering = [
         categories[i]
         for i in range(k)
@@ -447,7 +479,7 @@ def publish(fitted: Fitted) -> dict[str, Any]:
     if request.where:
         payload["group_size"] = float(size.estimate)
         payload["group_ci95"] = interval_json(size.ci95)
-    if group is not None and group.perturbed:
+    if (group is not None and group.perturbed) or fitted.cells is not None:
         payload["perturbed"] = True
     if payload["suppressed"]:
         payload["suppression"] = disclosure.suppression_reason(min_cell)

@@ -113,5 +113,7 @@ def test_a_change_end_to_end_on_the_worker(celery_worker_process: Worker) -> Non
     expected = _expected(world)
     shown = np.array([[np.nan if v is None else v for v in row] for row in result["transitions"]])
     mask = ~np.isnan(shown)
-    np.testing.assert_allclose(shown[mask], expected[mask], atol=0.5)
+    # Exact answers are a register: each cell is published by the cell key (issue 26).
+    assert result["perturbed"] is True
+    np.testing.assert_allclose(shown[mask], expected[mask], atol=2)
     assert AnalysisJob.objects.filter(kind="change").count() == 1

@@ -279,7 +279,8 @@ def test_cost_refusals_read_in_plain_words_with_the_figures_as_a_footnote(
     assert "<li>Welche Einwohner: " in errors and '<small class="footnote">(' in errors, errors
     assert not AnalysisJob.objects.exists()
     assert footnoted("Ask for fewer quotas (for example one per band). (Figures: 3 (of 4).)") == (
-        "Ask for fewer quotas (for example one per band).", "(Figures: 3 (of 4).)"
+        "Ask for fewer quotas (for example one per band).",
+        "(Figures: 3 (of 4).)",
     )
     assert footnoted("quotas 1 and 2 conflict (sex)") == ("quotas 1 and 2 conflict (sex)", "")
 

@@ -530,3 +530,47 @@ def test_the_report_shows_each_published_change(
     assert "Wie sich Meinungen verändert haben: support" in german
     document = world.analyst.get(url, {"format": "json"}).json()
     assert document["changes"][0]["result"]["paired"] == PAIRED
+
+
+def test_a_change_of_exact_answers_publishes_the_cell_key_counts(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """Both answers collected undistorted (a register, issue 26): each transition cell is
+    published as its cell-key perturbed count (within 2 of the truth), never exactly."""
+    analyst = client_for("north", "analyst")
+    organisation = Organisation.objects.get(slug="north")
+    consultation = consultation_create(organisation=organisation, title="Register", actor="tests")
+    exact = [{"key": "support", "type": "nominal", "categories": list(SUPPORT),
+              "mechanism": {"name": "none"}}]  # fmt: skip
+    before = _survey(organisation, consultation, "opinion", "Before", exact)
+    after = _survey(organisation, consultation, "opinion", "After", exact)
+    rng = np.random.default_rng(26)
+    b, a = simulate_transitions(400, TRUTH, rng=rng)
+    refs = [f"r-{i:03d}" for i in range(400)]
+    for survey, codes in ((before, b), (after, a)):
+        responses_submit_bulk(
+            survey=survey,
+            responses=[
+                {"participant": ref, "answers": {"support": SUPPORT[c]}}
+                for ref, c in zip(refs, codes, strict=True)
+            ],
+            actor="tests",
+        )
+    body = {"survey": before.pk, "kind": "change", "after": after.pk, "attribute": "support"}
+    with django_capture_on_commit_callbacks(execute=True):
+        created = analyst.post(URL, body, format="json").json()
+    result = analyst.get(created["url"]).json()["result"]
+    assert result["perturbed"] is True
+    truth = _true_table(b, a)
+    keys = dict(
+        Response.objects.filter(survey=before).values_list("participant__reference", "record_key")
+    )
+    for i in range(3):
+        for j in range(3):
+            in_cell = [ref for ref, x, y in zip(refs, b, a, strict=True) if (x, y) == (i, j)]
+            key_sum = sum(int(keys[ref]) for ref in in_cell)
+            published = cellkey.perturbed_count(int(truth[i, j]), key_sum)
+            assert result["transitions"][i][j] == published, (i, j)
+            assert result["transitions_ci95"][i][j] == [published - 2, published + 2]
+    shown = np.array(result["transitions"], dtype=float)
+    assert result["before"] == pytest.approx(list(shown.sum(axis=1) / shown.sum()))
