@@ -12,6 +12,7 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from consultations.actors import audit_actor
+from consultations.admin_filters import labelled_filter
 from consultations.models import (
     ApiKey,
     AuditEvent,
@@ -110,21 +111,37 @@ class OrganisationAdmin(admin.ModelAdmin):
         forget_allowed_origins()
 
 
+# A key's role in the organiser's language (the model's choices are the API's words).
+ROLES = {"portal": _("portal (sends residents' answers)"), "analyst": _("analyst (reads results)")}
+
+
+def role_label(role: str) -> str:
+    return str(ROLES.get(role, role))
+
+
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
     list_display = [
         "prefix",
         "organisation",
-        "role",
+        "role_shown",
         "name",
         "created_at",
         "expires_at",
         "revoked_at",
     ]
-    list_filter = ["role", "organisation", ("revoked_at", admin.EmptyFieldListFilter)]
+    list_filter = [
+        ("role", labelled_filter(role_label)),
+        "organisation",
+        ("revoked_at", admin.EmptyFieldListFilter),
+    ]
     search_fields = ["prefix", "name", "organisation__slug"]
     readonly_fields = ["prefix", "hashed_key", "created_at", "revoked_at"]
     actions = ["revoke"]
+
+    @admin.display(description=_("role"), ordering="role")
+    def role_shown(self, key: ApiKey) -> str:
+        return role_label(key.role)
 
     def get_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> list[str]:
         if obj is None:  # the key itself is generated, never typed in

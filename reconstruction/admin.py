@@ -13,12 +13,12 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from consultations.admin import staff_actor
+from consultations.admin_filters import labelled_filter
 from core.messages import localise_result, translate_notes
 from reconstruction import registry, result_view
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
 from reconstruction.services import report_create
 from surveys.admin import SurveyAdmin
-from surveys.admin_filters import labelled_filter
 from surveys.models import Survey
 from surveys.retention import SurveyPurged
 

@@ -17,11 +17,11 @@ from django.urls import path
 from django.utils.translation import gettext_lazy as _
 
 from consultations.admin import staff_actor
+from consultations.admin_filters import labelled_filter
 from consultations.admin_scoping import scope_queryset
 from consultations.models import Consultation
 from core.errors import SurveyDomainError
 from surveys import services
-from surveys.admin_filters import labelled_filter
 from surveys.admin_retention import SurveyPurgeActionMixin
 from surveys.builder import mechanism_previews, problems_text, question_card, question_preview
 from surveys.builder_forms import card_fieldsets, question_form_for

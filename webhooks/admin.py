@@ -8,6 +8,7 @@ from django import forms
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
+from consultations.admin_filters import labelled_filter
 from core.messages import translate
 from webhooks import services
 from webhooks.models import EVENTS, Delivery, Webhook
@@ -64,11 +65,24 @@ class WebhookAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
 
 
+# A delivery's status in the organiser's language (the model's choices are the API's words).
+DELIVERY_STATUS = {"pending": _("waiting"), "succeeded": _("delivered"), "failed": _("failed")}
+
+
+def delivery_status_label(status: str) -> str:
+    return str(DELIVERY_STATUS.get(status, status))
+
+
 @admin.register(Delivery)
 class DeliveryAdmin(admin.ModelAdmin):
-    list_display = ["event", "webhook", "status", "attempts", "response_status", "created_at"]
-    list_filter = ["status", "event"]
-    readonly_fields = ["webhook", "event", "payload", "status", "attempts", "response_status",
+    list_display = ["event", "webhook", "status_shown", "attempts", "response_status", "created_at"]
+    list_filter = [("status", labelled_filter(delivery_status_label)), "event"]
+
+    @admin.display(description=_("status"), ordering="status")
+    def status_shown(self, delivery: Delivery) -> str:
+        return delivery_status_label(delivery.status)
+
+    readonly_fields = ["webhook", "event", "payload", "status_shown", "attempts", "response_status",
                        "error_text", "created_at", "delivered_at"]  # fmt: skip
 
     def has_add_permission(self, request: Any) -> bool:

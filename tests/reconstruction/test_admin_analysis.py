@@ -182,6 +182,12 @@ def test_changelist_filters_say_statuses_and_kinds_in_the_organisers_language(
     assert "offen" in rows and ">open<" not in rows
     responses = staff.get("/admin/surveys/response/", HTTP_ACCEPT_LANGUAGE="pl").content.decode()
     assert "zamknięta" in _filter(responses) and ">closed<" not in _filter(responses)
+    # Webhook deliveries and API keys too.
+    deliveries = staff.get("/admin/webhooks/delivery/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "zugestellt" in _filter(deliveries) and ">succeeded<" not in _filter(deliveries)
+    keys = staff.get("/admin/consultations/apikey/", HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "Portal (sendet die Antworten der Einwohner)" in _filter(keys)
+    assert ">portal<" not in _filter(keys)
 
 
 def test_result_pages_link_every_export_and_reports_their_zip(
