@@ -125,6 +125,16 @@ def check_sql_equals_numpy(
     np.add.at(sums, (columns["sex"].astype(int), bins), columns["score"])
     np.add.at(squares, (columns["sex"].astype(int), bins), columns["score"] ** 2)
     np.testing.assert_array_equal(counted.counts, expected)
+    # The same GROUP BY, occupied cells only (a panel's type count reads it).
+    cells, occupied = statistics.occupied_cells(
+        opinion,
+        [statistics.Axis(questions["sex"]), statistics.Axis(questions["age"], cut)],
+        using=using,
+    )
+    dense = np.zeros(shape)
+    dense[tuple(cells.T)] = occupied
+    np.testing.assert_array_equal(dense, expected)
+    assert cells.shape == (int((expected > 0).sum()), 2) and bool((occupied > 0).all())
     assert counted.sums is not None and counted.squares is not None
     np.testing.assert_allclose(counted.sums, sums, rtol=1e-9, atol=1e-6)
     np.testing.assert_allclose(counted.squares, squares, rtol=1e-9, atol=1e-6)
