@@ -19,7 +19,7 @@ from consultations.services import consultation_create, organisation_create
 from reconstruction.models import AnalysisJob
 from surveys.models import Survey
 from surveys.services import responses_submit_bulk
-from tests.browser.admin_pages import fill_card
+from tests.browser.admin_pages import fill_card, fill_quota
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -128,6 +128,14 @@ def test_organiser_builds_a_survey_and_asks_for_an_analysis(organiser, live_serv
     assert "method" in summary and job.result["method"] in summary
     assert "CSV" in page.inner_text("#analysis-result")
     shot(page, tour_dir, "04-analysis-result.png")
+
+    # The panel form: quotas built like the conditions (answers ticked, or numbers).
+    page.goto(f"{live_server.url}/admin/reconstruction/analysisjob/panel/?survey={survey.pk}")
+    page.wait_for_selector("#panel-form")
+    page.fill("#id_size", "20")
+    fill_quota(page, 0, "hours", 6, 12, answers=["19:00", "21:00"])
+    fill_quota(page, 1, "age", 4, 10, op="between", number=30, up_to=60)
+    shot(page, tour_dir, "05-panel-form.png")
     # The organisers' tour page shows exactly the screenshots this test takes (committed).
     readme = (REPO / "docs" / "organisers" / "tour.md").read_text()
     referenced = set(re.findall(r"\]\(\.\./tour/([\w.-]+\.png)\)", readme))
