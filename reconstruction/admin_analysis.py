@@ -292,10 +292,13 @@ def request_panel_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> H
                     for message in _flatten(exc.errors, labels=labels):
                         form.add_error(None, message)
                 else:
-                    model_admin.message_user(
-                        request, _("Panel %(id)s was queued.") % {"id": job.pk},
-                        messages.SUCCESS,
-                    )  # fmt: skip
+                    # As for analyses: a banner only while the job waits.
+                    job.refresh_from_db(fields=["status"])
+                    if job.status not in job.FINISHED:
+                        model_admin.message_user(
+                            request, _("Panel %(id)s was queued.") % {"id": job.pk},
+                            messages.SUCCESS,
+                        )  # fmt: skip
                     return HttpResponseRedirect(
                         reverse("admin:reconstruction_analysisjob_change", args=[job.pk])
                     )

@@ -112,6 +112,7 @@ def test_quotas_are_built_added_and_removed_with_widgets(
          "min": 6, "max": 12},
     ]  # fmt: skip
     assert page.locator("#panel-quotas tbody tr").count() == 2
+    assert page.locator(".messagelist").count() == 0  # no "was queued" once drawn
     # The report links every download of the panel's table (CSV, ZIP, XLSX).
     formats = page.locator("#result-downloads a[href*='format=']").evaluate_all(
         "links => links.map((a) => a.href.split('format=')[1])"

@@ -245,6 +245,7 @@ def test_the_panel_form_builds_quotas_from_widgets_not_typed_syntax(
     assert response.status_code == 302, response.content.decode()[-3000:]
     job = AnalysisJob.objects.get()
     assert job.spec["where"] == [{"attribute": "age", "op": "between", "value": [18.0, 95.0]}]
+    assert 'id="panel-report"' in staff.get(response["Location"]).content.decode()
     assert job.spec["quotas"] == [
         {"where": [{"attribute": "visits", "op": "in", "value": ["some", "many"]}],
          "min": 3, "max": 8},
