@@ -22,19 +22,45 @@ KEY_SUM = "SUM(COALESCE({alias}.record_key, 0))"
 exact and independent of the order the database adds in (``privacy.mechanisms.cellkey``)."""
 
 
-def _keyed_joins(
-    survey: Survey, questions: Sequence[Question], *, using: str = "default"
-) -> tuple[str, list[Any], str]:
-    """:func:`surveys.joins._joins` with the responses' record keys: ``(sql, params, key
-    sum expression)``. On the fast path (the survey's own questions) the response row of
-    each counted answer is joined by its primary key."""
+def _keyed_sql(
+    survey: Survey,
+    questions: Sequence[Question],
+    columns: Sequence[tuple[str, str]],
+    clauses: Sequence[str],
+    *,
+    group: bool = False,
+    using: str = "default",
+) -> tuple[str, list[Any]]:
+    """An aggregate of the rows meeting ``clauses`` with the responses' record keys summed
+    last: ``SELECT <outer columns>, <key sum>`` (``group``: grouped by the first column).
+
+    ``columns`` holds ``(inner expression, outer expression)`` pairs: the inner one over
+    the answers' aliases, the outer one over ``c.c0``, ``c.c1``, ... On the fast path (the
+    survey's own questions) the answers are filtered first, in a subquery PostgreSQL may
+    not flatten (``OFFSET 0``), and only the rows left are joined to their responses by
+    primary key (the covering index ``response_record_key``): the planner, left free,
+    joined every row of the first condition before the others had filtered it
+    (bench/bench_cellkey.py scale).
+    """
     joins, params = _joins(survey, questions, using=using)
-    if joins.startswith(f"FROM {_RESPONSE} r "):
-        return joins, params, KEY_SUM.format(alias="r")
-    where = "WHERE a0.question_id = %s"
-    assert joins.count(where) == 1
-    joins = joins.replace(where, f"JOIN {_RESPONSE} rk ON rk.id = a0.response_id {where}")
-    return joins, params, KEY_SUM.format(alias="rk")
+    filtered = "".join(f" AND {c}" for c in clauses)
+
+    def select(names: Sequence[str]) -> str:
+        names_of = {f"c{n}": name for n, name in enumerate(names)}
+        return "".join(f"{o.format(**names_of)}, " for _, o in columns)
+
+    if joins.startswith(f"FROM {_RESPONSE} r "):  # the response rows are joined already
+        sql = f"SELECT {select([i for i, _ in columns])}{KEY_SUM.format(alias='r')} {joins}"
+        return sql + filtered + (" GROUP BY 1" if group else ""), params
+    prefix = select([f"c.c{n}" for n in range(len(columns))])
+    inner = "".join(f"{i} AS c{n}, " for n, (i, _) in enumerate(columns))
+    fence = " OFFSET 0" if connections[using].vendor == "postgresql" else ""
+    sql = (
+        f"SELECT {prefix}{KEY_SUM.format(alias='rk')} FROM "
+        f"(SELECT {inner}a0.response_id AS rid {joins}{filtered}{fence}) c "
+        f"JOIN {_RESPONSE} rk ON rk.id = c.rid"
+    )
+    return sql + (" GROUP BY 1" if group else ""), params
 
 
 def condition_count(
@@ -80,19 +106,21 @@ def condition_moments(
     ``lte``, ``between`` (``[t1, t2)``).
     """
     named = list(questions) + [q for q, _, _ in where] + ([target] if target is not None else [])
-    if keys:
-        joins, params, key_sum = _keyed_joins(survey, named, using=using)
-    else:
-        joins, params = _joins(survey, named, using=using)
     aliases = _aliases(named)
     clauses, values = _where_clauses(aliases, where)
-    moments = ""
-    if target is not None:
-        column = f"{aliases[target.pk]}.value"
-        moments = f", SUM({column}), SUM({column} * {column})"
     if keys:
-        moments += f", {key_sum}"
-    sql = f"SELECT COUNT(*){moments} {joins}" + "".join(f" AND {c}" for c in clauses)
+        columns = [("1", "COUNT(*)")]
+        if target is not None:
+            column = f"{aliases[target.pk]}.value"
+            columns += [(column, "SUM({c1})"), (f"{column} * {column}", "SUM({c2})")]
+        sql, params = _keyed_sql(survey, named, columns, clauses, using=using)
+    else:
+        joins, params = _joins(survey, named, using=using)
+        moments = ""
+        if target is not None:
+            column = f"{aliases[target.pk]}.value"
+            moments = f", SUM({column}), SUM({column} * {column})"
+        sql = f"SELECT COUNT(*){moments} {joins}" + "".join(f" AND {c}" for c in clauses)
     with connections[using].cursor() as cursor:
         cursor.execute(sql, params + values)
         row = cursor.fetchone()
@@ -141,7 +169,6 @@ def condition_key_cells(
     if not target.is_discrete and inner_edges is None:
         raise ValueError("a continuous question's keyed cells need the inner edges of its cells")
     named = list(questions) + [q for q, _, _ in where] + [target]
-    joins, params, key_sum = _keyed_joins(survey, named, using=using)
     aliases = _aliases(named)
     clauses, values = _where_clauses(aliases, where)
     if target.is_discrete:
@@ -152,11 +179,8 @@ def condition_key_cells(
         vendor = connections[using].vendor
         cell, cell_params = _bucket(f"{aliases[target.pk]}.value", edges, vendor)
         size = int(edges.size) + 1
-    sql = (
-        f"SELECT {cell}, COUNT(*), {key_sum} {joins}"
-        + "".join(f" AND {c}" for c in clauses)
-        + " GROUP BY 1"
-    )
+    columns = [(cell, "{c0}"), ("1", "COUNT(*)")]
+    sql, params = _keyed_sql(survey, named, columns, clauses, group=True, using=using)
     counts = np.zeros(size, dtype=np.int64)
     key_sums = [0] * size
     with connections[using].cursor() as cursor:

@@ -180,6 +180,26 @@ def attack_2_distribution_within_owners(world: World) -> float | None:
     return value(owners) - value(others)
 
 
+def attack_2_age_histograms(world: World) -> dict[str, float] | None:
+    """An exact age histogram overall minus the same within N, S, E and W: C's residents
+    by age (1 at each age from 20 to 57) where both show a cell."""
+    overall = run(world, world.body("distribution", attribute="age"))
+    outside = run(
+        world,
+        world.body("distribution", attribute="age", where=[is_in("district", *"NSEW")]),
+    )
+    if not (overall.exact and outside.exact):
+        return None  # refused, or perturbed cells: differences carry two unknown moves
+    assert overall.result is not None and outside.result is not None
+    small = {}
+    for interval, a, b in zip(
+        overall.result["intervals"], overall.result["counts"], outside.result["counts"], strict=True
+    ):
+        if a is not None and b is not None and a - b < THRESHOLD:
+            small[str(interval)] = a - b
+    return small or None
+
+
 def attack_3_means(world: World) -> float | None:
     """Means over the tracker's groups: the sum of the hidden cell's ages (190: both 95)."""
 
@@ -394,6 +414,7 @@ ATTACKS = {
     "1-three-box-tracker": attack_1_three_box_tracker,
     "2-continuous-tracker": attack_2_continuous_tracker,
     "2-distribution-within-owners": attack_2_distribution_within_owners,
+    "2-age-histograms": attack_2_age_histograms,
     "3-means": attack_3_means,
     "4-two-whole-pools": attack_4_two_whole_pools,
     "4-whole-stratum": attack_4_whole_stratum,
