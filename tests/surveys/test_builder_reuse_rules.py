@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from django import forms
 
-from surveys.builder_reuse import HELP, AskAgainField, ask_again, earlier_questions
+from surveys.builder_reuse import (
+    HELP,
+    AskAgainField,
+    AskAgainSelect,
+    ask_again,
+    earlier_questions,
+)
 from tests.factories import consultation_factory, survey_factory
 
 SEX = {"key": "sex", "text": "Sex", "type": "binary", "categories": ["F", "M"],
@@ -104,3 +110,50 @@ def test_asking_a_continuous_question_without_a_step_again_keeps_its_grid_only(t
         "mechanism": {"name": "additive_laplace", "scale": 500},
         "reuse": {"survey": first.pk, "question": "income"},
     }  # fmt: skip
+
+
+def test_the_offer_follows_the_question_order_not_the_order_rows_were_stored_in(tenant):
+    consultation = consultation_factory(tenant.organisation)
+    first = survey_factory(consultation, questions=[SITE, SEX], open_it=False)
+    site, sex = first.questions.get(key="site"), first.questions.get(key="sex")
+    # Reordered in place (sex first): the rows keep their ids, only positions change.
+    type(site).objects.filter(pk=site.pk).update(position=99)
+    type(sex).objects.filter(pk=sex.pk).update(position=0)
+    type(site).objects.filter(pk=site.pk).update(position=1)
+    assert [q.key for q in earlier_questions(consultation)] == ["sex", "site"]
+
+
+def test_the_offer_is_read_in_one_query_with_its_surveys(tenant, django_assert_num_queries):
+    consultation = consultation_factory(tenant.organisation)
+    survey_factory(consultation, questions=[SEX, SITE], title="One")
+    survey_factory(consultation, questions=[INCOME], kind="opinion", title="Two")
+    with django_assert_num_queries(1):
+        titles = [q.survey.title for q in earlier_questions(consultation)]
+    assert titles == ["One", "One", "Two"]
+
+
+UMLAUT = {"key": "place", "type": "nominal", "categories": ["Nürnberg", "Łódź", "Köln"],
+          "mechanism": {"name": "negative_uniform"}}  # fmt: skip
+
+
+def test_each_offered_question_carries_what_asking_it_again_sets_on_the_card(tenant):
+    consultation = consultation_factory(tenant.organisation)
+    first = survey_factory(consultation, questions=[UMLAUT, INCOME], title="Spring")
+    form = _field(consultation)()
+    options = {w.data["value"]: w.data["attrs"] for w in form["again"].subwidgets}
+    assert not any(k.startswith("data-") for k in options[""])  # "No: a new question"
+    assert options[f"{first.pk}:place"] == {
+        "data-type": "nominal", "data-mechanism": "negative_uniform",
+        "data-categories": '["Nürnberg", "Łódź", "Köln"]', "data-low": "", "data-high": "",
+    }  # fmt: skip
+    assert options[f"{first.pk}:income"] == {
+        "data-type": "continuous", "data-mechanism": "additive_laplace",
+        "data-categories": "[]", "data-low": "0", "data-high": "20000",
+    }  # fmt: skip
+    # The widget keeps the attributes a form gives it, passed either way.
+    questions = form.fields["again"].questions
+    for widget in (AskAgainSelect({"class": "card"}, questions=questions),
+                   AskAgainSelect(attrs={"class": "card"}, questions=questions)):  # fmt: skip
+        widget.choices = [(f"{first.pk}:place", "Spring · place")]
+        html = widget.render("again", "")
+        assert 'class="card"' in html and 'data-type="nominal"' in html
