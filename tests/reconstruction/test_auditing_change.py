@@ -19,8 +19,8 @@ WHERE = [{"attribute": "sex", "op": "in", "value": ["m", "d"]}]
 PAYLOAD = {
     "group_size": 40.0,
     "group_ci95": [35.0, 45.0],
-    "transitions": [[20.0, None], [6.0, 14.0]],
-    "transitions_ci95": [[[17.0, 23.0], None], [[5.0, 8.0], [11.0, 17.0]]],
+    "transitions": [[None, 20.0], [6.0, 14.0]],
+    "transitions_ci95": [[None, [17.0, 23.0]], [[5.0, 8.0], [11.0, 17.0]]],
 }
 
 
@@ -39,8 +39,8 @@ def test_a_change_publishes_its_group_and_each_shown_transition_cell() -> None:
 
     assert _change(PAYLOAD, WHERE) == [
         Published(Box.of([group]), 40.0, 35.0, 45.0),
-        Published(cell(0, 0), 20.0, 17.0, 23.0),  # yes -> yes
-        Published(cell(1, 0), 6.0, 5.0, 8.0),  # no -> yes (yes -> no is hidden)
+        Published(cell(0, 1), 20.0, 17.0, 23.0),  # yes -> no (yes -> yes is hidden)
+        Published(cell(1, 0), 6.0, 5.0, 8.0),  # no -> yes
         Published(cell(1, 1), 14.0, 11.0, 17.0),
     ]
 
@@ -53,8 +53,9 @@ def test_without_a_condition_or_a_group_size_only_the_cells_are_published() -> N
 
 
 def test_a_change_whose_after_question_is_unknown_is_named() -> None:
-    with pytest.raises(base.UnknownAttribute):
+    with pytest.raises(base.UnknownAttribute) as unknown:
         _change(PAYLOAD, after_attribute="mood")
+    assert unknown.value.args == ("mood@after",)
     with pytest.raises(base.UnknownAttribute):
         auditing.results_of(
             "change",
