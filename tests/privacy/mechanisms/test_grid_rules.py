@@ -13,13 +13,18 @@ import pytest
 from privacy.mechanisms.grid import (
     SNAP,
     DiscreteGaussian,
+    DiscreteLaplace,
+    DiscreteStaircase,
+    DiscreteUniform,
     Grid,
     GridGaussian,
     GridLaplace,
     GridRetention,
     GridStaircase,
     GridUniform,
+    PointMass,
     decimal,
+    default_resolution,
     grid_noise,
     staircase_steps,
 )
@@ -105,7 +110,7 @@ def test_grid_noise_leaves_no_noise_alone_and_refuses_a_resolution_that_is_no_st
     for bad in (0.0, -0.5, math.inf, math.nan):
         with pytest.raises(InputError) as caught:
             grid_noise(AdditiveLaplace(1.0), 0.0, bad)
-        assert "resolution" in str(caught.value) and repr(bad) in str(caught.value)
+        assert str(caught.value) == f"resolution must be > 0 and finite, got {bad!r}"
 
 
 def test_each_grid_models_scheme_publishes_its_law_in_exact_grid_steps():
@@ -163,3 +168,94 @@ def test_the_reported_indices_cover_the_range_and_the_noises_spread_in_whole_ste
     # Uniform noise: at least its half-width in steps.
     uniform = GridUniform(3.0, origin=0.0, resolution=0.5)
     assert uniform.index_bounds(0.0, 10.0) == (-6, 26)
+
+
+def _fresh_laws():
+    # Built inside each test: a law caches its tables on first use, so instances made at
+    # import (test_grid.py's LAWS) would keep tables computed before a change to the code.
+    return [
+        PointMass(),
+        DiscreteLaplace(Fraction(5, 2)),
+        DiscreteGaussian(Fraction(9, 4)),
+        DiscreteGaussian(Fraction(1, 400)),  # sigma 0.05: narrower than a step
+        DiscreteUniform(3),
+        DiscreteStaircase(Fraction(1), 6, 2),
+        DiscreteStaircase(Fraction(1, 2), 2, 1),  # d = r + 1
+        DiscreteStaircase(Fraction(4), 1, 1),  # r = d
+    ]
+
+
+def _mass(law, k):
+    k = np.abs(np.asarray(k, dtype=np.float64))
+    if isinstance(law, PointMass):
+        return (k == 0).astype(float)
+    if isinstance(law, DiscreteLaplace):
+        return np.exp(-k / float(law.t))
+    if isinstance(law, DiscreteGaussian):
+        return np.exp(-k * k / (2 * float(law.sigma2)))
+    if isinstance(law, DiscreteUniform):
+        return (k <= law.half).astype(float)
+    j, r = np.floor(k / law.d), k % law.d
+    return np.exp(-float(law.epsilon) * (j + (r >= law.r)))
+
+
+def test_each_laws_tails_are_its_mass_function_computed_afresh():
+    k = np.arange(-300, 301)
+    s = np.arange(1, 40, dtype=float)
+    for law in _fresh_laws():
+        p = _mass(law, k) / _mass(law, k).sum()
+        tails = np.array([p[k >= v].sum() for v in s])
+        np.testing.assert_allclose(law.tail(s), tails, rtol=1e-9, atol=1e-15, err_msg=repr(law))
+        np.testing.assert_allclose(
+            law.tail2(s), [((k - v + 1) * p)[k >= v].sum() for v in s], rtol=1e-9, atol=1e-15
+        )
+        assert law.std == pytest.approx(math.sqrt((k * k * p).sum()), rel=1e-9, abs=1e-15)
+    # sigma 0.05: P(K >= 1) is exp(-200) over the total, a number, not 0.
+    narrow = DiscreteGaussian(Fraction(1, 400))
+    assert narrow.tail(np.array([1.0]))[0] == pytest.approx(math.exp(-200), rel=1e-12)
+
+
+def test_each_laws_sampler_keeps_the_shape_asked_for_and_draws_whole_steps():
+    rng = np.random.default_rng(4)
+    for law in _fresh_laws():
+        draws = law.sample((3, 4000), rng)
+        assert draws.shape == (3, 4000) and draws.dtype == np.float64, repr(law)
+        assert np.all(draws == np.rint(draws))
+        assert law.tail(np.ones((2, 3))).shape == (2, 3)
+        assert law.tail2(np.ones((2, 3))).shape == (2, 3)
+
+
+def test_the_staircase_sampler_with_one_step_above_the_inner_ones_follows_its_law():
+    # d = 2, r = 1: magnitudes 2j (inner) and 2j + 1 (outer); never 2j + 2 from one stair.
+    law = DiscreteStaircase(Fraction(1, 2), 2, 1)
+    rng = np.random.default_rng(9)
+    draws = law.sample((40_000,), rng)
+    k = np.arange(-12, 13)
+    p = _mass(law, np.arange(-400, 401))
+    p = p / p.sum()
+    expected = p[388:413] * draws.size
+    observed = np.array([(draws == v).sum() for v in k])
+    statistic = float(((observed - expected) ** 2 / expected).sum())
+    assert statistic < 60.0, statistic  # chi-square with 24 degrees of freedom: p < 1e-4
+
+
+def test_retention_on_the_grid_keeps_the_share_it_says():
+    model = GridRetention(0.5, 16.0, 100.0, origin=16.0, resolution=0.5)
+    rng = np.random.default_rng(12)
+    reports = model.distort(np.full(8000, 50.0), rng)
+    kept = float(np.mean(reports == 50.0))  # kept, or drawn as 50.0 (1 in 169)
+    assert kept == pytest.approx(0.5 + 0.5 / 169, abs=0.03)
+
+
+def test_the_staircase_grid_covers_the_range_in_grid_units():
+    # Sensitivity 2 on a grid of 0.5 is d = 4 steps: it covers a range of width 2.
+    model = GridStaircase(1.0, 2.0, origin=0.0, resolution=0.5)
+    assert model.local_epsilon(0.0, 2.0) == 1.0
+    assert model.local_epsilon(0.0, 2.5) is None
+
+
+def test_the_default_resolution_when_the_range_is_a_power_of_ten_or_not_exact_in_doubles():
+    assert default_resolution(0, 10_000, None) == 1.0  # 10^4 steps of 1, not 10^5 of 0.1
+    assert default_resolution(0, 10, None) == 0.001
+    # 0.3 / 1e-5 is 29999.999999999996 in doubles: still a whole number of 1e-5.
+    assert default_resolution(0, 0.3, None) == 1e-5
