@@ -259,3 +259,26 @@ def test_the_default_resolution_when_the_range_is_a_power_of_ten_or_not_exact_in
     assert default_resolution(0, 10, None) == 0.001
     # 0.3 / 1e-5 is 29999.999999999996 in doubles: still a whole number of 1e-5.
     assert default_resolution(0, 0.3, None) == 1e-5
+
+
+def test_float32_input_gives_the_grid_and_the_channels_of_its_float64_values():
+    # float32 minus a Python float stays float32 in numpy 2: the grid's arithmetic must be
+    # done on the values as float64, or the positions lose their last bits.
+    grid = Grid(16.0, 0.001)
+    x32 = np.array([16.3, 57.123, 99.9], dtype=np.float32)
+    x64 = x32.astype(np.float64)
+    np.testing.assert_array_equal(grid.position(x32), grid.position(x64))
+    np.testing.assert_array_equal(grid.first_at_or_above(x32), grid.first_at_or_above(x64))
+    model = GridLaplace(2.5, origin=16.0, resolution=0.001)
+    edges = np.array([0.0, 30.0, 60.0, 120.0])
+    np.testing.assert_array_equal(model.point_channel(x32, edges), model.point_channel(x64, edges))
+
+
+def test_bad_edges_are_named_by_which_edges_they_are():
+    model = GridLaplace(2.5, origin=16.0, resolution=0.5)
+    with pytest.raises(ValueError, match=r"^reported_edges must be strictly increasing"):
+        model.point_channel([20.0], [30.0, 20.0, 40.0])
+    with pytest.raises(ValueError, match=r"^true_edges must be strictly increasing"):
+        model.interval_channel([30.0, 20.0, 40.0], [0.0, 50.0, 100.0])
+    with pytest.raises(ValueError, match=r"^reported_edges must be strictly increasing"):
+        model.interval_channel([0.0, 50.0, 100.0], [30.0, 20.0, 40.0])
