@@ -39,6 +39,10 @@ def test_a_panel_meets_a_band_within_the_solvers_tolerance_and_not_beyond():
     assert not problem([2 + beyond, 0], [4, 4]).meets(panel)
     assert problem([0, 0], [4, 2 - inside]).meets(panel)
     assert not problem([0, 0], [4, 2 - beyond]).meets(panel)
+    # Exactly at the tolerance (in doubles (2 + 1e-6) - 1e-6 and (2 - 1e-6) + 1e-6 are 2):
+    # the band is met, as HiGHS' feasibility tolerance is inclusive.
+    assert problem([2 + _MEETS_TOL, 0], [4, 4]).meets(panel)
+    assert problem([0, 0], [4, 2 - _MEETS_TOL]).meets(panel)
 
 
 def test_only_the_active_quotas_are_checked():
@@ -62,6 +66,7 @@ def test_find_returns_a_panel_that_meets_the_bands_or_none_when_there_is_none():
     assert none.decide() is False and not none.feasible()
     ok, panel = none.find(np.array([False, True]))
     assert ok is True and none.meets(panel, np.array([False, True]))
+    assert none.decide(np.array([False, True])) is True
 
 
 def _hard() -> _Problem:
