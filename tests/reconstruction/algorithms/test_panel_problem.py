@@ -40,7 +40,7 @@ def test_a_panel_meets_a_band_within_the_solvers_tolerance_and_not_beyond():
     assert problem([0, 0], [4, 2 - inside]).meets(panel)
     assert not problem([0, 0], [4, 2 - beyond]).meets(panel)
     # Exactly at the tolerance (in doubles (2 + 1e-6) - 1e-6 and (2 - 1e-6) + 1e-6 are 2):
-    # the band is met, as HiGHS' feasibility tolerance is inclusive.
+    # "within" the tolerance includes its edge: the band is met.
     assert problem([2 + _MEETS_TOL, 0], [4, 4]).meets(panel)
     assert problem([0, 0], [4, 2 - _MEETS_TOL]).meets(panel)
 
