@@ -1,6 +1,7 @@
-"""What a published change (issue 29) puts into the query audit: its condition's group and
-each shown transition cell, a box over the before and the after answer (issue 33: the
-change kind's ``published``, mutation-tested like the other kinds'). No database."""
+"""What a published change (issue 29) puts into the query audit: its condition's group,
+each shown transition cell (a box over the before and the after answer), and for a change
+of every pair the pairs and the before-only residents (issue 33: the change kind's
+``published``, mutation-tested like the other kinds'). No database."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from reconstruction.kinds import base
 
 SEX = SimpleNamespace(categories=["f", "m", "d"], is_discrete=True, n_categories=3, range_high=None)
 VIEW = SimpleNamespace(categories=["yes", "no"], is_discrete=True, n_categories=2, range_high=None)
-QUESTIONS = {"sex": SEX, "view": VIEW, "view@after": VIEW}
+# The after survey's question as the audit places it (change.AfterAnswer, under
+# change.audit_name): a category more, "no answer after".
+AFTER = SimpleNamespace(categories=["yes", "no"], is_discrete=True, n_categories=3, range_high=None)
+QUESTIONS = {"sex": SEX, "view": VIEW, "view@survey7": AFTER}
 WHERE = [{"attribute": "sex", "op": "in", "value": ["m", "d"]}]
 PAYLOAD = {
     "group_size": 40.0,
@@ -35,7 +39,7 @@ def test_a_change_publishes_its_group_and_each_shown_transition_cell() -> None:
     group = ("sex", "in", {1, 2})
 
     def cell(i: int, j: int) -> Box:
-        return Box.of([group, ("view", "in", {i}), ("view@after", "in", {j})])
+        return Box.of([group, ("view", "in", {i}), ("view@survey7", "in", {j})])
 
     assert _change(PAYLOAD, WHERE) == [
         Published(Box.of([group]), 40.0, 35.0, 45.0),
@@ -61,5 +65,21 @@ def test_a_change_whose_after_question_is_unknown_is_named() -> None:
             "change",
             {"kind": "change", "attribute": "sex", "after": 7, "where": []},
             PAYLOAD,
-            {"view": VIEW, "view@after": VIEW},
+            {"view": VIEW, "view@survey7": AFTER},
         )
+
+
+def test_a_change_of_every_pair_publishes_its_pairs_and_the_before_only_exactly() -> None:
+    # The audit's population is the before survey's respondents; the after question gets
+    # a category more, code 2 here ("no answer after"): 100 answered before only, and the
+    # 3,000 pairs are everyone with an after answer (codes 0 and 1).
+    payload = {**PAYLOAD, "before_only": 100, "paired": 3000}
+    results = _change(payload)
+    assert results[-2:] == [
+        Published.exact(Box.of([("view@survey7", "in", {2})]), 100.0),
+        Published.exact(Box.of([("view@survey7", "in", {0, 1})]), 3000.0),
+    ]
+    assert len(results) == 5
+    # A panel's change counts its members only: neither is published.
+    spec = {"kind": "change", "attribute": "view", "after": 7, "where": [], "panel": 4}
+    assert len(auditing.results_of("change", spec, payload, QUESTIONS)) == 3
