@@ -266,6 +266,17 @@ def not_run(row: dict[str, object]) -> str:
 
 
 def write_results(rows: dict[str, dict[str, object]], threshold: float, run_info: str) -> Path:
+    """Merge ``rows`` into today's results file, under a lock: runs of different modules
+    may end at the same moment (niced runs do not queue for the machine)."""
+    import fcntl
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    with open(WORK / "results.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _write_results(rows, threshold, run_info)
+
+
+def _write_results(rows: dict[str, dict[str, object]], threshold: float, run_info: str) -> Path:
     today = dt.datetime.now(dt.UTC).date().isoformat()
     path = RESULTS / f"mutation-{today}.md"
     merged: dict[str, dict[str, object]] = {}
