@@ -314,8 +314,8 @@ class Response(models.Model):
             ),
             # The cell-key method's key sums (issue 26) join each counted answer to its
             # response by id: with the key beside the id PostgreSQL reads it from this
-            # index alone (bench/results/bench_cellkey.md: +72-125% on a 10^6 count
-            # without it). Covering indexes are PostgreSQL's; SQLite skips it.
+            # index alone (bench/bench_cellkey.py scale measures it at 10^6). Covering
+            # indexes are PostgreSQL's; SQLite skips it.
             models.Index(fields=["id"], include=["record_key"], name="response_record_key"),
             # The live responses of a survey in id order with their participant: a
             # change's pairs meet their answers in merges of index-only scans
