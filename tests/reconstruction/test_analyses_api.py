@@ -630,7 +630,7 @@ def test_stricter_consultation_thresholds_apply(
 ) -> None:
     boat = [{"attribute": "housing", "op": "in", "value": ["boat"]}]  # 7 residents
     # Record keys that move every housing cell by +2 (issue 26: an exact cell is judged
-    # on what it publishes, so with random keys a cell of 7 is published 6 times in 10).
+    # on what it publishes, so with random keys a cell of 7 is published 7 times in 10).
     strict = world.strict_cell.opinion.pk
     for survey in (world.opinion, strict):
         _keys_moving_every_cell_up(survey, "housing")
