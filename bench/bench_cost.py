@@ -590,6 +590,42 @@ def panels_at_scale(pools: list[tuple[int, int]]) -> Table:
 # ------------------------------------------------------- samples at 10^6 and beyond
 
 
+def _panel_types_at(survey: Any, n: int) -> tuple[float, float, int]:
+    """The request's count of a panel's candidate types (cost.panel_types) for the issue's
+    3 quotas at ``n`` participants, and its GROUP BY alone (seconds, seconds, types). A
+    panel this large is refused before it (its candidates alone cost more than the
+    budget); this measures what the count would cost there."""
+    from reconstruction import cost, pipeline
+    from reconstruction.algorithms.panel import Quota
+    from reconstruction.algorithms.panel import types as engine
+    from reconstruction.kinds.panel import parse_quotas
+    from surveys import statistics
+
+    quotas = [
+        _band("sex", "in", ["F"], 12, 18),
+        _band("district", "in", ["N", "S"], 8, 20),
+        _band("age", "lte", 40, 6, 20),
+    ]
+    spec = {"survey": survey.pk, "kind": "panel", "size": 30, "seed": 1, "quotas": quotas}
+    request = pipeline.resolve(survey, spec).with_participants(n)
+    parsed = [Quota(tuple(w), lo, hi) for w, lo, hi in parse_quotas(request)]
+    began = time.perf_counter()
+    types = cost.panel_types(request, parsed)
+    seconds = time.perf_counter() - began
+    specs = {key: analysis_spec(request, key) for key in ("sex", "district", "age")}
+    bins = engine.type_bins(specs, parsed, [], n)
+    axes = [statistics.Axis(request.questions[key], bins[key]) for key in bins]
+    began = time.perf_counter()
+    statistics.occupied_cells(survey, axes, require=[request.questions[k] for k in bins])
+    return seconds, time.perf_counter() - began, types
+
+
+def analysis_spec(request: Any, key: str) -> Any:
+    from reconstruction import analysis
+
+    return analysis.question_spec(request.questions[key])
+
+
 def sample_cases(survey: int) -> list[tuple[str, dict[str, object]]]:
     """bench_scale's sample of 100 and stratified sample (5 age strata within two
     districts), and a sample in 50 strata (the serializer's most; one-year age bands)."""
@@ -627,6 +663,7 @@ def samples_at_scale(sizes: list[int], repeats: int = 1) -> Table:
     rows: list[tuple[str, int, int, float, str, Any, tuple[int, int, int]]] = []
     rates: list[tuple[int, str, int, float, int]] = []
     scaled: dict[str, int] = {}  # each case's cost at 10^7 participants
+    edge: list[tuple[int, float, float, int]] = []  # a panel's type count at the request
     with running_services() as env:
         survey_id, _portal, _analyst, scheme = _prepare(env)
         from django.conf import settings
@@ -649,6 +686,8 @@ def samples_at_scale(sizes: list[int], repeats: int = 1) -> Table:
             for what, count_, seconds, sent in reading_rates(survey_id, n)[-1:]:
                 rates.append((n, what, count_, seconds, sent))
                 print(f"  reading: {what}: {1e6 * seconds / count_:.3f} us", flush=True)
+            edge.append((n, *_panel_types_at(survey, n)))
+            print(f"  a panel's request-time type count: {edge[-1]}", flush=True)
             for label, spec in sample_cases(survey_id):
                 request = pipeline.validate_request(survey, spec, count=False)
                 exact = replace(request, participants=n)
@@ -685,6 +724,15 @@ def samples_at_scale(sizes: list[int], repeats: int = 1) -> Table:
     )
     for n, what, count_, seconds, sent in rates:
         _rate_row(out, what, count_, seconds, sent, budget, at=f"{n:,}: ")
+    for n, seconds, sql, types in edge:
+        out.add(
+            f"{n:,}: a panel's candidate types counted at the request (30 seats, quotas sex, "
+            f"district N+S, age <= 40: {types:,} types)",
+            seconds,
+            unit="s",
+            baseline=f"{sql:.2f} s of it the GROUP BY of occupied cells",
+            baseline_name="same request",
+        )
     first: dict[str, float] = {}
     for label, n, units, seconds, status, stages, model in rows:
         per = seconds / n
