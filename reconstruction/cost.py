@@ -161,8 +161,8 @@ STREAM_UNITS = 0.02
 participant ranked in SQL by their position, the wanted cells' rows sent out; the
 candidates themselves are :data:`CANDIDATE_UNITS`): 1.2 microseconds at the budget's 60
 per unit, about twice :data:`READ_UNITS`. bench/bench_cost.py measured a pass over 2
-attributes at 0.84-1.49 microseconds per participant and attribute, candidates included
-(200,000 to 3 x 10^6 participants, load 4-7, 2026-11-27); bench_scale's sample of 100 at
+attributes at 0.47-1.49 microseconds per participant and attribute, candidates included
+(200,000 to 3 x 10^6 participants, load 4-8, 2026-11-27); bench_scale's sample of 100 at
 10^7 took 12.3 s end to end (2026-11-27 13:50-14:00 UTC, load 0.5-5.9), 1.2 microseconds
 per participant for its scan, stream and fit together."""
 
@@ -173,8 +173,8 @@ wants about one reported cell of its condition's table (enough candidates to fil
 quota and the earlier ones'), so it receives about ``participants / cells`` of them, and
 everyone when it has no condition. A sample in 50 one-year age strata receives most of
 the participants 50 times over: bench/bench_cost.py --samples measured about 21
-microseconds per participant (10^6 and 3 x 10^6, load 6-7, 2026-11-27) where bench_scale's
-5 strata within two districts took 3.5."""
+microseconds per participant (24 s at 10^6, 64 s at 3 x 10^6, load 5-8, 2026-11-27) where
+bench_scale's 5 strata within two districts took 3.3 (6.8 s and 13.3 s)."""
 
 
 def _keys_of(conditions: Sequence[ConditionSpec]) -> list[str]:

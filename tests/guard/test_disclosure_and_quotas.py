@@ -232,7 +232,7 @@ def test_the_cost_counts_the_reading_that_grows_with_the_participants(db):
     # bench/bench_cost.py --accepted: a sample of 50 strata judges 50 groups and its 50
     # passes receive most participants 50 times over; its fits are cheap, so the fit-only
     # model accepted it at any size, and it ran for minutes at 10^6 (before one scan and
-    # one stream served every stratum: 48 s at 10^6, 90 s at 3 x 10^6 on a loaded machine,
+    # one stream served every stratum: 24 s at 10^6, 64 s at 3 x 10^6 at load 5-8,
     # bench_cost --samples, issue 32). The reading term refuses it at 3 x 10^6 and keeps
     # it at the demo's size.
     from dataclasses import replace
