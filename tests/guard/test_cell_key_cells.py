@@ -185,3 +185,33 @@ def test_quotas_on_exact_answers_with_large_crossings_show_probabilities(world):
     assert outcome.published, outcome.error
     shown = _probabilities(world, outcome)
     assert "" not in shown and all(0 < float(p) <= 1 for p in shown)
+
+
+def test_a_report_publishes_an_exact_age_question_perturbed(world):
+    """Cells, bands and naive counts of an exact continuous question in a report: each a
+    cell of its own, keyed by its records (the old code printed true counts)."""
+    from reconstruction.models import Report
+
+    response = world.tenant.analyst.post(f"/api/v1/surveys/{world.survey.pk}/reports/")
+    assert response.status_code == 202, response.content
+    report = Report.objects.get()
+    assert report.status == "succeeded", report.error
+    (section,) = [s for s in report.result["questions"] if s["key"] == "age"]
+    reconstructed = section["reconstructed"]
+    assert reconstructed["perturbed"] is True and reconstructed["n"] == 442.0
+    people = _ages()
+    for (low, high), shown in zip(reconstructed["intervals"], reconstructed["counts"], strict=True):
+        if shown is not None:
+            assert shown == _expected(people, low, high)[1]
+    assert section["naive"]["counts"] == reconstructed["counts"]
+    bands = reconstructed["bands"]
+    edges = bands["edges"]
+    shown_bands = 0
+    for j, shown in enumerate(bands["counts"]):
+        if shown is None:
+            continue
+        shown_bands += 1
+        true, published = _expected(people, edges[j], edges[j + 1])
+        assert shown == published and shown - 2 >= exact_attacks.THRESHOLD, (j, true, shown)
+        assert bands["ci95"][j] == [shown - 2, shown + 2]
+    assert shown_bands >= 3
