@@ -12,8 +12,12 @@ No manual VACUUM: the product's own maintenance after the load, as after an inge
 
 Measured end to end (``POST /analyses/`` to ``succeeded``, the median of ``--runs`` after
 one untimed warm-up): the 5x5 change; beside it, in the same run on the same data, a
-distribution of the before question (one survey, one question: the cheapest analysis of
-the same answers). Target (issue 29): the change <= 2 s at 10^6 paired residents.
+distribution of the after question (one survey, one question, 10^6 answers: the
+cheapest analysis of the same answers). Not the before question's: the query audit
+refuses that distribution once the change is published (their difference is, per
+category, the residents who answered the before survey only, whose worst-case interval
+reaches below the threshold; docs/analysts/change.md), and the after survey is audited
+on its own. Target (issue 29): the change <= 2 s at 10^6 paired residents.
 """
 
 from __future__ import annotations
@@ -199,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
             change = {"survey": before_id, "kind": "change", "after": after_id,
                       "attribute": "support"}  # fmt: skip
-            distribution = {"survey": before_id, "kind": "distribution", "attribute": "support"}
+            distribution = {"survey": after_id, "kind": "distribution", "attribute": "support"}
             first, result = timed(conn, analyst, change)  # warm-up (and the product's vacuum)
             print(f"first change: {first:.2f} s, paired {result['paired']:,}", flush=True)
             timed(conn, analyst, distribution)
@@ -222,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         change_s,
         unit="s",
         baseline=statistics.median(figures["distribution"]),
-        baseline_name="distribution of the before question alone, same data, same run",
+        baseline_name="distribution of the after question alone, same data, same run",
         target=f"<= {TARGET:g} s",
         ok=change_s <= TARGET,
     )

@@ -170,7 +170,7 @@ def analyse(world: World, capture: Any, body: dict[str, Any]) -> dict[str, Any]:
         response = world.analyst.post(URL, body, format="json")
     assert response.status_code == 202, response.json()
     job = world.analyst.get(response.json()["url"]).json()
-    assert job["status"] == "succeeded", job
+    assert job["status"] == "succeeded", (job["error"], job)
     return job["result"]
 
 
