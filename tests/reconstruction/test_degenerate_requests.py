@@ -23,7 +23,9 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/analyses/"
-N = 120
+# 6 residents per year of age: every quota group holds at least 18 (an exact group is
+# published only when its cell-key interval, the value +-2, clears the threshold of 5).
+N = 360
 
 
 @pytest.fixture
