@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconstruction import auditing, pipeline
+from reconstruction import auditing, disclosure, pipeline
 from reconstruction.algorithms.audit import Box, Published
 from reconstruction.jobs import JobRefused
 from reconstruction.models import AnalysisJob, Job, Report
@@ -257,3 +257,32 @@ def test_results_of_reads_a_stored_request():
     assert auditing.results_of("count", {"where": []}, count(7), {}) == [
         Published(Box(), 7.0, 7.0, 7.0)
     ]
+
+
+def _publish_sample(organisation, survey, where, payload):
+    new = job(organisation, survey, where, status=Job.Status.RUNNING, kind="sample")
+    spec = {"survey": survey.pk, "kind": "sample", "where": where, "size": 2}
+    auditing.publish(new, pipeline.validate_request(survey, spec, count=False), payload)
+    new.refresh_from_db()
+    return new
+
+
+def pool(value):
+    return {"pool_estimate": float(value), "pool_ci95": [float(value), float(value)]}
+
+
+def test_a_sample_whose_pool_implies_no_small_cell_is_stored(world):
+    organisation, _, survey = world
+    job(organisation, survey, WOMEN, count(12))
+    assert _publish_sample(organisation, survey, DISTRICT_N, pool(5)).status == "succeeded"
+
+
+def test_a_sample_the_audit_refuses_reads_the_samples_refusal_with_the_threshold(world):
+    # 12 women published; a sample of the 10 women outside C would reveal the 2 of C. The
+    # refusal reads as a sample's too-large refusal (issue 26: no pool size, one wording).
+    organisation, _, survey = world
+    job(organisation, survey, WOMEN, count(12))
+    with pytest.raises(JobRefused) as refused:
+        _publish_sample(organisation, survey, WOMEN_NOT_C, pool(10))
+    assert refused.value.message.template == disclosure.sample_refused(5).template
+    assert refused.value.message.params == {"threshold": 5}
