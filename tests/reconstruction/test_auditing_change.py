@@ -83,3 +83,32 @@ def test_a_change_of_every_pair_publishes_its_pairs_and_the_before_only_exactly(
     # A panel's change counts its members only: neither is published.
     spec = {"kind": "change", "attribute": "view", "after": 7, "where": [], "panel": 4}
     assert len(auditing.results_of("change", spec, payload, QUESTIONS)) == 3
+
+
+MOOD = SimpleNamespace(categories=["good", "bad"], is_discrete=True, n_categories=3, range_high=None)
+HOURS = SimpleNamespace(
+    categories=[], is_discrete=False, n_categories=0, range_low=0.0, range_high=60.0
+)
+
+
+def test_a_condition_on_the_after_survey_is_placed_under_its_audit_name() -> None:
+    # "mood@after" is a question of the after survey: the audit names it "mood@survey7"
+    # (its own category "no answer after" is code 2). The pairs are everyone with an
+    # answer to both after questions.
+    questions = {**QUESTIONS, "mood@survey7": MOOD}
+    spec = {"kind": "change", "attribute": "view", "after": 7,
+            "where": [{"attribute": "mood@after", "op": "in", "value": ["good"]}]}  # fmt: skip
+    payload = {**PAYLOAD, "before_only": 100, "paired": 3000}
+    results = auditing.results_of("change", spec, payload, questions)
+    good = ("mood@survey7", "in", {0})
+    assert results[0] == Published(Box.of([good]), 40.0, 35.0, 45.0)
+    assert results[1].box == Box.of([good, ("view", "in", {0}), ("view@survey7", "in", {1})])
+    paired = Box.of([("view@survey7", "in", {0, 1}), ("mood@survey7", "in", {0, 1})])
+    assert results[-1] == Published.exact(paired, 3000.0)
+    # A continuous after question cannot be placed ("no answer" is no value): no pairs.
+    spec["where"] = [{"attribute": "hours@after", "op": "gt", "value": 10}]
+    placed = auditing.results_of(
+        "change", spec, payload, {**QUESTIONS, "hours@survey7": HOURS}
+    )
+    assert Box.of([("view@survey7", "in", {2})]) in [r.box for r in placed]
+    assert all(r.estimate != 3000.0 for r in placed)
