@@ -85,7 +85,9 @@ def test_a_change_of_every_pair_publishes_its_pairs_and_the_before_only_exactly(
     assert len(auditing.results_of("change", spec, payload, QUESTIONS)) == 3
 
 
-MOOD = SimpleNamespace(categories=["good", "bad"], is_discrete=True, n_categories=3, range_high=None)
+MOOD = SimpleNamespace(
+    categories=["good", "bad"], is_discrete=True, n_categories=3, range_high=None
+)
 HOURS = SimpleNamespace(
     categories=[], is_discrete=False, n_categories=0, range_low=0.0, range_high=60.0
 )
@@ -107,8 +109,6 @@ def test_a_condition_on_the_after_survey_is_placed_under_its_audit_name() -> Non
     assert results[-1] == Published.exact(paired, 3000.0)
     # A continuous after question cannot be placed ("no answer" is no value): no pairs.
     spec["where"] = [{"attribute": "hours@after", "op": "gt", "value": 10}]
-    placed = auditing.results_of(
-        "change", spec, payload, {**QUESTIONS, "hours@survey7": HOURS}
-    )
+    placed = auditing.results_of("change", spec, payload, {**QUESTIONS, "hours@survey7": HOURS})
     assert Box.of([("view@survey7", "in", {2})]) in [r.box for r in placed]
     assert all(r.estimate != 3000.0 for r in placed)
