@@ -286,3 +286,29 @@ def test_a_sample_the_audit_refuses_reads_the_samples_refusal_with_the_threshold
         _publish_sample(organisation, survey, WOMEN_NOT_C, pool(10))
     assert refused.value.message.template == disclosure.sample_refused(5).template
     assert refused.value.message.params == {"threshold": 5}
+
+
+def test_an_earlier_change_is_placed_with_its_after_surveys_question(world):
+    # A succeeded change (issue 29) of "sex" between this survey and a later one: the
+    # audit reads the after survey's question and publishes the change's cells under
+    # its audit name (change.audit_name), here for a new count on this survey.
+    organisation, consultation, survey = world
+    after = survey_factory(consultation, questions=QUESTIONS[:1], kind="opinion")
+    spec = {"survey": survey.pk, "kind": "change", "attribute": "sex", "after": after.pk,
+            "where": []}  # fmt: skip
+    cells = [[10.0, 2.0], [1.0, 7.0]]
+    result = {"transitions": cells, "transitions_ci95": [[[v, v] for v in row] for row in cells]}
+    AnalysisJob.objects.create(
+        organisation=organisation, requested_by="tests", survey=survey, kind="change",
+        spec=spec, status=SUCCEEDED, result=result,
+    )  # fmt: skip
+    new = job(organisation, survey, WOMEN, status=Job.Status.RUNNING)
+    questions = {q.key: q for q in survey.questions.all()}
+    published = auditing.published_results(new, questions)
+    name = f"sex@survey{after.pk}"
+    assert name in questions  # placed: the after question, as the audit sees it
+    placed = [r for r in published if name in dict(r.box.categories)]
+    assert [(r.box, r.estimate) for r in placed] == [
+        (box(("sex", "in", {i}), (name, "in", {j})), value)
+        for i, j, value in ((0, 0, 10.0), (0, 1, 2.0), (1, 0, 1.0), (1, 1, 7.0))
+    ]
