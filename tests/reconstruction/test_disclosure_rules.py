@@ -194,3 +194,22 @@ def test_float32_counts_are_judged_on_their_float64_sum():
     counts = np.array([2.4999998, 2.5, 100.0], dtype=np.float32)
     assert disclosure.hidden_cells(counts, 5).tolist() == [True, True, True]
     assert disclosure.hidden_cells(counts.astype(np.float64), 5).tolist() == [True, True, True]
+
+
+def test_a_list_takes_at_most_half_of_its_pool():
+    assert disclosure.at_most_half(5, 10) and disclosure.at_most_half(5.0, 10.5)
+    assert not disclosure.at_most_half(6, 10)
+    assert not disclosure.at_most_half(5, 9.9)
+
+
+def test_an_exact_group_is_judged_on_its_published_perturbed_size():
+    # 5 people, published by the cell key as 3 (what the key sum gives): "3, within 2"
+    # does not show 5 or more, so the group is refused although its true size is 5.
+    from privacy.mechanisms import cellkey
+    from reconstruction.jobs import JobRefused
+
+    key_sum = next(k for k in range(10_000) if cellkey.perturbed_count(5, k) == 3)
+    group = disclosure.GroupSize.counted(5, key_sum=key_sum)
+    with pytest.raises(JobRefused):
+        disclosure.check_group(group, 5)
+    disclosure.check_group(disclosure.GroupSize.counted(5), 5)  # unperturbed 5: shown
