@@ -513,6 +513,8 @@ def panel_max_types(request: AnalysisRequest) -> int:
     most = int((-b + math.sqrt(b * b + 4 * PANEL_TYPE_UNITS * left)) / (2 * PANEL_TYPE_UNITS))
     while most > 1 and panel_solver_cost(most, size, quotas) > left:
         most -= 1
+    while panel_solver_cost(most + 1, size, quotas) <= left:  # its int() can fit one more
+        most += 1
     return max(1, most)
 
 

@@ -261,3 +261,64 @@ def test_the_api_answers_400_on_the_counted_types_and_stores_nothing(settings) -
     assert not AnalysisJob.objects.exists()
     settings.ANALYSIS_COST_BUDGET = _budget_for(request, 6, settings)
     assert client_for(secret).post("/api/v1/analyses/", body, format="json").status_code == 202
+
+
+def _largest_fitting(left: int, size: int, quotas: int) -> int:
+    """By brute force: the largest number of types whose solver cost fits in ``left``."""
+    most = 1
+    while cost.panel_solver_cost(most + 1, size, quotas) <= left:
+        most += 1
+    return most
+
+
+@pytest.mark.parametrize(("size", "quota_count"), [(10, 1), (10, 2), (30, 1), (100, 2)])
+def test_the_types_the_budget_leaves_are_the_most_whose_solver_cost_fits(  # type: ignore[no-untyped-def]
+    settings, size: int, quota_count: int
+) -> None:
+    survey = _survey(ROWS[:12])
+    quotas = [_quota("sex", "in", ["F"]), _quota("district", "in", ["N"])][:quota_count]
+    request, _engine = _request(survey, quotas, 12, size=size)
+    fits, candidates = cost._panel_parts(request)
+    for left in (-100, -1, 0, 1, 2, 9, 10, 11, 100, 1_000, 12_345, 1_000_000):
+        settings.ANALYSIS_COST_BUDGET = fits + candidates + left
+        expected = 1 if left <= 0 else _largest_fitting(left, size, quota_count)
+        assert cost.panel_max_types(request) == expected, (left, size, quota_count)
+        if left > 0:
+            assert cost.panel_solver_cost(expected, size, quota_count) <= left or expected == 1
+            assert cost.panel_solver_cost(expected + 1, size, quota_count) > left
+
+
+def test_the_schemas_floor_of_types_and_the_parts_of_a_panels_cost() -> None:
+    survey = _survey(ROWS)
+    sex, years = _quota("sex", "in", ["F"]), _quota("years", "lte", 40)
+    request, _engine = _request(survey, [sex, years], 120)
+    # A discrete quota splits at least into its categories and the rest; a continuous
+    # one into the intervals between its thresholds: 2 x 2.
+    assert cost.panel_types_floor(request) == 4
+    two_cuts, _ = _request(survey, [years, _quota("years", "gt", 60)], 120)
+    assert cost.panel_types_floor(two_cuts) == 3
+    districts, _ = _request(survey, [_quota("district", "in", ["N", "S", "E", "W"])], 120)
+    assert cost.panel_types_floor(districts) == 5  # at most the categories
+    # At most the participants.
+    one, _ = _request(survey, [sex, years], 1)
+    assert cost.panel_types_floor(one) == 1
+    # The parts: each model refitted with N_BOOT + PANEL_N_BOOT replicates; every
+    # candidate's (quotas + 1) posteriors at PANEL_CANDIDATE_UNITS.
+    replicates = 1 + cost.N_BOOT + cost.PANEL_N_BOOT
+    where = [{"attribute": "years", "op": "gt", "value": 30}]
+    eligible, _ = _request(survey, [sex], 120, where=where)
+    questions = eligible.questions
+    on_years = list(eligible.params.where)
+    fits = cost.fit_cells(questions, ["years"], on_years) * replicates
+    fits += (
+        cost.fit_cells(questions, ["years", "sex"], [*on_years, *eligible.params.quotas[0].where])
+        * replicates
+    )
+    assert cost._panel_parts(eligible) == (fits, 120 * 2)
+    assert cost.fit_cells(questions, ["years"], on_years) != cost.fit_cells(
+        questions, ["years"], []
+    )
+    single, _ = _request(survey, [sex], 1)
+    assert cost._panel_parts(single)[1] == 2
+    nobody, _ = _request(survey, [sex], 0)
+    assert cost._panel_parts(nobody)[1] == 2
