@@ -271,7 +271,9 @@ def _largest_fitting(left: int, size: int, quotas: int) -> int:
     return most
 
 
-@pytest.mark.parametrize(("size", "quota_count"), [(10, 1), (10, 2), (30, 1), (100, 2)])
+@pytest.mark.parametrize(
+    ("size", "quota_count"), [(1, 1), (4, 1), (10, 1), (10, 2), (30, 1), (100, 2)]
+)
 def test_the_types_the_budget_leaves_are_the_most_whose_solver_cost_fits(  # type: ignore[no-untyped-def]
     settings, size: int, quota_count: int
 ) -> None:
