@@ -37,13 +37,18 @@ def reading_from(alias: str) -> Iterator[None]:
 
 
 def primary_wal_position() -> str:
-    """The primary's current WAL position (``pg_current_wal_lsn()``) as text, or ``""``
-    where there is none (SQLite). Everything committed before the call lies at or
-    before it, so a standby that has replayed it has the caller's earlier writes."""
+    """The primary's current WAL insert position (``pg_current_wal_insert_lsn()``) as
+    text, or ``""`` where there is none (SQLite). Everything committed before the call
+    lies at or before it, so a standby that has replayed it has the caller's earlier writes.
+
+    Not ``pg_current_wal_lsn()``, the position written so far: with asynchronous commit
+    (``synchronous_commit = off``) a commit returns before the WAL writer has written its
+    record, so a standby could have replayed that position without the commit and a job
+    would read a standby that lacks the residents submitted just before it."""
     if connections["default"].vendor != "postgresql":
         return ""
     with connections["default"].cursor() as cursor:
-        cursor.execute("SELECT pg_current_wal_lsn()::text")
+        cursor.execute("SELECT pg_current_wal_insert_lsn()::text")
         (position,) = cursor.fetchone()
     return str(position)
 

@@ -27,6 +27,7 @@ from consultations.services import api_key_create, organisation_create
 from reconstruction import services
 from reconstruction.models import AnalysisJob, Job, Report
 from surveys.models import Survey
+from surveys.replicas import primary_wal_position
 from surveys.services import responses_submit_bulk
 from tests.factories import consultation_factory, survey_factory
 from tests.reconstruction.data import distorted_consultation
@@ -100,17 +101,18 @@ def wait_for(model: type[Job], pk: int, statuses: tuple[str, ...], worker: Worke
     raise AssertionError(f"{model.__name__} {pk} is {job.status}\n{worker.output()}")
 
 
-def _primary_position() -> str:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_current_wal_lsn()::text")
-        return str(cursor.fetchone()[0])
-
-
 def _replayed(replay: psycopg.Connection[Any], position: str) -> bool:
     row = replay.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", [position]).fetchone()
     return bool(row and row[0])
+
+
+def _primary_position() -> str:
+    """Where the primary has inserted WAL: every commit so far lies before it."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_current_wal_insert_lsn()::text")
+        return str(cursor.fetchone()[0])
 
 
 def _caught_up(replay: psycopg.Connection[Any]) -> None:
@@ -119,6 +121,53 @@ def _caught_up(replay: psycopg.Connection[Any]) -> None:
     while not _replayed(replay, position):
         assert time.monotonic() < deadline, "the standby never replayed the primary"
         time.sleep(0.05)
+
+
+@pytest.fixture
+def slow_wal_writer() -> Iterator[None]:
+    """The primary's WAL writer wakes every 10 s instead of 200 ms during the test, so an
+    asynchronous commit's record stays unwritten long enough to look at."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER SYSTEM SET wal_writer_delay = '10s'")
+        cursor.execute("SELECT pg_reload_conf()")
+    time.sleep(0.5)  # the WAL writer has read the new delay
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER SYSTEM RESET wal_writer_delay")
+        cursor.execute("SELECT pg_reload_conf()")
+
+
+def test_a_position_recorded_right_after_an_asynchronous_commit_lies_behind_it(
+    replay: psycopg.Connection[Any], slow_wal_writer: None
+) -> None:
+    """These servers run with ``synchronous_commit = off``, as an operator may: a commit
+    returns before the WAL writer has written its record. The position a job records
+    (:func:`primary_wal_position`) must still lie after that commit, so a standby that
+    has replayed it has the row. ``pg_current_wal_lsn()`` (the position written so far)
+    lay before it, and a job right after a submission read a standby without it."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone() == ("off",)
+    _caught_up(replay)  # the WAL writer has just written everything: it sleeps 10 s now
+    Organisation.objects.create(slug="async", name="Committed, not yet written")
+    committed = _primary_position()  # at or after the commit's record, written or not
+    position = primary_wal_position()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT %s::pg_lsn >= %s::pg_lsn", [position, committed])
+        assert cursor.fetchone() == (True,), f"{position} lies before the commit ({committed})"
+    deadline = time.monotonic() + HANG
+    while not _replayed(replay, position):
+        assert time.monotonic() < deadline, "the standby never replayed the position"
+        time.sleep(0.05)
+    with psycopg.connect(_standby("STANDBY_READER_URL"), autocommit=True) as reader:
+        row = reader.execute(
+            "SELECT name FROM consultations_organisation WHERE slug = 'async'"
+        ).fetchone()
+    assert row == ("Committed, not yet written",)
 
 
 # --------------------------------------------------------------------------- read-only
