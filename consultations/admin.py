@@ -9,6 +9,8 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from consultations.actors import audit_actor
@@ -111,16 +113,53 @@ class OrganisationAdmin(admin.ModelAdmin):
         forget_allowed_origins()
 
 
-# A key's role in the organiser's language (the model's choices are the API's words).
+# A key's role in the organiser's language (the model's choices are the API's words), with
+# what a key of that role is for: the list's column and filter, and the add form's choice.
 ROLES = {"portal": _("portal (sends residents' answers)"), "analyst": _("analyst (reads results)")}
+ROLE_CHOICES = {
+    "portal": (
+        _("Residents' portal"),
+        _("For your survey website: it sends residents' answers and cannot read any result."),
+    ),
+    "analyst": (
+        _("Analyst"),
+        _(
+            "For your own tools: it sets up surveys, asks for analyses and reports and reads "
+            "their results."
+        ),
+    ),
+}
 
 
 def role_label(role: str) -> str:
     return str(ROLES.get(role, role))
 
 
+class ApiKeyForm(forms.ModelForm):
+    """A new key's role as two plain choices, each with one line on what the key can do
+    (the stored value stays the API's ``portal`` or ``analyst``)."""
+
+    class Meta:
+        model = ApiKey
+        fields = ["organisation", "role", "name", "expires_at"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "role" in self.fields:
+            self.fields["role"] = forms.ChoiceField(
+                label=_("What the key is for"),
+                choices=[
+                    (value, format_html('<strong>{}</strong><br><span class="role-help">{}</span>',
+                                        label, description))
+                    for value, (label, description) in ROLE_CHOICES.items()
+                ],
+                widget=forms.RadioSelect,
+            )  # fmt: skip
+
+
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
+    form = ApiKeyForm
     list_display = [
         "prefix",
         "organisation",
@@ -148,7 +187,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
             return ["organisation", "role", "name", "expires_at"]
         return [
             "organisation",
-            "role",
+            "role_shown",
             "name",
             "prefix",
             "hashed_key",
@@ -160,7 +199,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> list[str]:
         if obj is None:
             return []
-        return ["organisation", "role", *self.readonly_fields]
+        return ["organisation", "role_shown", *self.readonly_fields]
 
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
         if change:
@@ -178,15 +217,20 @@ class ApiKeyAdmin(admin.ModelAdmin):
         obj._state.adding = False
         self.message_user(
             request,
-            f"The new key is shown once, store it now: {issued.key}",
+            # The key last: it is what the organiser copies.
+            gettext("The new key is shown once, store it now: %(key)s") % {"key": issued.key},
             level=messages.WARNING,
         )
 
-    @admin.action(description="Revoke the selected keys", permissions=["change"])
+    @admin.action(description=_("Revoke the selected keys"), permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
         for api_key in queryset:
             api_key_revoke(api_key=api_key, actor=staff_actor(request))
-        self.message_user(request, f"Revoked {queryset.count()} key(s).")
+        count = queryset.count()
+        self.message_user(
+            request,
+            ngettext("Revoked %(count)s key.", "Revoked %(count)s keys.", count) % {"count": count},
+        )
 
 
 class ConsultationForm(forms.ModelForm):

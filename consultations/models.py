@@ -64,7 +64,8 @@ class ApiKey(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.organisation.slug}/{self.role}/{self.prefix}"
+        # Shown in the admin's messages and links: its name and prefix, not the API's role.
+        return f"{self.name} ({self.prefix})" if self.name else self.prefix
 
     # DRF treats the authenticated principal as ``request.user``.
     is_authenticated = True

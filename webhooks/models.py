@@ -39,7 +39,9 @@ class Webhook(models.Model):
         ordering = ["organisation", "id"]
 
     def __str__(self) -> str:
-        return f"{self.url} ({', '.join(self.events)})"
+        # Shown in the admin (links, messages, screen readers' labels): the address, not
+        # the API's event names (the admin shows those in plain words).
+        return self.url
 
 
 class Delivery(models.Model):
@@ -76,7 +78,9 @@ class Delivery(models.Model):
         indexes = [models.Index(fields=["status", "next_attempt_at"], name="delivery_due")]
 
     def __str__(self) -> str:
-        return f"{self.event} → {self.webhook.url} ({self.status}, {self.attempts} attempts)"
+        # The address and when (the admin shows the event and status in plain words).
+        when = f" ({self.created_at:%Y-%m-%d %H:%M})" if self.created_at else ""
+        return f"{self.webhook.url}{when}"
 
     def error_text(self) -> str:
         """The delivery's error in the active language (as stored when it has no template)."""

@@ -152,3 +152,50 @@ def test_the_privacy_budget_is_set_in_the_admin_by_the_apis_rules(staff, consult
     consultation.refresh_from_db()
     assert consultation.privacy_budget == 5.0
     assert AuditEvent.objects.filter(action="consultation.update").exists()
+
+
+@pytest.mark.parametrize(
+    ("language", "portal", "analyst", "line", "shown", "revoke"),
+    [
+        ("en", "Residents' portal", "Analyst", "cannot read any result",
+         "analyst (reads results)", "Revoke the selected keys"),
+        ("de", "Portal der Einwohner", "Analyst", "kann keine Ergebnisse lesen",
+         "Analyse (liest Ergebnisse)", "Ausgewählte Schlüssel widerrufen"),
+        ("pl", "Portal mieszkańców", "Analityk", "nie może odczytać żadnych wyników",
+         "analityk (czyta wyniki)", "Unieważnij wybrane klucze"),
+    ],
+)  # fmt: skip
+def test_a_new_keys_role_is_chosen_in_plain_words_with_what_it_can_do(
+    staff, tenant, language, portal, analyst, line, shown, revoke
+):
+    """The add form offers the roles as plain, translated choices with one line each on
+    what the key can do, not the API's names ``portal`` and ``analyst``; the stored value
+    stays the API's, and the key's page, its message and the revoke action speak the
+    organiser's language too."""
+    from html import unescape
+
+    add = reverse("admin:consultations_apikey_add")
+    page = unescape(staff.get(add, HTTP_ACCEPT_LANGUAGE=language).content.decode())
+    roles = page.split('id="id_role"')[1].split('id="id_name"')[0]
+    assert portal in roles and analyst in roles and line in roles, roles
+    assert ">portal<" not in roles and ">analyst<" not in roles, roles
+    assert 'value="portal"' in roles and 'value="analyst"' in roles
+    name = f"Tools {language}"
+    created = staff.post(
+        add,
+        {"organisation": tenant.organisation.pk, "role": "analyst", "name": name},
+        HTTP_ACCEPT_LANGUAGE=language,
+        follow=True,
+    )
+    key = ApiKey.objects.get(name=name)
+    assert key.role == "analyst"
+    shown_messages = [str(m) for m in get_messages(created.wsgi_request)]
+    (message,) = [m for m in shown_messages if f"{key.prefix}." in m]
+    assert not any(">analyst<" in m or "/analyst/" in m for m in shown_messages), shown_messages
+    assert message.rsplit(" ", 1)[1].startswith(key.prefix + ".")
+    assert ("shown once" in message) == (language == "en"), message
+    change = reverse("admin:consultations_apikey_change", args=[key.pk])
+    detail = unescape(staff.get(change, HTTP_ACCEPT_LANGUAGE=language).content.decode())
+    assert shown in detail.split("field-role_shown")[1][:600]
+    listing = reverse("admin:consultations_apikey_changelist")
+    assert revoke in staff.get(listing, HTTP_ACCEPT_LANGUAGE=language).content.decode()
