@@ -356,6 +356,7 @@ def test_a_reuse_of_another_question_shape_is_refused(tenant, change, words):
     assert response.status_code == 400, response.content
     (message,) = response.json()["errors"]["questions"][0]["reuse"]
     assert words in message
+    assert message.startswith(f"Question 'sex' of survey {first.pk} cannot be asked again here")
 
 
 def test_a_reuse_across_consultations_or_of_nothing_is_refused(tenant):
@@ -376,6 +377,54 @@ def test_a_reuse_across_consultations_or_of_nothing_is_refused(tenant):
         assert response.status_code == 400, (reuse, response.content)
         (message,) = response.json()["errors"]["questions"][0]["reuse"]
         assert words in message, (reuse, message)
+
+
+def test_a_draft_cannot_ask_again_its_own_or_a_later_surveys_question(tenant):
+    consultation = consultation_factory(tenant.organisation)
+    draft = survey_factory(consultation, questions=[rr_question()], open_it=False, title="draft")
+    later = survey_factory(consultation, questions=[rr_question()], kind="opinion", title="later")
+    for earlier in (draft, later):
+        response = tenant.analyst.patch(f"{URL}{draft.pk}/", {
+            "questions": [rr_question(), reuse_of(earlier)],
+        }, format="json")  # fmt: skip
+        assert response.status_code == 400, (earlier.title, response.content)
+        errors = response.json()["errors"]["questions"]
+        assert errors[0] == {}
+        assert errors[1]["reuse"] == [
+            f"Survey {earlier.pk} is not earlier than this one: only an earlier survey's "
+            "question can be asked again."
+        ]
+    assert [q.key for q in draft.questions.all()] == ["sex"]  # nothing stored
+
+
+@pytest.mark.parametrize("gone", ["question", "survey"])
+def test_a_draft_whose_earlier_question_is_gone_cannot_open(tenant, gone):
+    consultation = consultation_factory(tenant.organisation)
+    first = survey_factory(consultation, questions=[rr_question()], open_it=False, title="1")
+    # the same key as the earlier question's, and the earlier survey keeps another question
+    second = survey_factory(
+        consultation,
+        questions=[reuse_of(first, question_key="sex")],
+        open_it=False,
+        kind="opinion",
+        title="2",
+    )
+    if gone == "question":
+        edited = tenant.analyst.patch(
+            f"{URL}{first.pk}/", {"questions": [rr_question("smokes")]}, format="json"
+        )
+        assert edited.status_code == 200, edited.content
+    else:
+        assert tenant.analyst.delete(f"{URL}{first.pk}/").status_code == 204
+    response = tenant.analyst.post(f"{URL}{second.pk}/open/")
+    assert response.status_code == 400, response.content
+    message = (
+        f"Question 'sex' asks again question 'sex' of survey {first.pk}, which no longer exists."
+    )
+    assert response.json()["detail"] == message
+    assert response.json()["errors"] == {"questions": {"sex": [message]}}
+    second.refresh_from_db()
+    assert second.status == "draft"
 
 
 def test_a_question_sent_as_given_cannot_reuse(tenant):
@@ -552,13 +601,16 @@ def test_a_reuse_of_a_continuous_question_needs_its_range_and_grid(tenant):
 
 def test_the_budget_view_shows_this_consultations_spending_of_this_resident(tenant):
     budgeted = consultation_factory(tenant.organisation, privacy_budget=2.0)
-    survey = survey_factory(budgeted, questions=[rr_question(), rr_question("smokes")])
+    survey = survey_factory(
+        budgeted, questions=[rr_question(), rr_question("smokes", required=False)]
+    )
     elsewhere = survey_factory(
         consultation_factory(tenant.organisation, privacy_budget=5.0), questions=[rr_question()]
     )
-    submit(tenant.portal, elsewhere, "p-1", {"sex": "F"})  # another consultation's ledger
-    submit(tenant.portal, survey, "p-0", {"sex": "F"})  # other residents' rows, before and
-    submit(tenant.portal, survey, "p-2", {"sex": "F"})  # after p-1 in every order
+    # another consultation's ledger; other residents' rows (1 RR each), before and after p-1
+    assert submit(tenant.portal, elsewhere, "p-1", {"sex": "F"}).status_code == 201
+    assert submit(tenant.portal, survey, "p-0", {"sex": "F"}).status_code == 201
+    assert submit(tenant.portal, survey, "p-2", {"sex": "F"}).status_code == 201
     token = submit(tenant.portal, survey, "p-1", {"sex": "F", "smokes": "M"}).json()
     seen = budget_of(tenant.portal, survey, "p-1", token["withdrawal_token"]).json()
     # 2 RR = 1.69 spent: what remains (0.31) is shown as it is
