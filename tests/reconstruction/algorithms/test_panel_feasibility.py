@@ -24,7 +24,7 @@ from reconstruction.algorithms.panel.feasibility import (
     _undecided,
 )
 from reconstruction.algorithms.panel.problem import _Problem
-from reconstruction.algorithms.panel.results import PanelOptions
+from reconstruction.algorithms.panel.results import PanelOptions, TooManyTypes
 from reconstruction.algorithms.queries import Condition
 
 # Two types: 3 women (posterior of "woman" 1, of "man" 0) and 3 men.
@@ -627,3 +627,147 @@ def test_a_refusal_on_exact_types_is_diagnosed_within_the_requests_time():
     with pytest.raises(InfeasibleQuotas) as caught:
         _types_problem(_candidates(), qs, 3, options, limits.now() - 1.0)
     assert "diagnosis stopped at max_seconds=2.5" in str(caught.value)
+
+
+# --------------------------------------------------------------------- max_types (issue 32)
+
+
+def test_merged_types_past_max_types_are_refused_before_any_milp(monkeypatch):
+    # 3 women and 3 men make two merged types; a third quota column ("anyone") changes
+    # the number of quotas, not of types
+    matrix = np.column_stack([_candidates(), np.ones(6)])
+    qs = [*quotas([(1, 3), (1, 3)]), Quota((Condition("sex", "in", {0}),), 0, 4, "anyone")]
+    assert _types_problem(matrix, qs, 4, PanelOptions(max_types=2), None).problem.sizes.size == 2
+    monkeypatch.setattr(_Problem, "decide", lambda self, active=None, *, deadline=None: 1 / 0)
+    with pytest.raises(TooManyTypes) as refused:
+        _types_problem(matrix, qs, 4, PanelOptions(max_types=1), None)
+    assert (refused.value.types, refused.value.max_types) == (2, 1)
+    assert str(refused.value) == "2 candidate types, more than max_types=1"
+
+
+@pytest.mark.parametrize("options", [{"merge": False}, {"max_outside": 0.2}])
+def test_exact_types_past_max_types_are_refused_too(monkeypatch, options):
+    # without merging each of the 6 posteriors is a type (test above: 2 merged)
+    matrix = np.column_stack([_candidates(), np.ones(6)])
+    qs = [*quotas([(1, 3), (1, 3)]), Quota((Condition("sex", "in", {0}),), 0, 4, "anyone")]
+    exact = _types_problem(matrix, qs, 4, PanelOptions(max_types=6, **options), None)
+    assert exact.problem.sizes.size == 6
+    with pytest.raises(TooManyTypes) as refused:
+        _types_problem(matrix, qs, 4, PanelOptions(max_types=5, **options), None)
+    assert (refused.value.types, refused.value.max_types) == (6, 5)
+
+
+# ------------------------------------------------ the conflict search and the safety net
+
+
+def _clock(monkeypatch, start=0.0):
+    """A clock that stands still until a test moves it (``clock[0]``)."""
+    clock = [start]
+    monkeypatch.setattr(limits, "now", lambda: clock[0])
+    return clock
+
+
+def test_a_search_stopped_by_the_clock_names_the_smallest_set_proven_to_conflict(monkeypatch):
+    # women >= 3 and men >= 3 on a panel of 4: the search proves {women, men} first; the
+    # clock runs out during that proof, so the search stops there and names that set
+    # (not every quota, the only other set known to conflict)
+    clock = _clock(monkeypatch)
+    real = _Problem.find
+
+    def find(self, active=None, *, deadline=None):
+        decided, panel = real(self, active, deadline=deadline)
+        if decided is False:
+            clock[0] = 1000.0
+        return decided, panel
+
+    monkeypatch.setattr(_Problem, "find", find)
+    p = problem([3, 3, 0], [4, 4, 4], size=4, sizes=[3, 3, 3], posteriors=THREE)
+    assert _conflict(p, [0, 1, 2], [], deadline=500.0) == ((0, 1), False, True)
+
+
+def test_a_conflict_found_after_an_undecided_check_is_not_claimed_the_fewest(monkeypatch):
+    # the check of "men >= 3" alone ends undecided (as at the work limit on a hard pool),
+    # so men join the conflict without proof that they are needed: {women, men} conflict,
+    # but the search cannot say that no smaller set does
+    real = _Problem.find
+
+    def find(self, active=None, *, deadline=None):
+        if active is not None and np.flatnonzero(active).tolist() == [1]:
+            return None, None
+        return real(self, active, deadline=deadline)
+
+    monkeypatch.setattr(_Problem, "find", find)
+    p = problem([3, 3, 0], [4, 4, 4], size=4, sizes=[3, 3, 3], posteriors=THREE)
+    assert _conflict(p, [0, 1, 2], []) == ((0, 1), False, False)
+    qs = quotas([(3, 4), (3, 4), (0, 4)], ("sex", "sex", "age"), ("women", "men", "young"))
+    error = _infeasible(p, qs, _Relaxed([1, 0, 0, 0, 0, 0], None, True, True))  # women first
+    assert error.conflicting == (0, 1) and not error.complete
+    assert str(error).endswith("the conflicting quotas may not be the fewest)")
+
+
+def test_each_check_of_the_conflict_search_stops_at_the_deadline(monkeypatch):
+    # a hard pool whose checks need branch and bound; with no floor and a clock a
+    # moment before the deadline, every MILP stops undecided, so nothing smaller than
+    # all quotas is proven (with the time, quota 3 alone is: the test below)
+    monkeypatch.setattr(limits, "DECIDE_FLOOR", 0.0)
+    _clock(monkeypatch, start=100.0 - 1e-9)
+    assert _conflict(_hard(extra_half_quota=True), [0, 1, 3, 2], [], deadline=100.0) == (
+        (0, 1, 2, 3),
+        False,
+        False,
+    )
+    assert _conflict(_hard(extra_half_quota=True), [0, 1, 3, 2], [], deadline=None) == (
+        (3,),
+        True,
+        False,
+    )
+
+
+def test_a_deadline_passing_after_the_search_blames_the_clock_for_an_unfinished_relaxation(
+    monkeypatch,
+):
+    # the conflict search finishes in time (proven minimal), then the deadline passes;
+    # the relaxation had stopped unproven: the refusal says the clock stopped it
+    import reconstruction.algorithms.panel.feasibility as feasibility
+
+    clock = _clock(monkeypatch)
+    real = feasibility._conflict
+
+    def conflict(*args, **kwargs):
+        found = real(*args, **kwargs)
+        clock[0] = 1000.0
+        return found
+
+    monkeypatch.setattr(feasibility, "_conflict", conflict)
+    p = problem([3, 3], [3, 3])
+    qs = quotas([(3, 3), (3, 3)])
+    unproven = _Relaxed([1, 1, 0, 0], np.array([2, 2]), False, True)
+    error = _infeasible(p, qs, unproven, deadline=500.0, max_seconds=2.5)
+    assert error.conflicting == (0, 1) and not error.complete
+    assert str(error).endswith(
+        "(diagnosis stopped at max_seconds=2.5: the relaxation may not be the smallest; where "
+        "the clock stops it depends on the machine's load, so this refusal may not be "
+        "reproducible)"
+    )
+
+
+def test_past_the_deadline_with_no_floor_left_merged_types_are_not_checked_either(monkeypatch):
+    # 60 candidates with three noisy attributes, bands of one seat around a random panel's
+    # expected counts: with time, the merged types admit a panel; past the deadline with
+    # no floor left, their check stops undecided like the exact types' check, and the
+    # request is refused as undecided within max_seconds
+    rng = np.random.default_rng(0)
+    matrix = rng.uniform(0, 1, (60, 3))
+    counts = matrix[rng.choice(60, 10, replace=False)].sum(axis=0)
+    qs = [
+        Quota((Condition(f"a{j}", "in", {0}),), int(np.floor(c)), int(np.ceil(c)), f"q{j}")
+        for j, c in enumerate(counts)
+    ]
+    options = PanelOptions(max_seconds=3.0)
+    monkeypatch.setattr(limits, "DECIDE_FLOOR", 0.0)
+    in_time = _types_problem(matrix, qs, 10, options, limits.now() + 100.0)
+    assert in_time.problem.least is not None and not in_time.unmerged
+    with pytest.raises(InfeasibleQuotas) as caught:
+        _types_problem(matrix, qs, 10, options, limits.now() - 10.0)
+    assert caught.value.complete is False
+    assert "was found within max_seconds=3, nor was it proven" in str(caught.value)
