@@ -205,3 +205,10 @@ def test_uniform_bounds_leave_no_report_outside() -> None:
     assert _outside(model, 16.0) == 0.0
     bound, _ = model.reported_bounds(16.0, 86.0)
     assert float(model.noise_cdf(bound - 16.0 + 1e-9)) > 0.0  # the bound is the support's end
+
+
+def test_uniform_noise_has_its_density_on_the_closed_interval() -> None:
+    # 1 / (2 h) on [-h, h], the ends included; 0 beyond them
+    model = AdditiveUniform(0.5)
+    ends = [-0.5, 0.5, np.nextafter(-0.5, -1.0), np.nextafter(0.5, 1.0), 0.0]
+    assert model.noise_pdf(ends).tolist() == [1.0, 1.0, 0.0, 0.0, 1.0]

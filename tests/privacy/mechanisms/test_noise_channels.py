@@ -68,9 +68,18 @@ def test_retention_replacement_reported_cdf() -> None:
     assert RR.reported_cdf(1.0, 1.0).dtype == np.float64
 
 
+def test_retention_replacement_reported_cdf_off_zero() -> None:
+    # replacements uniform on [10, 20]: Pr(reported <= y | x) = 0.6 [x <= y] + 0.4 (y - 10) / 10
+    model = RetentionReplacement(retain=0.6, low=10.0, high=20.0)
+    cdf = model.reported_cdf([12.5, 12.5, 15.0, 9.0, 20.0], [30.0, 11.0, 15.0, 9.0, 25.0])
+    assert_allclose(cdf, [0.1, 0.7, 0.8, 0.6, 0.4], atol=1e-15)
+
+
 def test_retention_replacement_validates_retain_and_range() -> None:
     assert RetentionReplacement(retain=1.0, low=0.0, high=1.0).retain == 1.0
-    assert RetentionReplacement(retain="0.5", low="0", high="2").high == 2.0  # type: ignore[arg-type]
+    given = RetentionReplacement(retain="0.5", low="0", high="2")  # type: ignore[arg-type]
+    stored = (given.retain, given.low, given.high)
+    assert stored == (0.5, 0.0, 2.0) and all(isinstance(value, float) for value in stored)
     for retain in (0.0, 1.5, float("nan"), "x"):
         with pytest.raises(ValueError, match="retain must be"):
             RetentionReplacement(retain=retain, low=0.0, high=1.0)  # type: ignore[arg-type]

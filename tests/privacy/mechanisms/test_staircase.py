@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -175,3 +176,27 @@ def test_reported_bounds_hold_all_but_one_report_in_a_million_million(
     assert 2.0 * float(model.noise_cdf(low - 16.0)) >= REPORTED_TAIL * math.exp(-eps) * (1 - 1e-9)
     assert float(model.noise_cdf(-10 * model.std)) * 2 > 1e-9  # the heavy tail
     assert high - 86.0 >= 10 * model.std
+
+
+@pytest.mark.parametrize(("eps", "delta"), [(2.0, 1.0), (0.5, 4.0)])
+def test_each_step_is_higher_on_its_first_gamma_share_and_lower_from_there(
+    eps: float, delta: float
+) -> None:
+    # the density is a b^k on [kΔ, (k + gamma)Δ) and a b^(k+1) on [(k + gamma)Δ, (k+1)Δ):
+    # each level's interval is closed at its left end (Δ a power of two, so gamma Δ / Δ
+    # is gamma exactly)
+    model = AdditiveStaircase(epsilon=eps, sensitivity=delta)
+    a, b, g = model.noise_pdf(0.0), model.b, model.gamma
+    steps = np.array([1.0, 3.0]) * delta
+    assert_allclose(model.noise_pdf(steps), [a * b, a * b**3], rtol=1e-12)
+    assert_allclose(model.noise_pdf([g * delta, -g * delta]), [a * b, a * b], rtol=1e-12)
+    below = np.nextafter(g * delta, 0.0)
+    assert_allclose(model.noise_pdf([below, -below]), [a, a], rtol=1e-12)
+
+
+def test_the_cdf_at_infinity_is_0_and_1_without_a_numeric_warning() -> None:
+    model = AdditiveStaircase(epsilon=1.0, sensitivity=3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert model.noise_cdf(np.array([-np.inf, np.inf])).tolist() == [0.0, 1.0]
+        assert model.noise_pdf(np.array([-np.inf, np.inf])).tolist() == [0.0, 0.0]
