@@ -313,3 +313,50 @@ def test_an_earlier_change_is_placed_with_its_after_surveys_question(world):
         (box(("sex", "in", {i}), (name, "in", {j})), value)
         for i, j, value in ((0, 0, 10.0), (0, 1, 2.0), (1, 0, 1.0), (1, 1, 7.0))
     ]
+
+
+def _publish_change(organisation, survey, where, payload):
+    # a change of "sex" (issue 29) from this survey to a later one, through publish()
+    after = survey_factory(survey.consultation, questions=QUESTIONS[:1], kind="opinion")
+    spec = {"survey": survey.pk, "kind": "change", "attribute": "sex", "after": after.pk,
+            "where": where}  # fmt: skip
+    new = job(organisation, survey, where, status=Job.Status.RUNNING, kind="change")
+    AnalysisJob.objects.filter(pk=new.pk).update(spec=spec)
+    new.refresh_from_db()
+    auditing.publish(new, pipeline.validate_request(survey, spec, count=False), payload)
+    new.refresh_from_db()
+    return new
+
+
+def change_of(group, cells):
+    ci95 = [[None if v is None else [v, v] for v in row] for row in cells]
+    return {"group_size": float(group), "group_ci95": [float(group)] * 2,
+            "transitions": cells, "transitions_ci95": ci95}  # fmt: skip
+
+
+def test_a_change_is_audited_with_its_after_surveys_question_and_stored(world):
+    organisation, _, survey = world
+    job(organisation, survey, WOMEN, count(12))
+    # the 12 women: 6 answered F again, 6 answered M; no group below 5 implied
+    stored = _publish_change(organisation, survey, WOMEN, change_of(12, [[6.0, 6.0], [None] * 2]))
+    assert stored.status == "succeeded"
+    assert stored.result["transitions"] == [[6.0, 6.0], [None, None]]
+
+
+def test_a_change_whose_group_differences_against_a_published_count_is_refused(world):
+    # 12 women published; a change among the 10 women outside C would reveal the 2 of C
+    organisation, _, survey = world
+    job(organisation, survey, WOMEN, count(12))
+    with pytest.raises(JobRefused) as refused:
+        _publish_change(organisation, survey, WOMEN_NOT_C, change_of(10, [[5.0, 5.0], [None] * 2]))
+    assert refused.value.message.params == {"threshold": 5, "kind": "difference"}
+    assert AnalysisJob.objects.get(kind="change").status == "running"
+
+
+def test_a_count_whose_complement_in_the_responses_is_small_is_refused(world):
+    # 20 responses are public; 17 outside C would reveal the 3 in C
+    organisation, _, survey = world
+    outside_c = [{"attribute": "district", "op": "in", "value": list("NSEW")}]
+    with pytest.raises(JobRefused) as refused:
+        _publish(organisation, survey, outside_c, count(17))
+    assert refused.value.message.params == {"threshold": 5, "kind": "difference"}

@@ -187,6 +187,31 @@ def test_group_size_counts_the_participants_when_the_request_has_not(distorted) 
     assert disclosure.group_size(uncounted) == disclosure.group_size(request)
 
 
+@pytest.mark.django_db
+def test_group_size_uses_the_cells_its_caller_read_already(
+    distorted,  # noqa: F811
+    django_assert_num_queries,
+) -> None:
+    # sampling reads the group's plan and cells for its posterior and hands them over:
+    # the group is judged on them, without reading the responses again
+    from reconstruction import analysis
+
+    _, survey = distorted
+    request = _resolved(survey, _mean(survey, is_in("district", "N", "S")))
+    plan = analysis.plan(request, request.participants)
+    table = analysis.cells(request, plan)
+    asked: list[list[Condition]] = []
+
+    def counted(conditions: list[Condition]):  # type: ignore[no-untyped-def]
+        asked.append(conditions)
+        return plan, table
+
+    with django_assert_num_queries(0):
+        size = disclosure.group_size(request, counted=counted)
+    assert asked == [list(request.where)]
+    assert size == disclosure.group_size(request) and size.exact is False
+
+
 def test_float32_counts_are_judged_on_their_float64_sum():
     # (issue 33's equivalent-mutant review) Two hidden cells of 2.4999998 and 2.5 sum to
     # 4.9999998, below 5: the large cell is hidden too. Summed in float32 the total rounds
