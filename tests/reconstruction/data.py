@@ -159,6 +159,25 @@ class Consultation:
         return np.bincount(self.opinions[key], minlength=k).astype(float)
 
 
+def keys_moving_every_cell_up(survey: Survey, key: str) -> None:
+    """Fix the record keys of ``survey``'s responses: 0 but one per category of ``key``
+    (0xFFFF0000), so each category's cell key (and the question's total's) reads
+    0.9999, the perturbation table's +2.
+
+    Record keys are random (issue 26), and a test that asserts which cells of an exact
+    question are hidden near the threshold (the tiny ``boat`` and ``tent`` cells, and
+    whether their hidden sum needs a third cell hidden with them) would otherwise pass or
+    fail by chance."""
+    from surveys.models import Answer, Response
+
+    Response.objects.filter(survey=survey).update(record_key=0)
+    first: dict[int, int] = {}
+    answers = Answer.objects.filter(question__survey=survey, question__key=key)
+    for response_id, code in answers.values_list("response_id", "code"):
+        first.setdefault(code, response_id)
+    Response.objects.filter(pk__in=list(first.values())).update(record_key=0xFFFF0000)
+
+
 def _opinions(pool: CandidatePool, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Opinions that depend on the profile, so cross-survey conditions matter."""
     n = pool.n

@@ -30,6 +30,7 @@ from tests.reconstruction.data import (
     SMALL_HOUSING,
     Consultation,
     distorted_consultation,
+    keys_moving_every_cell_up,
 )
 
 pytestmark = pytest.mark.django_db
@@ -594,7 +595,7 @@ def test_small_cells_of_a_distribution_are_suppressed_with_a_complement(
 ) -> None:
     # Fixed record keys (every housing cell moves by +2): with random keys the hidden
     # cells' sum against the perturbed total made the loop hide a third cell in some runs.
-    _keys_moving_every_cell_up(world.opinion, "housing")
+    keys_moving_every_cell_up(world.opinion, "housing")
     result = analyse(
         world.analyst,
         django_capture_on_commit_callbacks,
@@ -636,7 +637,7 @@ def test_stricter_consultation_thresholds_apply(
     # on what it publishes, so with random keys a cell of 7 is published 7 times in 10).
     strict = world.strict_cell.opinion.pk
     for survey in (world.opinion, strict):
-        _keys_moving_every_cell_up(survey, "housing")
+        keys_moving_every_cell_up(survey, "housing")
     # Default thresholds (min_cell 5): a count of 7 may be published.
     result = analyse(
         world.analyst,
@@ -667,19 +668,6 @@ def test_stricter_consultation_thresholds_apply(
         },
     )
     assert "at least 301" in body["detail"], body
-
-
-def _keys_moving_every_cell_up(survey: Any, key: str) -> None:
-    """Record keys 0 but one per category of ``key`` (0xFFFF0000): each category's cell
-    key reads 0.99998, the perturbation table's +2."""
-    from surveys.models import Answer, Response
-
-    Response.objects.filter(survey=survey).update(record_key=0)
-    first: dict[int, int] = {}
-    answers = Answer.objects.filter(question__survey=survey, question__key=key)
-    for response_id, code in answers.values_list("response_id", "code"):
-        first.setdefault(code, response_id)
-    Response.objects.filter(pk__in=list(first.values())).update(record_key=0xFFFF0000)
 
 
 # --------------------------------------------------------------------------- bad input

@@ -19,6 +19,7 @@ from tests.reconstruction.data import (
     SMALL_HOUSING,
     Consultation,
     distorted_consultation,
+    keys_moving_every_cell_up,
 )
 
 pytestmark = pytest.mark.django_db
@@ -28,7 +29,11 @@ N = 600
 
 @pytest.fixture
 def data(analyst: APIClient) -> Consultation:
-    return distorted_consultation(Organisation.objects.get(slug="north"), n=N, seed=11)
+    consultation = distorted_consultation(Organisation.objects.get(slug="north"), n=N, seed=11)
+    # Fixed record keys: with random ones, boat and tent moving down together (17% of
+    # runs: their hidden sum's interval then reaches below 5) hid rent as well.
+    keys_moving_every_cell_up(consultation.opinion, "housing")
+    return consultation
 
 
 def start(client: APIClient, capture: Any, survey_id: int, *, execute: bool = True) -> dict:
