@@ -93,6 +93,9 @@ def test_continuous_axes_share_the_joint_cap_of_20000_cells() -> None:
     # 5 x 4 x 5 x 4 x ... : a table that leaves fewer than 2 per axis still gets 2.
     many = {f"q{i}": discrete(10) for i in range(5)} | {"age": QUESTIONS["age"]}
     assert cost.fit_cells(many, [*many], []) == 10**5 * 2
+    # Without a discrete axis three continuous axes share all 20,000 cells: 27 each
+    # (int(20,000^(1/3)) = 27, 27^3 = 19,683).
+    assert cost.fit_cells(QUESTIONS, ["age", "half", "wide"], []) == 27**3
 
 
 def test_a_lattice_has_one_cell_per_point_up_to_128() -> None:
@@ -214,6 +217,29 @@ def test_a_stratified_sample_at_ten_million_is_priced_on_one_scan_and_one_stream
 def test_reading_never_counts_negative_participants() -> None:
     spec = {"kind": "count", "where": [_in("a", 1)]}
     assert cost.reads(request(spec, participants=-5)) == 0
+    # nor does a sample's stream, nor its candidates, on an empty pool
+    sample = {"kind": "sample", "where": [_in("a", 1)]}
+    for participants in (0, -5):
+        assert cost.streamed(request(sample, participants)) == 0
+        assert cost.candidates(request({"kind": "sample"}, participants)) == 0
+
+
+def test_a_declared_step_with_fewer_points_than_intervals_is_priced_on_its_lattice() -> None:
+    # "half" (0..10 by 0.5) has 21 lattice points, fewer than the 40 intervals (+1 per
+    # threshold) it would get without its step: a stratum of a x half has 5 x 21 cells
+    half_gt_5 = {"attribute": "half", "op": "gt", "value": 5}
+    spec = {"kind": "sample", "where": [_in("a", 1)], "strata": [{"where": [half_gt_5], "size": 5}]}
+    # the table without replicates (5), the pool (5 x 201), the stratum (5 x 21 x 201)
+    assert cost.fit_cost(request(spec)) == 5 + 5 * 201 + 5 * 21 * 201
+    # the stratum's pass receives one cell's worth of the participants
+    assert cost.candidates(request(spec)) == 1000 // (5 * 21)
+
+
+def test_a_figure3_sample_judges_then_fits_its_pool_on_every_attribute_of_its_condition() -> None:
+    # no strata: the pool judged and its posterior (2 x 2 attributes), then its one pass
+    # judged and fitted (2 x 2) and streamed (2)
+    spec = {"kind": "sample", "method": "figure3", "where": [_in("a", 1), _in("b", 1)]}
+    assert cost.reads(request(spec)) == (2 * 2 + 2 * 2 + 2) * 1000
 
 
 def test_figure3_assigns_every_participant_per_attribute_and_replicate() -> None:
