@@ -23,7 +23,13 @@ from consultations.models import Consultation
 from core.errors import SurveyDomainError
 from surveys import services
 from surveys.admin_retention import SurveyPurgeActionMixin
-from surveys.builder import mechanism_previews, problems_text, question_card, question_preview
+from surveys.builder import (
+    card_problems,
+    mechanism_previews,
+    question_card,
+    question_preview,
+    without_mechanism_name,
+)
 from surveys.builder_forms import card_fieldsets, question_form_for
 from surveys.models import Answer, CalibrationPair, Participant, Question, Response, Survey
 
@@ -105,9 +111,9 @@ class QuestionFormSet(forms.BaseInlineFormSet):
                         if name == "translations" and form.languages:
                             target = f"text_{form.languages[0]}"
                         if target in form.fields:
-                            form.add_error(target, str(message))
+                            form.add_error(target, without_mechanism_name(str(message)))
                         else:
-                            form.add_error(None, f"{name}: {message}")
+                            form.add_error(None, card_problems({name: [message]}, form.fields))
             raise forms.ValidationError(exc.detail) from None
 
 
@@ -376,7 +382,7 @@ class SurveyAdmin(SurveyPurgeActionMixin, admin.ModelAdmin):
                     {
                         "key": data.get(f"{prefix}-key", ""),
                         "text": data.get(f"{prefix}-text", ""),
-                        "error": problems_text(problems),
+                        "error": card_problems(problems, form.fields),
                         "prefix": prefix,
                     }
                 )
@@ -391,7 +397,7 @@ class SurveyAdmin(SurveyPurgeActionMixin, admin.ModelAdmin):
                     {
                         "key": raw["key"],
                         "text": raw["text"],
-                        "error": problems_text(problems),
+                        "error": card_problems(problems, form.fields),
                         "prefix": prefix,
                     }
                 )

@@ -135,6 +135,43 @@ def problems_text(errors: Any) -> str:
     return str(errors)
 
 
+def without_mechanism_name(message: str) -> str:
+    """A services message without its leading mechanism name (``randomised_response: ...``):
+    the card names the mechanism in its own words beside it."""
+    name, colon, rest = message.partition(": ")
+    return rest if colon and (name in DISCRETE or name in CONTINUOUS) else message
+
+
+def _api_field_labels() -> dict[str, str]:
+    """The API's question fields that are not one of the card's own fields, as the card
+    names them."""
+    return {
+        "range": _("Range"),
+        "translations": _("Translations"),
+        "mechanism": _("Privacy mechanism"),
+        "reuse": _("Ask again (same answer kept)"),
+    }
+
+
+def card_problems(problems: Any, fields: dict[str, Any]) -> str:
+    """A card's problems as one line for its live preview, each after the card's label of
+    its field (``fields``: the card form's fields), not the API's name; an own table's
+    message names its row itself. The messages are those saving shows beside the fields."""
+    if not isinstance(problems, dict):
+        return without_mechanism_name(problems_text(problems))
+    labels = _api_field_labels()
+    parts = []
+    for field, errors in problems.items():
+        messages = errors if isinstance(errors, (list, tuple)) else [errors]
+        text = " ".join(without_mechanism_name(problems_text(m)) for m in messages if m)
+        if field in ("non_field_errors", "__all__") or field.endswith("__matrix"):
+            parts.append(text)
+            continue
+        label = labels.get(field) or (fields[field].label if field in fields else field)
+        parts.append(f"{label}: {text}")
+    return "; ".join(parts)
+
+
 def question_card(question: Question) -> dict[str, Any]:
     """A frozen question as the survey page shows it: readable, no JSON."""
     discrete = question.is_discrete

@@ -19,7 +19,11 @@ from django.conf import settings
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from core.i18n import number
+from core.messages import translate
+from privacy.mechanisms.channels import validate_channel
 from privacy.mechanisms.descriptors import CONTINUOUS, DISCRETE, PRESET_EPSILON, Mechanism
+from privacy.mechanisms.messages import InputError
 from surveys.builder_reuse import AskAgainField, ask_again
 from surveys.models import Question
 
@@ -225,6 +229,47 @@ def translation_languages(organisation: Any) -> list[str]:
     return [code for code in codes if code in chosen and code != settings.LANGUAGE_CODE]
 
 
+# The engine's refusals of a table (privacy.mechanisms.channels) that the card says in its
+# own words: the row named by its category (the engine counts rows from 0), numbers in the
+# active language. The grid's live check (builder_cards.js) uses the same sentences.
+ROW_TOTAL = "channel row %(row)s sums to %(total)s, not 1"
+ROW_CELLS = (
+    "channel row %(row)s has a negative entry",
+    "channel row %(row)s has a non-finite entry",
+)
+
+
+def _total(total: float) -> str:
+    """A row's total in the active language, with the decimals that tell it from 1."""
+    places = 3
+    while places < 12 and round(total, places) == 1:
+        places += 1
+    text = number(total, places)
+    return text.rstrip("0").rstrip(",.") if any(c in text for c in ",.") else text
+
+
+def table_problem(matrix: list[list[float]], categories: list[str]) -> str | None:
+    """What is wrong with an own table as a channel, by the engine's rule
+    (:func:`~privacy.mechanisms.channels.validate_channel`), in the organiser's words."""
+    try:
+        validate_channel(matrix)
+    except InputError as exc:
+        template, params = exc.message.template, dict(exc.message.params)
+        row = params.get("row")
+        if not isinstance(row, int) or not 0 <= row < len(categories):
+            return translate(exc)
+        if template == ROW_TOTAL:
+            return gettext("Row {row} adds up to {total}; each row must add up to 1.").format(
+                row=categories[row], total=_total(float(sum(matrix[row])))
+            )
+        if template in ROW_CELLS:
+            return gettext("Row {row}: every cell is a chance between 0 and 1.").format(
+                row=categories[row]
+            )
+        return translate(exc)
+    return None
+
+
 class QuestionForm(forms.ModelForm):
     """One question card (see the module docstring)."""
 
@@ -328,6 +373,17 @@ class QuestionForm(forms.ModelForm):
             if code in self.languages and isinstance(entry, dict):
                 self.initial[f"text_{code}"] = entry.get("text", "")
                 self.initial[f"labels_{code}"] = list(entry.get("labels") or [])
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        name = data.get("mechanism") or ""
+        field = f"{name}__{MATRIX}"
+        matrix, categories = data.get(field), list(data.get("categories") or [])
+        if data.get("privacy") == MATRIX and matrix is not None and len(matrix) == len(categories):
+            problem = table_problem(matrix, categories)
+            if problem:
+                self.add_error(field, problem)  # beside the grid, not the mechanism
+        return data
 
     def mechanism_params(self) -> dict[str, Any]:
         data = self.cleaned_data

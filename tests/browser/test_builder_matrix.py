@@ -24,9 +24,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 TABLE = [["0.6", "0.3", "0.1"], ["0.2", "0.6", "0.2"], ["0.1", "0.3", "0.5"]]  # last row: 0.9
 WORDS = {
     "en": {"bad": "Row Centre adds up to 0.9", "ok": "Every row adds up to 1.", "total": "0.9",
-           "api": "sums to 0.9"},
+           "api": "Row Centre adds up to 0.9; each row must add up to 1."},
     "de": {"bad": "Zeile Centre ergibt zusammen 0,9", "ok": "Jede Zeile ergibt zusammen 1.",
-           "total": "0,9", "api": "summiert sich zu 0.9"},
+           "total": "0,9", "api": "Zeile Centre ergibt zusammen 0,9; jede Zeile muss zusammen 1 "
+           "ergeben."},
 }  # fmt: skip
 
 
@@ -66,10 +67,13 @@ def test_randomised_response_with_its_own_table_is_set_on_the_card(
     sums = page.locator("#questions-0 .matrix-sum").all_inner_texts()
     assert sums[2] == WORDS[language]["total"], sums
     assert page.locator("#questions-0 .matrix-grid tr.matrix-bad").count() == 1
-    # The preview says what saving would say (the API's message).
+    # The preview says what saving would say, in the organiser's words and number format
+    # (it showed the engine's "Zeile 2 des Kanals summiert sich zu 0.9": row from 0).
     expect(page.locator("#questions-0 .card-preview")).to_contain_text(
         WORDS[language]["api"], timeout=15_000
     )
+    card = page.locator("#questions-0 .card-preview").inner_text()
+    assert "Kanal" not in card and "channel" not in card and "randomised_response" not in card
     cells(page).nth(8).fill("0.6")
     expect(status).to_have_text(WORDS[language]["ok"])
     assert page.locator("#questions-0 .matrix-grid tr.matrix-bad").count() == 0

@@ -13,6 +13,7 @@ from django.utils.html import escape
 from consultations.models import AuditEvent, StaffMembership
 from consultations.services import consultation_create
 from privacy.mechanisms import randomised_response
+from surveys.builder import without_mechanism_name
 from surveys.models import Question, Survey
 from surveys.preview import continuous_margin, discrete_margin
 from tests.factories import client_for, key_factory, tenant_factory
@@ -149,8 +150,8 @@ def test_the_builder_refuses_what_the_api_refuses_with_the_same_messages(staff, 
     (problems,) = api.json()["errors"]["questions"]
     messages = [m for field in problems.values() for m in field]
     assert messages
-    for message in messages:
-        assert escape(message) in page, message
+    for message in messages:  # beside the card's mechanism, without the API's name for it
+        assert escape(without_mechanism_name(message)) in page, message
 
 
 def test_questions_are_frozen_once_the_survey_opens(staff, consultation):
@@ -205,6 +206,7 @@ def test_the_staircase_preview_states_its_epsilon_and_a_tighter_margin_than_lapl
 # --------------------------------------------------------------------------- live preview
 
 PREVIEW = "/admin/surveys/survey/preview/"
+CARD_LABELS = {"Privacy mechanism", "Translations", "Range", "Categories", "Key"}
 QUESTION_FIELDS = {
     "key",
     "text",
@@ -261,8 +263,48 @@ def test_the_live_preview_shows_the_messages_saving_would_show(staff, consultati
     assert item["error"]
     for part in item["error"].split("; "):
         field, _colon, message = part.partition(": ")
-        assert field in QUESTION_FIELDS, part  # "field: the message"
+        # "the card's label: the message", not the API's field or mechanism name
+        assert field in CARD_LABELS and field not in QUESTION_FIELDS, part
+        assert not message.startswith("randomised_response"), part
         assert escape(message) in saved, (message, item["error"])
+
+
+OWN_TABLE = ["0.6", "0.3", "0.1", "0.2", "0.6", "0.2", "0.1", "0.3", "0.5"]  # Centre: 0.9
+
+
+@pytest.mark.parametrize(
+    ("language", "sentence"),
+    [("en", "Row Centre adds up to 0.9; each row must add up to 1."),
+     ("de", "Zeile Centre ergibt zusammen 0,9; jede Zeile muss zusammen 1 ergeben."),
+     ("pl", "Wiersz Centre sumuje się do 0,9; każdy wiersz musi sumować się do 1.")],
+)  # fmt: skip
+def test_an_own_tables_bad_row_is_named_by_its_category_in_the_organisers_language(
+    staff, consultation, language, sentence
+):
+    """The preview and saving say what is wrong with an own table in the organiser's
+    words: the row by its category (the engine counts rows from 0: "channel row 2"),
+    its total in the language's number format, no API field or mechanism name; on
+    saving, beside the grid. The engine's rule decides (privacy.mechanisms.channels)."""
+    row = question_row(0, key="site", type="nominal", categories="North\nSouth\nCentre",
+                       mechanism="randomised_response", privacy="matrix")  # fmt: skip
+    data = {"consultation": consultation.pk, **management(1), **row,
+            f"{PREFIX}-0-randomised_response__matrix": OWN_TABLE}  # fmt: skip
+    (item,) = staff.post(PREVIEW, data, HTTP_ACCEPT_LANGUAGE=language).json()["previews"]
+    assert item["error"] == sentence, item["error"]
+    saved = staff.post(
+        "/admin/surveys/survey/add/",
+        {"consultation": consultation.pk, "kind": "opinion", "title": "T", **data},
+        HTTP_ACCEPT_LANGUAGE=language,
+    ).content.decode()
+    grid = saved.split("field-randomised_response__matrix")[1][:1500]
+    assert escape(sentence) in grid, grid
+    assert "channel row" not in saved and "des Kanals" not in saved and "mechanism: " not in saved
+    assert not Survey.objects.exists()
+    # A table whose rows add up to 1 (to 1e-9, the engine's tolerance) has no message.
+    good = [*OWN_TABLE[:8], "0.6"]
+    data[f"{PREFIX}-0-randomised_response__matrix"] = good
+    (item,) = staff.post(PREVIEW, data, HTTP_ACCEPT_LANGUAGE=language).json()["previews"]
+    assert not item.get("error") and item["rows"][2][1] == [0.1, 0.3, 0.6], item
 
 
 def test_the_live_preview_is_for_staff_of_the_organisation_only(client, consultation):
@@ -497,7 +539,7 @@ def test_the_add_page_offers_nothing_to_ask_again_and_says_why(staff, consultati
 def test_a_randomised_response_with_its_own_table_is_built_without_json(staff, consultation):
     """Privacy "own table" gives randomised response a full channel (the API's ``matrix``)
     as a grid of chances, row by row; it reads back as the grid, and a row that does not
-    add up to 1 is refused with the API's message, nothing saved."""
+    add up to 1 is refused, named by its category, nothing saved."""
     matrix = [["0.6", "0.3", "0.1"], ["0.2", "0.6", "0.2"], ["0.1", "0,3", "0.6"]]  # 0,3: de
     cells = [cell for row in matrix for cell in row]
 
@@ -513,7 +555,8 @@ def test_a_randomised_response_with_its_own_table_is_built_without_json(staff, c
 
     refused = post([*cells[:-1], "0.5"])  # the last row adds up to 0.9
     assert refused.status_code == 200 and not Survey.objects.exists()
-    assert "sums to 0.9" in refused.content.decode(), refused.content.decode()[-3000:]
+    # In the card's words (the engine's rule): "Row C", not "channel row 2 sums to 0.9".
+    assert "Row C adds up to 0.9" in refused.content.decode(), refused.content.decode()[-3000:]
     incomplete = post([*cells[:-1], ""])
     assert "Fill in every cell of the table" in incomplete.content.decode()
     assert not Survey.objects.exists()
