@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from privacy.mechanisms import cellkey, epsilon
+from reconstruction import disclosure
 from reconstruction.algorithms.continuous import IntervalReconstruction
 from reconstruction.analysis import Thresholds, whole_number_verdict
 from reconstruction.disclosure import hidden_cells as suppress_cells
@@ -76,7 +77,17 @@ def question_section(
         else None,
         "responses": n,
     }
-    if n < thresholds.min_responses:
+    enough = n >= thresholds.min_responses
+    if question.mechanism == "none":
+        # A register's response count is perturbed by its own cell key, like the total
+        # of an exact distribution: exact, it narrowed the two cells of a two-category
+        # question to one value whenever both moved by 2 the same way (one table in 50).
+        # Judged on what it publishes (issue 26): judged on the true count, a published
+        # 9 beside "fewer than 10" would say 9, and a shown 8 would say exactly 10.
+        published_n = responses_published(survey, question)
+        section["responses"] = published_n
+        enough = disclosure.publishable(cellkey.bounds(published_n), thresholds.min_responses)
+    if not enough:
         section["published"] = False
         section["reason"] = (
             f"fewer than {thresholds.min_responses} responses: nothing is shown for this question"
@@ -142,6 +153,15 @@ def question_section(
             keyed=keyed,
         )
     return section
+
+
+def responses_published(survey: Survey, question: Question) -> int:
+    """How many answered an exact question, as a report publishes it: the count plus
+    the cell-key perturbation of its answerers' record keys (one aggregate query)."""
+    moments = condition_counts.condition_moments(
+        survey, [question], [], keys=True, using=statistics.analysis_alias()
+    )
+    return cellkey.perturbed_count(moments.count, moments.key_sum or 0)
 
 
 def lattice_step(result: IntervalReconstruction, low: float) -> float | None:
