@@ -6,6 +6,7 @@ the same messages and written to the audit trail as from the API.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
@@ -25,6 +26,7 @@ from reconstruction.admin_request_form import (
     AnalysisRequestForm,
     condition_fields,
     condition_from,
+    condition_problems,
     condition_row,
     survey_questions,
 )
@@ -140,6 +142,7 @@ def request_analysis_view(model_admin: admin.ModelAdmin, request: HttpRequest) -
 
 ELIGIBILITY_ROWS = 2
 QUOTA_ROWS = 6
+MOST_SEATS = 100_000  # the API's bound on a quota's seats (QuotaSerializer)
 PANEL_FIELDS = ("size", "reserves", "seed", "objective", "max_outside")
 
 
@@ -195,13 +198,58 @@ class PanelRequestForm(forms.Form):
                 )
             )  # fmt: skip
             self.fields[f"quota_{i}_min"] = forms.IntegerField(
-                label=_("at least"), required=False, min_value=0,
+                label=_("at least"), required=False, min_value=0, max_value=MOST_SEATS,
                 widget=forms.NumberInput(attrs={"class": "seats"}),
             )  # fmt: skip
             self.fields[f"quota_{i}_max"] = forms.IntegerField(
-                label=_("at most"), required=False, min_value=0,
+                label=_("at most"), required=False, min_value=0, max_value=MOST_SEATS,
                 widget=forms.NumberInput(attrs={"class": "seats"}),
             )  # fmt: skip
+        # Which form row each of the request's quotas and eligibility conditions came
+        # from (empty rows are skipped), to put the API's messages beside their widgets.
+        self.quota_rows_sent: list[int] = []
+        self.where_rows_sent: list[int] = []
+
+    def clean(self) -> dict[str, Any]:
+        """A row's own problems beside its widgets, in plain words, before the API sees
+        the request (which would name ``quotas[0].where[0]`` or ``min 5 ... max 3``)."""
+        data = super().clean()
+        for i in range(ELIGIBILITY_ROWS):
+            condition_problems(self, f"where_{i}", self.questions)
+        size = data.get("size")
+        seen: dict[int, Any] = {}
+        for i in range(QUOTA_ROWS):
+            prefix = f"quota_{i}"
+            condition_problems(self, prefix, self.questions)
+            low, high = data.get(f"{prefix}_min"), data.get(f"{prefix}_max")
+            if not data.get(f"{prefix}_attribute"):
+                if low is not None or high is not None:
+                    self.add_error(
+                        f"{prefix}_attribute", _("Choose the question this quota is about.")
+                    )
+                continue
+            condition = condition_from(data, prefix, self.questions)
+            same = next((j for j, c in seen.items() if c == condition), None)
+            if same is not None:  # the API names it "quotas[1] ... one band from min to max"
+                self.add_error(
+                    f"{prefix}_attribute",
+                    _("Quota %(n)s is about the same residents as quota %(first)s: give each "
+                      "group one quota.") % {"n": i + 1, "first": same + 1},
+                )  # fmt: skip
+            seen[i] = condition
+            if low is not None and high is not None and low > high:
+                self.add_error(
+                    f"{prefix}_min",
+                    _("At least %(low)s seats is more than at most %(high)s.")
+                    % {"low": low, "high": high},
+                )
+            elif low is not None and size is not None and low > size:
+                self.add_error(
+                    f"{prefix}_min",
+                    _("At least %(low)s seats is more than the panel's %(size)s seats.")
+                    % {"low": low, "size": size},
+                )
+        return data
 
     def panel_fields(self) -> list[Any]:
         return [self[name] for name in PANEL_FIELDS]
@@ -230,20 +278,22 @@ class PanelRequestForm(forms.Form):
         }
         if data.get("seed") is not None:
             spec["seed"] = data["seed"]
-        where = [
-            c
-            for c in (
-                condition_from(data, f"where_{i}", self.questions) for i in range(ELIGIBILITY_ROWS)
-            )
-            if c
-        ]
+        where = []
+        self.where_rows_sent = []
+        for i in range(ELIGIBILITY_ROWS):
+            condition = condition_from(data, f"where_{i}", self.questions)
+            if condition:
+                where.append(condition)
+                self.where_rows_sent.append(i)
         if where:
             spec["where"] = where
         quotas = []
+        self.quota_rows_sent = []
         for i in range(QUOTA_ROWS):
             condition = condition_from(data, f"quota_{i}", self.questions)
             if condition is None:
                 continue
+            self.quota_rows_sent.append(i)
             low, high = data.get(f"quota_{i}_min"), data.get(f"quota_{i}_max")
             quotas.append(
                 {
@@ -256,6 +306,71 @@ class PanelRequestForm(forms.Form):
         if data.get("max_outside") is not None:
             spec["max_outside"] = float(data["max_outside"])
         return spec
+
+
+# The API's paths into a panel request (the panel kind's and the serializer's).
+_PATH = re.compile(r"^(quotas|where)\[(\d+)\](?:\.(\w+))?")
+# A quota as the panel kind names it in a sentence: ``quotas[1] (visits in [some])``.
+_QUOTA_NAME = re.compile(r"quotas\[(\d+)\](?: \((?:[^()\[\]]|\[[^\]]*\])*\))?")
+
+
+def _leaves(errors: Any) -> list[str]:
+    """The messages of an error tree, without their paths."""
+    if isinstance(errors, dict):
+        return [m for value in errors.values() for m in _leaves(value)]
+    if isinstance(errors, (list, tuple)):
+        return [m for value in errors for m in _leaves(value)]
+    return [str(errors)]
+
+
+def place_panel_errors(form: PanelRequestForm, errors: Any, labels: dict[str, str]) -> None:
+    """The API's refusal of a panel request on the form: a message about one quota or
+    eligibility condition beside that row's widgets (its seats, or its question), with
+    the row's number as on the form; a message naming quotas (``quotas[1] (visits in
+    [some])``) names them "Quota 2"; anything else at the top, after the form part's
+    label (:func:`_flatten`)."""
+
+    def row_field(kind: str, index: int, part: str | None) -> str | None:
+        rows = form.quota_rows_sent if kind == "quotas" else form.where_rows_sent
+        if not 0 <= index < len(rows):
+            return None
+        prefix = f"{'quota' if kind == 'quotas' else 'where'}_{rows[index]}"
+        if kind == "quotas" and part in ("min", "max"):
+            return f"{prefix}_{part}"
+        return f"{prefix}_attribute"
+
+    def quota_name(match: re.Match[str]) -> str:
+        index = int(match.group(1))
+        rows = form.quota_rows_sent
+        number = rows[index] + 1 if 0 <= index < len(rows) else index + 1
+        return _("quota %(n)s") % {"n": number}
+
+    if not isinstance(errors, dict):
+        errors = {"non_field_errors": errors}
+    for key, value in errors.items():
+        key = str(key)
+        found = _PATH.match(key)
+        if (
+            key in ("quotas", "where")
+            and isinstance(value, list)
+            and any(isinstance(v, dict) for v in value)
+        ):  # the serializer's: one entry per quota or condition
+            for index, entry in enumerate(value):
+                for part, messages_ in (entry or {}).items() if isinstance(entry, dict) else ():
+                    field = row_field(key, index, str(part))
+                    for message in _leaves(messages_):
+                        form.add_error(field, message)
+            continue
+        if found:
+            field = row_field(found.group(1), int(found.group(2)), found.group(3))
+            for message in _leaves(value):
+                form.add_error(field, _QUOTA_NAME.sub(quota_name, message))
+            continue
+        for message in _flatten({key: value}, labels=labels):
+            message = _QUOTA_NAME.sub(quota_name, message)
+            for name, question in form.questions.items():  # 'visits' as the form shows it
+                message = message.replace(repr(name), f"“{question.text or name}”")
+            form.add_error(None, message)
 
 
 def request_panel_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> HttpResponse:
@@ -278,8 +393,7 @@ def request_panel_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> H
             spec = {"survey": survey.pk, **form.spec()}
             serializer = AnalysisRequestSerializer(data=spec)
             if not serializer.is_valid():
-                for message in _flatten(serializer.errors, labels=labels):
-                    form.add_error(None, message)
+                place_panel_errors(form, serializer.errors, labels)
             else:
                 try:
                     job = services.analysis_create(
@@ -289,8 +403,7 @@ def request_panel_view(model_admin: admin.ModelAdmin, request: HttpRequest) -> H
                         requested_by=staff_actor(request),
                     )
                 except (AnalysisInputError, SurveyPurged) as exc:
-                    for message in _flatten(exc.errors, labels=labels):
-                        form.add_error(None, message)
+                    place_panel_errors(form, exc.errors, labels)
                 else:
                     # As for analyses: a banner only while the job waits.
                     job.refresh_from_db(fields=["status"])

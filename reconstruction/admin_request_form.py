@@ -147,6 +147,26 @@ def condition_from(
     return {"attribute": key, "op": op, "value": number}
 
 
+def condition_problems(form: forms.Form, prefix: str, questions: dict[str, Question]) -> None:
+    """A condition row that cannot make a condition, said beside its widget in plain words
+    (the API would name ``where[0].value`` or ``'in' needs at least one category``): a
+    question with no answer ticked, a number question with no number, a range whose end
+    is not above its start."""
+    data = form.cleaned_data
+    question = questions.get(data.get(f"{prefix}_attribute") or "")
+    if question is None:
+        return
+    if question.is_discrete:
+        if not data.get(f"{prefix}_categories"):
+            form.add_error(f"{prefix}_categories", _("Tick at least one answer."))
+        return
+    number, up_to = data.get(f"{prefix}_number"), data.get(f"{prefix}_up_to")
+    if number is None:
+        form.add_error(f"{prefix}_number", _("Type a number."))
+    elif data.get(f"{prefix}_op") == "between" and (up_to is None or up_to <= number):
+        form.add_error(f"{prefix}_up_to", _("Type a number above the first one."))
+
+
 class DataSelect(forms.Select):
     """A select whose options carry ``data-`` attributes (``option_data[value]``)."""
 
@@ -251,6 +271,12 @@ class AnalysisRequestForm(forms.Form):
             self.fields.update(
                 condition_fields(f"where_{i}", _("Residents whose answer to"), self.questions)
             )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        for i in range(CONDITION_ROWS):
+            condition_problems(self, f"where_{i}", self.questions)
+        return data
 
     def kind_fields(self) -> list[Any]:
         """The fields only some kinds take, for the template."""

@@ -104,7 +104,9 @@ def test_bad_requests_get_the_apis_messages_and_no_job(staff, open_survey):
     page = staff.post(url, {
         "kind": "count", "where_0_attribute": "age", "where_0_op": "gt",
     }).content.decode()  # fmt: skip
-    assert 'id="analysis-errors"' in page
+    # A condition without its number: said beside the number (was the API's "where[0]...").
+    number = page.split('id="condition-0"')[1].split('class="condition-up-to"')[0]
+    assert "Type a number." in number.split('class="condition-number"')[1], number
     assert not AnalysisJob.objects.exists()
 
 
@@ -259,6 +261,111 @@ def test_the_panel_form_builds_quotas_from_widgets_not_typed_syntax(
     assert AnalysisJob.objects.count() == 1
     german = staff.get(url, HTTP_ACCEPT_LANGUAGE="de").content.decode()
     assert "Quote hinzufügen" in german and "Sitze für Kandidaten, deren Antwort auf" in german
+
+
+def _row(page: str, row: str) -> str:
+    """One condition row of the panel form (``quota-1``, ``eligibility-0``)."""
+    return page.split(f'id="{row}"')[1].split('<div class="condition-row')[0]
+
+
+QUOTA_PROBLEMS = {  # the rows as typed, the row and widget the message is beside, the message
+    "more-than-at-most": (
+        {"quota_1_attribute": "visits", "quota_1_categories": ["some"], "quota_1_min": "5",
+         "quota_1_max": "3"},
+        "quota-1", "quota_1_min",
+        {"en": "At least 5 seats is more than at most 3.",
+         "de": "Mindestens 5 Sitze sind mehr als höchstens 3.",
+         "pl": "Co najmniej 5 miejsc to więcej niż co najwyżej 3."},
+    ),
+    "more-than-the-panel": (
+        {"quota_1_attribute": "visits", "quota_1_categories": ["some"], "quota_1_min": "12"},
+        "quota-1", "quota_1_min",
+        {"en": "At least 12 seats is more than the panel's 10 seats.",
+         "de": "Mindestens 12 Sitze sind mehr als die 10 Sitze des Gremiums.",
+         "pl": "Co najmniej 12 miejsc to więcej niż 10 miejsc panelu."},
+    ),
+    "no-answer-ticked": (
+        {"quota_1_attribute": "visits", "quota_1_min": "2"},
+        "quota-1", "quota_1_categories",
+        {"en": "Tick at least one answer.", "de": "Kreuzen Sie mindestens eine Antwort an.",
+         "pl": "Zaznacz co najmniej jedną odpowiedź."},
+    ),
+    "no-number": (
+        {"quota_1_attribute": "age", "quota_1_op": "lte", "quota_1_max": "3"},
+        "quota-1", "quota_1_number",
+        {"en": "Type a number.", "de": "Geben Sie eine Zahl ein.", "pl": "Wpisz liczbę."},
+    ),
+    "empty-range": (
+        {"quota_1_attribute": "age", "quota_1_op": "between", "quota_1_number": "50",
+         "quota_1_up_to": "20", "quota_1_max": "3"},
+        "quota-1", "quota_1_up_to",
+        {"en": "Type a number above the first one.",
+         "de": "Geben Sie eine Zahl über der ersten ein.",
+         "pl": "Wpisz liczbę większą od pierwszej."},
+    ),
+    "same-group-twice": (
+        {"quota_0_attribute": "visits", "quota_0_categories": ["some"], "quota_0_min": "2",
+         "quota_1_attribute": "visits", "quota_1_categories": ["some"], "quota_1_min": "3"},
+        "quota-1", "quota_1_attribute",
+        {"en": "Quota 2 is about the same residents as quota 1: give each group one quota.",
+         "de": "Quote 2 betrifft dieselben Einwohner wie Quote 1: Geben Sie jeder Gruppe eine "
+               "Quote.",
+         "pl": "Kwota 2 dotyczy tych samych mieszkańców co kwota 1: daj każdej grupie jedną "
+               "kwotę."},
+    ),
+    "eligibility-no-answer": (
+        {"where_0_attribute": "visits", "quota_1_attribute": "age", "quota_1_op": "lte",
+         "quota_1_number": "40", "quota_1_max": "6"},
+        "eligibility-0", "where_0_categories",
+        {"en": "Tick at least one answer.", "de": "Kreuzen Sie mindestens eine Antwort an.",
+         "pl": "Zaznacz co najmniej jedną odpowiedź."},
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("language", ["en", "de", "pl"])
+@pytest.mark.parametrize("case", list(QUOTA_PROBLEMS))
+def test_a_quotas_problem_is_a_plain_sentence_beside_its_widget(staff, open_survey, case, language):
+    """A problem inside one quota (or eligibility condition) is said in the organiser's
+    language beside the widget to change, not at the top in the API's words ("Quotas:
+    Quota 1: min: min 5 is larger than max 3.", "quotas[0].where[0]: 'in' needs at least
+    one category", "Quota 1: Who can be selected: Quota 1: value: This field may not be
+    null."); nothing is queued."""
+    from html import unescape
+
+    rows, row, widget, message = QUOTA_PROBLEMS[case]
+    url = f"/admin/reconstruction/analysisjob/panel/?survey={open_survey.pk}"
+    response = staff.post(
+        url, {"size": "10", "reserves": "0", "objective": "maximin", **rows},
+        HTTP_ACCEPT_LANGUAGE=language,
+    )  # fmt: skip
+    page = unescape(response.content.decode())
+    assert response.status_code == 200 and not AnalysisJob.objects.exists()
+    shown = _row(page, row)
+    errors = re.findall(r'<ul class="errorlist[^"]*"[^>]*>(.*?)</ul>', shown, re.S)
+    assert [re.sub(r"<[^>]+>", "", e).strip() for e in errors] == [message[language]], errors
+    beside = shown.split('class="errorlist')[1]
+    assert f'name="{widget}"' in beside.split("</div>")[0] + beside.split("</fieldset>")[0]
+    assert 'id="analysis-errors"' not in page  # nothing at the top
+    every = " ".join(re.findall(r'<ul class="errorlist[^"]*"[^>]*>(.*?)</ul>', page, re.S))
+    for jargon in ("quotas[", "where[", "min:", "max:", "value:", "Quota 1: "):
+        assert jargon not in every, (jargon, every)
+
+
+def test_a_refusal_naming_quotas_numbers_them_as_on_the_form(staff, open_survey):
+    """The panel kind's refusal of quotas together names them as the form numbers them
+    (rows 1 and 3 filled in, "Quote 1, Quote 3"; the API counts quotas[0], quotas[1] from
+    0 and writes their conditions as "(visits in [some])") and the question by its name."""
+    url = f"/admin/reconstruction/analysisjob/panel/?survey={open_survey.pk}"
+    page = staff.post(url, {
+        "size": "10", "reserves": "0", "objective": "maximin",
+        "quota_0_attribute": "visits", "quota_0_categories": ["some"], "quota_0_min": "6",
+        "quota_2_attribute": "visits", "quota_2_categories": ["many"], "quota_2_min": "6",
+    }, HTTP_ACCEPT_LANGUAGE="de").content.decode()  # fmt: skip
+    errors = page.split('id="analysis-errors"')[1].split("</ul>")[0]
+    assert "(Quote 1, Quote 3)" in errors and "“visits”" in errors, errors
+    assert "quotas[" not in errors and "[some]" not in errors and "&#x27;visits&#x27;" not in errors
+    assert not AnalysisJob.objects.exists()
 
 
 def test_cost_refusals_read_in_plain_words_with_the_figures_as_a_footnote(
