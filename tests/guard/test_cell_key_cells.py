@@ -199,6 +199,7 @@ def test_a_report_publishes_an_exact_age_question_perturbed(world):
     (section,) = [s for s in report.result["questions"] if s["key"] == "age"]
     reconstructed = section["reconstructed"]
     assert reconstructed["perturbed"] is True and reconstructed["n"] == 442.0
+    assert section["responses"] == 442
     people = _ages()
     for (low, high), shown in zip(reconstructed["intervals"], reconstructed["counts"], strict=True):
         if shown is not None:
