@@ -217,6 +217,12 @@ def hidden_cells(
     else:
         bounds = np.asarray(intervals, dtype=np.float64).reshape(values.size, 2)
     hidden = np.array([not publishable(pair, threshold) for pair in bounds], dtype=bool)
+    _complete(values, bounds, hidden, threshold)
+    return hidden
+
+
+def _complete(values: Any, bounds: Any, hidden: Any, threshold: int) -> None:
+    """Complementary suppression against the published total (in place)."""
     # The hidden cells' sum is derivable from the total: it is a group like any other.
     # Hide the next-smallest shown cell while that sum is a single cell or its interval
     # (the sum of the hidden cells' bounds, worst case) is neither publishable nor
@@ -227,7 +233,157 @@ def hidden_cells(
             break
         order = np.argsort(np.where(hidden, np.inf, values), kind="stable")
         hidden[order[0]] = True
-    return hidden
+
+
+Line = tuple[Any, tuple[float, float]]
+"""A published line total of a two-way table: its cells (a boolean mask over the
+table) and its 95% interval."""
+
+
+def hidden_table(
+    counts: Any,
+    threshold: int,
+    intervals: Any | None = None,
+    *,
+    rows: Sequence[tuple[float, float] | None] = (),
+    columns: Sequence[tuple[float, float] | None] = (),
+    hidden: Any | None = None,
+) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Which cells of a two-way table to hide when its total and some of its row and
+    column totals are published too (a change's before and after shares).
+
+    First :func:`hidden_cells` of the whole table (primary suppression and its
+    complement against the table's total), or ``hidden`` when given. Then per line: a
+    published row or column total (``rows[i]``, ``columns[j]``: its interval, ``None``
+    when not published) minus the line's shown cells is the line's hidden cells' sum.
+    While a line has a single hidden cell, or that sum's worst-case interval
+    (:func:`line_hidden_total`: the hidden cells' bounds summed, narrowed by the line's
+    total minus the shown cells' bounds) is neither publishable nor provably empty, the
+    line's next-smallest shown cell is hidden too. Last, the rows, columns and total
+    together must not pin a hidden cell (one whose indicator lies in the span of the
+    lines' hidden parts, as a 2 x 2 block of hidden cells never is): the next-smallest
+    shown cell of a line through it is hidden then. Repeated until nothing changes.
+    """
+    values = np.asarray(counts, dtype=np.float64)
+    k, m = values.shape
+    if intervals is None:
+        bounds = np.stack([values, values], axis=-1)
+    else:
+        bounds = np.asarray(intervals, dtype=np.float64).reshape(k, m, 2)
+    flat_values, flat_bounds = values.ravel(), bounds.reshape(-1, 2)
+    if hidden is None:
+        mask = hidden_cells(flat_values, threshold, flat_bounds)
+    else:
+        mask = np.array(hidden, dtype=bool).ravel()
+    lines = _lines(k, m, rows, columns)
+    changed = True
+    while changed and not mask.all():
+        changed = False
+        for line, total in lines:
+            while _line_leaks(flat_bounds, mask, line, total, threshold):
+                _hide_partner(flat_values, mask, line, [other for other, _ in lines])
+                changed = True
+        if not changed:
+            pinned = _pinned(mask, [line for line, _ in lines])
+            if pinned is not None:
+                through = [line for line, _ in lines if line[pinned] and (line & ~mask).any()]
+                _hide_smallest(flat_values, mask, through[0] if through else ~mask)
+                changed = True
+        if changed:
+            _complete(flat_values, flat_bounds, mask, threshold)
+    return mask.reshape(k, m)
+
+
+def hidden_line_totals(
+    intervals: Any, hidden: Any, totals: Sequence[tuple[float, float] | None], *, axis: int
+) -> list[tuple[float, float] | None]:
+    """Each line's hidden cells' sum as :func:`hidden_table` judged it (rows for
+    ``axis=0``, columns for ``axis=1``): its worst-case interval, or ``None`` when the
+    line's total is not published, or none or all of its cells are hidden."""
+    mask = np.asarray(hidden, dtype=bool)
+    k, m = mask.shape
+    bounds = np.asarray(intervals, dtype=np.float64).reshape(-1, 2)
+    lines = _lines(k, m, totals if axis == 0 else (), totals if axis == 1 else ())
+    published = [i for i, total in enumerate(totals) if total is not None]
+    out: list[tuple[float, float] | None] = [None] * len(totals)
+    flat = mask.ravel()
+    for index, (line, total) in zip(published, lines, strict=True):
+        inside = flat[line]
+        if inside.any() and not inside.all():
+            out[index] = line_hidden_total(bounds, flat, line, total)
+    return out
+
+
+def _lines(
+    k: int,
+    m: int,
+    rows: Sequence[tuple[float, float] | None],
+    columns: Sequence[tuple[float, float] | None],
+) -> list[Line]:
+    lines: list[Line] = []
+    for axis, totals in ((0, rows), (1, columns)):
+        for index, total in enumerate(totals):
+            if total is None:
+                continue
+            line = np.zeros((k, m), dtype=bool)
+            if axis == 0:
+                line[index, :] = True
+            else:
+                line[:, index] = True
+            lines.append((line.ravel(), (float(total[0]), float(total[1]))))
+    return lines
+
+
+def line_hidden_total(
+    bounds: Any, hidden: Any, line: Any, total: tuple[float, float]
+) -> tuple[float, float]:
+    """Worst-case interval of a line's hidden cells' sum: their bounds summed, and at
+    most the line's total's bounds minus the shown cells' bounds (:func:`hidden_total`
+    with a total known within an interval)."""
+    low, high = hidden_total(bounds[line], hidden[line])
+    shown = line & ~hidden
+    low = max(low, total[0] - float(bounds[shown, 1].sum()))
+    high = min(high, total[1] - float(bounds[shown, 0].sum()))
+    return (low, high)
+
+
+def _line_leaks(
+    bounds: Any, hidden: Any, line: Any, total: tuple[float, float], threshold: int
+) -> bool:
+    inside = hidden[line]
+    if not inside.any() or inside.all():
+        return False
+    if inside.sum() == 1:
+        return True
+    low, high = line_hidden_total(bounds, hidden, line, total)
+    return not (publishable((low, high), threshold) or high < 0.5)
+
+
+def _hide_partner(values: Any, hidden: Any, line: Any, lines: Sequence[Any]) -> None:
+    """Hide a shown cell of ``line``: the smallest one whose crossing line already has a
+    hidden cell (which then gains a partner rather than a new single hidden cell: the
+    hidden cells close a rectangle), else the smallest."""
+    candidates = [int(c) for c in np.flatnonzero(line & ~hidden)]
+    crossing = [other for other in lines if other is not line and (other & hidden).any()]
+    preferred = [c for c in candidates if any(other[c] for other in crossing)]
+    pick = min(preferred or candidates, key=lambda c: (values[c], c))
+    hidden[pick] = True
+
+
+def _hide_smallest(values: Any, hidden: Any, mask: Any) -> None:
+    order = np.argsort(np.where(mask & ~hidden, values, np.inf), kind="stable")
+    hidden[order[0]] = True
+
+
+def _pinned(hidden: Any, masks: Sequence[Any]) -> int | None:
+    """A hidden cell that the lines' totals (and the table's) determine, or ``None``."""
+    cells = np.flatnonzero(hidden)
+    if cells.size == 0:
+        return None
+    matrix = np.array([mask[cells] for mask in [*masks, np.ones_like(hidden)]], dtype=float)
+    projection = np.linalg.pinv(matrix) @ matrix
+    determined = np.flatnonzero(np.diag(projection) > 1.0 - 1e-9)
+    return int(cells[determined[0]]) if determined.size else None
 
 
 def hidden_total(bounds: Any, hidden: Any, total: float | None = None) -> tuple[float, float]:
@@ -257,8 +413,11 @@ __all__ = [
     "fit_group",
     "group_size",
     "hidden_cells",
+    "hidden_line_totals",
+    "hidden_table",
     "hidden_total",
     "is_exact",
+    "line_hidden_total",
     "publishable",
     "read_group",
     "sample_refused",

@@ -1,6 +1,6 @@
 """Query auditing: refuse a result that, with results already published, implies a small cell.
 
-Pure module: numpy only.
+Pure module: numpy and scipy (one linear programme) only.
 
 Each published count is the estimated size of a *box*: a conjunction of conditions, one
 set of categories per discrete attribute and one interval per continuous attribute
@@ -15,12 +15,17 @@ judges a new set of results against the published ones:
    every threshold any condition uses on it (clipped to the question's range, outside of
    which nobody is). A box is then a set of *atoms*, the products of pieces.
 2. **Nested differences.** When one box contains another, their difference is implied.
-   Its interval is ``[lo_big - hi_small, hi_big - lo_small]``.
+   Its interval is ``[lo_big - hi_small, hi_big - lo_small]``, and it is at least the
+   lower ends of disjoint published boxes inside it (a row's total minus one of its
+   cells is at least the row's other shown cells, issue 29).
 3. **Linear combinations.** With few enough atoms and results (``max_atoms``,
    ``max_results``), every atom whose indicator lies in the span of the results'
    indicators is implied exactly by a linear combination ``sum_i c_i y_i``; its interval
    is the combination's centre plus or minus ``sum_i |c_i| halfwidth_i`` (worst case,
-   no independence assumed).
+   no independence assumed). The minimum-norm combination is judged first; when it
+   reaches below the threshold, the narrowest one (a linear programme) decides, since
+   any combination that shows the cell large (or empty) proves it (issue 29: the
+   minimum-norm one spread a before-only group over every transition cell).
 
 A cell that a result publishes directly is left to the per-query rule (suppression).
 An implied cell, whether a nested difference (step 2) or a linear combination (step 3),
@@ -59,6 +64,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.optimize import linprog
 
 # A continuous cut at t. Whether t itself lies below or above the cut (``lte t`` vs
 # ``between [t, ...)``) is not told apart: the single point t is not a piece of its own,
@@ -264,6 +270,7 @@ def audit(
     max_results: int = 400,
     max_boxes: int = 20_000,
     max_union_half_width: float = 2.0,
+    max_programmes: int = 64,
     tol: float = 1e-8,
 ) -> Finding | None:
     """The first small cell that ``new`` implies together with ``published``, or ``None``.
@@ -284,6 +291,10 @@ def audit(
     max_boxes, max_union_half_width : int, float
         Bounds on the unions check (step 4): the number of candidate boxes, and the
         widest half-interval of a result a judged combination may use.
+    max_programmes : int
+        How many implied cells step 3 may judge again on their narrowest combination (a
+        linear programme each); a further cell that the minimum-norm one finds small is
+        refused.
     tol : float
         Numerical tolerance of the span test.
 
@@ -309,7 +320,9 @@ def audit(
                     # (an unbounded end gives an infinite or NaN bound: judged small)
                     low = results[big].low - results[small].high
                     high = results[big].high - results[small].low
-                    if _small(low, high, threshold):
+                    if _small(low, high, threshold) and (
+                        _inner_floor(sets, results, big, small) < threshold
+                    ):
                         return Finding(uses=tuple(sorted((i, j))), kind="difference")
 
     # Step 3: single atoms in the span of the results.
@@ -344,11 +357,22 @@ def audit(
     with np.errstate(invalid="ignore"):
         centre = np.array([(r.low + r.high) / 2 for r in results])
         half = np.array([(r.high - r.low) / 2 for r in results])
+    programmes = 0
     for column in np.flatnonzero((leverage > 1.0 - 1e-6) & ~known):
         coefficients: NDArray[np.float64] = u @ (vt[:, column] / s)
         finding = _judge(coefficients, centre, half, first_new, threshold, "combination")
         if finding is not None:
-            return finding
+            # The minimum-norm combination spreads over every result; the narrowest
+            # one may show the cell is large (or empty) after all (at most
+            # ``max_programmes`` times: beyond, refused as before).
+            programmes += 1
+            if programmes > max_programmes:
+                return finding
+            narrowest = _narrowest(matrix, int(column), half)
+            if narrowest is None or _judge(
+                narrowest, centre, half, first_new, threshold, "combination"
+            ):
+                return finding
 
     # Step 4: unions of atoms that are boxes themselves (issue 26, the three-box
     # tracker: count(C) + count(N) - count(item=N and district in {C, N}) is the box
@@ -394,6 +418,71 @@ def _floor(
         taken |= atoms
         floor += low
     return floor
+
+
+def _narrowest(
+    matrix: NDArray[np.float64], column: int, half: NDArray[np.float64]
+) -> NDArray[np.float64] | None:
+    """The combination of results that implies atom ``column`` with the narrowest
+    worst-case interval (``min sum_i |c_i| halfwidth_i`` subject to ``c @ matrix`` being
+    the atom's indicator: a linear programme), or ``None`` when it finds none. Every
+    combination's interval holds the cell when the results' intervals hold theirs, so a
+    cell that the narrowest shows to lie at or above the threshold (or to be empty) is
+    not small, however wide the minimum-norm one of step 3 is (a change's share before
+    against the before question's distribution, issue 29: the minimum-norm combination
+    also spread over every transition cell and the other categories)."""
+    usable = np.isfinite(half)
+    if not usable.any():
+        return None
+    rows = matrix[usable]
+    weights = np.asarray(half[usable], dtype=np.float64) + 1e-6
+    target = np.zeros(matrix.shape[1])
+    target[column] = 1.0
+    solved = linprog(
+        np.concatenate([weights, weights]),
+        A_eq=np.hstack([rows.T, -rows.T]),
+        b_eq=target,
+        bounds=(0, None),
+        method="highs",
+    )
+    if solved.status != 0:
+        return None
+    m = rows.shape[0]
+    out = np.zeros(matrix.shape[0])
+    out[usable] = solved.x[:m] - solved.x[m:]
+    if np.max(np.abs(out @ matrix - target)) > 1e-6:
+        return None
+    return out
+
+
+def _inner_floor(
+    sets: Sequence[list[frozenset[int]]], results: Sequence[Published], big: int, small: int
+) -> float:
+    """A lower bound of the difference ``big - small`` (step 2) from published boxes that
+    lie inside it: the sum of the lower ends of disjoint ones (largest first), as
+    :func:`_floor` for step 4. A row total minus one of its cells is at least the row's
+    other published cells, however wide the two results' worst case is (a change's
+    share before against its own transition cells, issue 29)."""
+    taken: list[list[frozenset[int]]] = []
+    floor = 0.0
+    inside = [
+        r
+        for r in range(len(results))
+        if r not in (big, small)
+        and _contains(sets[big], sets[r])
+        and _disjoint(sets[r], sets[small])
+    ]
+    for r in sorted(inside, key=lambda r: _largest_first(results[r].low)):
+        low = results[r].low
+        if not np.isfinite(low) or low <= 0 or not all(_disjoint(sets[r], t) for t in taken):
+            continue
+        taken.append(sets[r])
+        floor += low
+    return floor
+
+
+def _disjoint(a: list[frozenset[int]], b: list[frozenset[int]]) -> bool:
+    return any(not (x & y) for x, y in zip(a, b, strict=True))
 
 
 def _largest_first(low: float) -> float:

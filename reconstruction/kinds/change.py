@@ -12,8 +12,10 @@ survey only are counted apart and not used.
 
 Published as counts are: the group (paired participants meeting ``where``) on its
 size's interval, each transition cell on its own (reconstruction/disclosure.py, primary
-and complementary suppression), the query audit on the cells' boxes, where the after
-answer is the attribute ``<after_attribute>@after``.
+and complementary suppression, per row and column too since the shares before and after
+publish each row's and column's total: :func:`disclosure.hidden_table`), the query
+audit on the cells' boxes, the rows' and columns' totals and their hidden sums, where the
+after answer is the attribute ``<after_attribute>@after``.
 """
 
 from __future__ import annotations
@@ -385,16 +387,15 @@ def _share_json(values: Any, intervals: Any, hidden: Any) -> tuple[list[Any], li
     return shown, pairs_
 
 
-def _register_cells(cells: tuple[Any, Any], min_cell: int) -> tuple[Any, Any, Any, Any]:
+def _register_cells(cells: tuple[Any, Any]) -> tuple[Any, Any, Any, Any]:
     """Both answers (and any condition) exact: each transition cell is a register's
-    cell (issue 26), hidden on its true count and published as its cell-key perturbed
-    count with the perturbation's bound; the shares come from the published cells."""
+    cell (issue 26), hidden on its true count (returned first) and published as its
+    cell-key perturbed count with the perturbation's bound; the shares come from the
+    published cells (all of them: so each row's and column's hidden cells' perturbed sum
+    is derivable, and :func:`_hidden` judges it on the true counts)."""
     counts, keys = cells
     k = counts.shape[0]
     true = np.asarray(counts, dtype=np.float64)
-    hidden = disclosure.hidden_cells(
-        true.ravel(), min_cell, np.stack([true.ravel(), true.ravel()], axis=1)
-    ).reshape(k, k)
     shown = np.array(
         [[cellkey.perturbed_count(int(counts[i, j]), int(keys[i, j])) for j in range(k)]
          for i in range(k)],
@@ -404,7 +405,57 @@ def _register_cells(cells: tuple[Any, Any], min_cell: int) -> tuple[Any, Any, An
     total = shown.sum()
     before = shown.sum(axis=1) / total if total > 0 else np.zeros(k)
     after = shown.sum(axis=0) / total if total > 0 else np.zeros(k)
-    return shown, bounds, hidden, (before, after, after - before)
+    return true, shown, bounds, (before, after, after - before)
+
+
+def line_totals(
+    shares: Sequence[Any], intervals: Sequence[Any], size: float, size_ci: Sequence[Any]
+) -> list[tuple[float, float, float] | None]:
+    """Each published share before (after) as the count it stands for: the row's
+    (column's) total of the transition table within the group, ``(estimate, low, high)``
+    with the worst case of the share's and the group size's intervals (a missing bound
+    unbounded), or ``None`` when the share is hidden. What :func:`published` gives the
+    audit and what :func:`publish` suppresses each row and column against."""
+    g_low, g_high = base.audit_interval(size_ci, float(size))
+    out: list[tuple[float, float, float] | None] = []
+    for share, pair in zip(shares, intervals, strict=True):
+        if share is None:
+            out.append(None)
+            continue
+        low, high = base.audit_interval(pair, float(share))
+        with np.errstate(invalid="ignore"):
+            corners = [a * b for a in (low, high) for b in (g_low, g_high)]
+        if any(np.isnan(c) for c in corners):
+            corners = [-np.inf, np.inf]
+        out.append((float(share) * float(size), float(min(corners)), float(max(corners))))
+    return out
+
+
+def _group_of(where: Any, size: Any, size_ci: Any, paired: Any) -> tuple[float, Any]:
+    """The group a change's shares are shares of: with a condition its published size
+    and interval (``group_size``, ``group_ci95``), else every pair (exact)."""
+    if where:
+        return float(size), list(size_ci) if size_ci is not None else None
+    return float(paired), [float(paired), float(paired)]
+
+
+def _line_bounds(
+    shares: Sequence[Any], intervals: Sequence[Any], size: float, size_ci: Sequence[Any]
+) -> list[tuple[float, float] | None]:
+    return [
+        None if t is None else (t[1], t[2]) for t in line_totals(shares, intervals, size, size_ci)
+    ]
+
+
+def _line_json(totals: Sequence[tuple[float, float] | None]) -> list[Any]:
+    return [None if total is None else interval_json(total) for total in totals]
+
+
+def _exact_lines(shares: Sequence[Any], sums: Any) -> list[tuple[float, float] | None]:
+    """A register's rows (columns): each shown share's line total, the sum of its
+    perturbed cells (derivable exactly from the shares, which are of those cells)."""
+    lines = zip(shares, sums, strict=True)
+    return [None if share is None else (float(t), float(t)) for share, t in lines]
 
 
 def publish(fitted: Fitted) -> dict[str, Any]:
@@ -426,12 +477,10 @@ def publish(fitted: Fitted) -> dict[str, Any]:
         transitions, transitions_ci95 = transitions * factor, transitions_ci95 * factor
     categories = [str(c) for c in request.questions[params.attribute].categories]
     k = len(categories)
-    hidden = disclosure.hidden_cells(
-        transitions.ravel(), min_cell, transitions_ci95.reshape(-1, 2)
-    ).reshape(k, k)
     shares = (result.before, result.after, result.net_change)
+    true = None
     if fitted.cells is not None:
-        transitions, transitions_ci95, hidden, shares = _register_cells(fitted.cells, min_cell)
+        true, transitions, transitions_ci95, shares = _register_cells(fitted.cells)
     # A category's share before (after) is a group: its count's interval is the share's
     # interval times the group's size.
     scale = size.estimate
@@ -441,6 +490,26 @@ def publish(fitted: Fitted) -> dict[str, Any]:
     before, before_ci = _share_json(shares[0], result.before_ci95, hidden_before)
     after, after_ci = _share_json(shares[1], result.after_ci95, hidden_after)
     net, net_ci = _share_json(shares[2], result.net_change_ci95, hidden_net)
+    # The rows' and columns' totals as the audit takes them from the payload.
+    pairs_, pairs_ci = _group_of(request.where, float(size.estimate), size.ci95, result.n)
+    rows = _line_bounds(before, before_ci, pairs_, pairs_ci)
+    columns = _line_bounds(after, after_ci, pairs_, pairs_ci)
+    if true is None:
+        hidden = disclosure.hidden_table(
+            transitions, min_cell, transitions_ci95, rows=rows, columns=columns
+        )
+    else:
+        # A register's cells: hidden on their true counts, as a count's are; a row's or
+        # column's hidden cells' sum is derivable from the shares (of all the perturbed
+        # cells), so the lines are judged on the perturbed cells and their bound.
+        first = disclosure.hidden_cells(true.ravel(), min_cell).reshape(k, k)
+        rows = _exact_lines(before, transitions.sum(axis=1))
+        columns = _exact_lines(after, transitions.sum(axis=0))
+        hidden = disclosure.hidden_table(
+            transitions, min_cell, transitions_ci95, rows=rows, columns=columns, hidden=first
+        )
+    hidden_rows = disclosure.hidden_line_totals(transitions_ci95, hidden, rows, axis=0)
+    hidden_columns = disclosure.hidden_line_totals(transitions_ci95, hidden, columns, axis=1)
     covering = [
         categories[i]
         for i in range(k)
@@ -483,6 +552,8 @@ def publish(fitted: Fitted) -> dict[str, Any]:
         payload["perturbed"] = True
     if payload["suppressed"]:
         payload["suppression"] = disclosure.suppression_reason(min_cell)
+        payload["suppressed_rows_ci95"] = _line_json(hidden_rows)
+        payload["suppressed_columns_ci95"] = _line_json(hidden_columns)
     if params.panel is not None:
         payload["panel"] = params.panel
     return payload
@@ -590,6 +661,40 @@ def published(
             box = Box.of([*where, (params.attribute, "in", {i}), (after, "in", {j})])
             out.append(base.sized(box, value, intervals[i][j]))
     k = len(cells)
+    attribute = str(params.attribute)
+    group = payload.get("group_size") if params.where else payload.get("paired")
+    scale, scale_ci = (None, None)
+    if group is not None:
+        scale, scale_ci = _group_of(params.where, group, payload.get("group_ci95"), group)
+    lines = (
+        (attribute, payload.get("before"), payload.get("before_ci95")),
+        (after, payload.get("after"), payload.get("after_ci95")),
+    )
+    every = set(range(k))
+    for name, shares, share_ci in lines:
+        # A shown share is its row's (column's) count: a box the cells lie in.
+        if shares is None or share_ci is None or scale is None or scale_ci is None:
+            continue
+        if len(shares) != k:
+            continue
+        for i, total in enumerate(line_totals(shares, share_ci, scale, scale_ci)):
+            if total is not None:
+                line = (name, "in", {i})
+                box = Box.of([*where, line, *([(after, "in", every)] if name != after else [])])
+                out.append(Published(box, *total))
+    for axis, field in ((0, "suppressed_rows_ci95"), (1, "suppressed_columns_ci95")):
+        # A line's hidden cells' sum, on the interval it was judged on (as a
+        # distribution's hidden sum is published).
+        for i, pair in enumerate(payload.get(field) or []):
+            if pair is None or None in pair:
+                continue
+            hidden = {j for j in range(k) if _cell(cells, i, j, axis) is None}
+            if axis == 0:
+                box = Box.of([*where, (attribute, "in", {i}), (after, "in", hidden)])
+            else:
+                box = Box.of([*where, (attribute, "in", hidden), (after, "in", {i})])
+            low, high = float(pair[0]), float(pair[1])
+            out.append(Published(box, (low + high) / 2, low, high))
     if params.panel is None and k:
         if payload.get("before_only") is not None:
             box = Box.of([(after, "in", {k})])
@@ -603,6 +708,10 @@ def published(
         if placed and payload.get("paired") is not None:
             out.append(Published.exact(Box.of(answered), float(payload["paired"])))
     return out
+
+
+def _cell(cells: Sequence[Sequence[Any]], line: int, j: int, axis: int) -> Any:
+    return cells[line][j] if axis == 0 else cells[j][line]
 
 
 def report_entries(survey: Survey) -> list[dict[str, Any]]:

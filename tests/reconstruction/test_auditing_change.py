@@ -112,3 +112,37 @@ def test_a_condition_on_the_after_survey_is_placed_under_its_audit_name() -> Non
     placed = auditing.results_of("change", spec, payload, {**QUESTIONS, "hours@survey7": HOURS})
     assert Box.of([("view@survey7", "in", {2})]) in [r.box for r in placed]
     assert all(r.estimate != 3000.0 for r in placed)
+
+
+def test_each_shown_share_is_its_rows_or_columns_total_and_each_hidden_sum_a_box() -> None:
+    """Issue 29's last trade-off: the share before (after) times the group is the row's
+    (column's) total, with the worst case of the share's and the group's intervals; a
+    row's (column's) hidden cells' sum is published on the interval it was judged on.
+    Fails on the old code, which placed the cells only."""
+    group = ("sex", "in", {1, 2})
+    payload = {
+        **PAYLOAD,
+        "before": [0.5, None],
+        "before_ci95": [[0.4, 0.6], [None, None]],
+        "after": [0.65, 0.35],
+        "after_ci95": [[0.6, 0.7], [0.3, 0.4]],
+        "suppressed_rows_ci95": [[10.0, 20.0], None],
+        "suppressed_columns_ci95": [None, None],
+    }
+    results = _change(payload, WHERE)[4:]
+    row = Box.of([group, ("view", "in", {0}), ("view@survey7", "in", {0, 1})])
+    assert results[0] == Published(row, 20.0, 0.4 * 35.0, 0.6 * 45.0)
+    columns = [Box.of([group, ("view@survey7", "in", {j})]) for j in (0, 1)]
+    assert results[1] == Published(columns[0], 0.65 * 40.0, 0.6 * 35.0, 0.7 * 45.0)
+    assert results[2].box == columns[1]
+    # Row 0 hides (yes, yes): its hidden sum is that cell's box, on [10, 20].
+    hidden = Box.of([group, ("view", "in", {0}), ("view@survey7", "in", {0})])
+    assert results[3] == Published(hidden, 15.0, 10.0, 20.0)
+    assert len(results) == 4
+    # Without a condition the group is every pair, exact.
+    plain = {k: v for k, v in payload.items() if not k.startswith("group")}
+    rows = [r for r in _change({**plain, "paired": 100}) if r.box.categories[0][0] == "view"]
+    assert (
+        Published(Box.of([("view", "in", {0}), ("view@survey7", "in", {0, 1})]), 50.0, 40.0, 60.0)
+        in rows
+    )

@@ -298,9 +298,12 @@ def test_where_on_a_question_of_the_after_survey(
             if value is not None:
                 assert covers(result["transitions_ci95"][i][j], truth[i, j]), (i, j)
     # The other columns are (about) empty: their cells' intervals reach below the
-    # threshold and are suppressed, the "for" column is shown.
+    # threshold and are suppressed. Each row's total is published (its share before),
+    # so a row's shown "for" cell would give its hidden cells' sum, about empty but not
+    # provably so: the rows are hidden whole, and their shares say what they held.
     shown = [(i, j) for i in range(3) for j in range(3) if result["transitions"][i][j] is not None]
-    assert shown and all(j == 2 for _, j in shown), shown
+    assert all(j == 2 for _, j in shown), shown
+    assert None not in result["before"]
     group = truth.sum(axis=1) / truth.sum()
     for i in range(3):
         assert covers(result["before_ci95"][i], group[i])

@@ -76,7 +76,9 @@ def test_a_later_analysis_places_an_earlier_change_it_does_not_name(
     boxes = auditing.published_results(job, questions)
     after = change_kind.audit_name(world.after.pk, "support")
     placed = [b for b in boxes if after in dict(b.box.categories)]
-    assert len(placed) == 9 + 2  # the 9 cells, the pairs and the before-only residents
+    # The 9 cells, the 3 rows' and 3 columns' totals (the shares before and after times
+    # the pairs), the pairs and the before-only residents.
+    assert len(placed) == 9 + 3 + 3 + 2
     assert questions[after].n_categories == 4  # 3 categories and "no answer after"
     refused = _run(world, django_capture_on_commit_callbacks, body)
     assert refused["status"] == "refused", refused
