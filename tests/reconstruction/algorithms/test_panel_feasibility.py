@@ -706,11 +706,12 @@ def test_a_conflict_found_after_an_undecided_check_is_not_claimed_the_fewest(mon
 
 
 def test_each_check_of_the_conflict_search_stops_at_the_deadline(monkeypatch):
-    # a hard pool whose checks need branch and bound; with no floor and a clock a
-    # moment before the deadline, every MILP stops undecided, so nothing smaller than
-    # all quotas is proven (with the time, quota 3 alone is: the test below)
+    # a hard pool whose checks need branch and bound; with no floor and the clock at the
+    # deadline (not past it: the search goes on, but no time is left), every MILP stops
+    # undecided, so nothing smaller than all quotas is proven (without a deadline quota 3
+    # alone is)
     monkeypatch.setattr(limits, "DECIDE_FLOOR", 0.0)
-    _clock(monkeypatch, start=100.0 - 1e-9)
+    _clock(monkeypatch, start=100.0)
     assert _conflict(_hard(extra_half_quota=True), [0, 1, 3, 2], [], deadline=100.0) == (
         (0, 1, 2, 3),
         False,
