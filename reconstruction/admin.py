@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy as _
 
 from consultations.admin import staff_actor
 from consultations.admin_filters import labelled_filter
+from core.i18n import number
 from core.messages import localise_result, translate_notes
 from reconstruction import registry, result_view
 from reconstruction.models import AggregateReconstruction, AnalysisJob, Job, Report
@@ -24,7 +25,7 @@ from surveys.retention import SurveyPurged
 
 JOB_FIELDS = (
     "status_shown",  # translated (the model's choices are the API's English words)
-    "progress",
+    "progress_shown",
     "error_text",  # the reason in the admin's language
     "attempts",
     "requester",
@@ -60,6 +61,11 @@ class JobLabels:
     def requester(self, job: Any) -> str:
         return str(job.requested_by)
 
+    @admin.display(description=_("progress"), ordering="progress")
+    def progress_shown(self, job: Any) -> str:
+        """How far the job is, as a percentage (the stored fraction read "1,0")."""
+        return f"{number(100 * float(job.progress or 0), 0)} %"
+
 
 def _kind_shown(name: str) -> str:
     return result_view.kind_label(registry.KINDS.get(name), name)
@@ -89,12 +95,13 @@ class AnalysisJobAdmin(JobAdmin):
     result page with the estimate, its interval, the method, the notes and a chart."""
 
     list_display = (
-        "id", "kind_shown", "survey", "status_shown", "progress", "requested_by", "created_at"
+        "id", "kind_shown", "survey", "status_shown", "progress_shown", "requested_by",
+        "created_at",
     )  # fmt: skip
     list_filter = (STATUS_FILTER, KIND_FILTER, "organisation")
     # The raw request and result are under "technical details" on the result page.
     fields = readonly_fields = (
-        "organisation", "survey", "kind_shown", "status_shown", "progress", "error_text",
+        "organisation", "survey", "kind_shown", "status_shown", "progress_shown", "error_text",
         "attempts", "requester", "created_at", "started", "finished",
     )  # fmt: skip
     change_form_template = "admin/reconstruction/analysisjob/result_change_form.html"
@@ -163,8 +170,15 @@ class AnalysisJobAdmin(JobAdmin):
                 )
 
                 asked = kind.parse({**job.spec, "kind": job.kind})  # the stored request, typed
+                chances = result.get("selection_probability") or {}
                 context.update(
                     panel=localise_result(result),
+                    # Chances as percentages in the reader's format (were 0.0100).
+                    selection={
+                        name: f"{number(100 * float(chances[name]))} %"
+                        for name in ("min", "median", "max")
+                        if isinstance(chances.get(name), int | float)
+                    },
                     quota_rows=panel_quota_rows(result),
                     # max_outside asked for: each quota's level (a quota without one
                     # kept its plain band).
@@ -195,7 +209,8 @@ class ReportAdmin(JobLabels, admin.ModelAdmin):
     """Reports are started from here (or from a survey's actions) and downloaded as files."""
 
     list_display = (
-        "id", "survey", "status_shown", "progress", "requested_by", "created_at", "downloads"
+        "id", "survey", "status_shown", "progress_shown", "requested_by", "created_at",
+        "downloads",
     )  # fmt: skip
     list_filter = (STATUS_FILTER, "organisation")
     search_fields = ("survey__title",)

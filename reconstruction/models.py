@@ -70,7 +70,9 @@ class Job(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        return f"{type(self).__name__} {self.pk} ({self.status})"
+        # The admin's title, links and row labels: "Analyseauftrag 4" in German, not the
+        # class name and the API's status ("AnalysisJob 4 (succeeded)").
+        return f"{str(self._meta.verbose_name).capitalize()} {self.pk}"
 
     def error_text(self) -> str:
         """The refusal or failure reason in the active language (English if stored as text)."""

@@ -318,10 +318,12 @@ def result_chart_svg(result: dict[str, Any]) -> str:
     if transitions.is_change(result):
         return transitions.transition_chart_svg(result)
     if "counts" in result and ("categories" in result or "intervals" in result):
+        from reconstruction.result_view import band_label
+
         labels = (
             [str(c) for c in result["categories"]]
             if "categories" in result
-            else [f"[{a:g}, {b:g})" for a, b in result["intervals"]]
+            else [band_label(a, b) for a, b in result["intervals"]]
         )
         section = {
             "reconstructed": {"counts": result["counts"], "ci95": result.get("ci95") or []},
@@ -365,18 +367,50 @@ def result_chart_svg(result: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- panels
 
 
+def condition_words(condition: dict[str, Any]) -> str:
+    """A stored condition (``{"attribute", "op", "value"}``) in signs any reader knows:
+    ``sex: F, M``, ``age ≤ 40``, ``age: 18 up to 65``, numbers in the reader's format; not
+    the API's ``age <= 40.0`` or ``sex in [F, M]``."""
+    from core.i18n import number
+    from reconstruction.result_view import band_label
+
+    attribute, op, value = condition.get("attribute"), condition.get("op"), condition.get("value")
+    if op == "in" and isinstance(value, list):
+        return f"{attribute}: {', '.join(str(v) for v in value)}"
+    if op == "between" and isinstance(value, list) and len(value) == 2:
+        return f"{attribute}: {band_label(float(value[0]), float(value[1]))}"
+    sign = {"gt": ">", "lte": "≤"}.get(str(op), str(op))
+    shown = number(float(value)) if isinstance(value, int | float) else str(value)
+    return f"{attribute} {sign} {shown}"
+
+
+def quota_words(index: int, quota: dict[str, Any]) -> str:
+    """A panel's quota as the form numbers it, with its conditions: "Quota 1: sex: F"."""
+    name = _("Quota %(n)s") % {"n": index + 1}
+    where = quota.get("where")
+    if not isinstance(where, list) or not where:
+        return name
+    return f"{name}: {' · '.join(condition_words(c) for c in where)}"
+
+
 def panel_quota_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """A panel's quotas against the expected true counts, for the report table."""
+    """A panel's quotas against the expected true counts, for the report table (numbers
+    in the reader's format)."""
+    from core.i18n import number
+
     rows = []
-    for quota in result.get("quotas") or []:
+    for index, quota in enumerate(result.get("quotas") or []):
         ci = quota.get("ci95") or [None, None]
         expected = float(quota["expected"])
         rows.append(
             {
-                "label": quota.get("label", ""),
-                "band": f"{quota['min']} to {quota['max']}",
-                "expected": f"{expected:.1f}",
-                "ci95": "—" if None in ci else f"{float(ci[0]):.1f} to {float(ci[1]):.1f}",
+                "label": quota_words(index, quota),
+                "band": _("%(low)s to %(high)s") % {"low": quota["min"], "high": quota["max"]},
+                "expected": number(expected, 1),
+                "ci95": "—"
+                if None in ci
+                else _("%(low)s to %(high)s")
+                % {"low": number(float(ci[0]), 1), "high": number(float(ci[1]), 1)},
                 "within": quota["min"] - 1e-6 <= expected <= quota["max"] + 1e-6,
                 # max_outside's level this quota was held to (None: plain bands).
                 "outside_level": _outside_level(quota.get("outside_level")),
@@ -462,7 +496,7 @@ def panel_chart_svg(result: dict[str, Any], probabilities: list[float]) -> str:
                 color=ESTIMATE_COLOUR, capsize=4,
                 label=_("expected true count (95%% interval)") % {} if i == 0 else None,
             )  # fmt: skip
-        bands.set_yticks(position, [str(q.get("label", "")) for q in quotas], fontsize=8)
+        bands.set_yticks(position, [quota_words(i, q) for i, q in enumerate(quotas)], fontsize=8)
         bands.invert_yaxis()
         bands.set_xlabel(_("panel members"), fontsize=9)
         bands.spines[["top", "right"]].set_visible(False)

@@ -119,6 +119,11 @@ def headline(result: dict[str, Any]) -> str:
     return sentence
 
 
+def band_label(low: float, high: float) -> str:
+    """A band of a number question, as the table and the chart read it: "16 up to 19.2"."""
+    return _("%(low)s up to %(high)s") % {"low": number(low), "high": number(high)}
+
+
 def category_rows(result: dict[str, Any]) -> list[dict[str, str]]:
     """A distribution's rows: label, estimated count, share and interval (rounded)."""
     counts = result.get("counts")
@@ -127,10 +132,7 @@ def category_rows(result: dict[str, Any]) -> list[dict[str, str]]:
     if isinstance(result.get("categories"), list):
         labels = [str(c) for c in result["categories"]]
     elif isinstance(result.get("intervals"), list):
-        labels = [
-            _("%(low)s up to %(high)s") % {"low": number(a), "high": number(b)}
-            for a, b in result["intervals"]
-        ]
+        labels = [band_label(a, b) for a, b in result["intervals"]]
     else:
         return []
     ci95 = result.get("ci95") if isinstance(result.get("ci95"), list) else []

@@ -183,10 +183,14 @@ def question_card(question: Question) -> dict[str, Any]:
         "ordinal": _("Ordered answers (ordinal)"),
         "continuous": _("A number (continuous)"),
     }
+    mechanism = (DISCRETE if discrete else CONTINUOUS).get(question.mechanism)
+    param_labels = dict(getattr(mechanism, "param_labels", None) or {})
     shown_params = ", ".join(
         _("own table of chances (the channel below)")
         if name == "matrix"
-        else f"{name} = {number(value) if isinstance(value, (int, float)) else '…'}"
+        # Each parameter by the card's label for it ("half_width" read as a raw name).
+        else f"{_(param_labels[name]) if name in param_labels else name} = "
+        f"{number(value) if isinstance(value, (int, float)) else '…'}"
         for name, value in params.items()
     )
     value_range = None

@@ -101,7 +101,9 @@ class Survey(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.title} ({self.kind}, {self.status})"
+        # Its title: the admin shows kind and status in the organiser's words beside it (the
+        # API's "(profile, open)" read as raw words in every survey menu and breadcrumb).
+        return self.title
 
     @property
     def organisation_id(self) -> int:
@@ -206,7 +208,8 @@ class Question(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.key} ({self.type}, {self.mechanism})"
+        # A response's answers list it by its text and key (not "(binary, randomised_response)").
+        return f"{self.text} ({self.key})" if self.text else self.key
 
     @property
     def is_discrete(self) -> bool:

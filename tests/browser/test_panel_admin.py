@@ -119,7 +119,8 @@ def test_organiser_draws_a_panel_with_quotas_and_reads_its_report(
     report = page.inner_text("#panel-report")
     assert "seed 42" in report
     quotas = page.locator("#panel-quotas tbody tr").all_inner_texts()
-    assert len(quotas) == 2 and "sex in [F]" in quotas[0] and "5 to 5" in quotas[0], quotas
+    assert len(quotas) == 2 and "Quota 1: sex: F" in quotas[0] and "5 to 5" in quotas[0], quotas
+    assert "[F]" not in quotas[0]  # the API's "quotas[0] (sex in [F])"
     assert "5.0" in quotas[0]  # exact answers: the expected count is the true count
     assert page.locator("#panel-chart svg").count() == 1
     chart = page.inner_text("#panel-chart")

@@ -413,3 +413,54 @@ def test_survey_and_report_actions_speak_the_organisers_language(staff, open_sur
         follow=True,
     )
     assert "1 Umfrage(n) geschlossen." in response.content.decode()
+
+
+def test_result_pages_show_no_api_words_or_unrounded_numbers(
+    staff, open_survey, django_capture_on_commit_callbacks
+):
+    """What admin3's walk through the result pages found, in German: the page title read
+    "AnalysisJob 4 (succeeded)", the survey "Parks (profile, open)"; a number question's
+    chart labelled its bands "[16, 19.2308)"; a panel's quotas read "quotas[0] (visits in
+    [some])" with "3 to 8" and "9.9", its selection chances "0,0100", its progress "1,0";
+    an open survey's card showed "half_width = 5"."""
+    from html import unescape
+
+    add = f"/admin/reconstruction/analysisjob/add/?survey={open_survey.pk}"
+    panel = f"/admin/reconstruction/analysisjob/panel/?survey={open_survey.pk}"
+    with django_capture_on_commit_callbacks(execute=True):
+        staff.post(add, {"kind": "distribution", "attribute": "age"})
+        staff.post(panel, {
+            "size": "10", "reserves": "0", "seed": "3", "objective": "maximin",
+            "quota_0_attribute": "visits", "quota_0_categories": ["some"],
+            "quota_0_min": "3", "quota_0_max": "8",
+        })  # fmt: skip
+    bands, drawn = AnalysisJob.objects.order_by("pk")
+    assert bands.status == drawn.status == "succeeded", (bands.error_text(), drawn.error_text())
+
+    def page(job):
+        url = f"/admin/reconstruction/analysisjob/{job.pk}/change/"
+        return unescape(staff.get(url, HTTP_ACCEPT_LANGUAGE="de").content.decode())
+
+    shown = page(bands)
+    assert f"Analyseauftrag {bands.pk}" in shown and "AnalysisJob" not in shown
+    assert "(succeeded)" not in shown and "(profile, open)" not in shown
+    chart = shown.split('id="result-chart"')[1].split("</figure>")[0]
+    assert "bis unter" in chart and not re.search(r"\[\d+(\.\d+)?, ", chart), chart[:2000]
+    assert "100 %" in shown.split("field-progress_shown")[1][:400]
+    shown = page(drawn)
+    quotas = shown.split('id="panel-quotas"')[1].split("</table>")[0]
+    assert "Quote 1: visits: some" in quotas and "3 bis 8" in quotas, quotas
+    plain = shown.split("<details")[0]  # the raw request and result stay under "technical"
+    assert "quotas[" not in plain and "[some]" not in plain
+    assert not re.search(r"\d\.\d", quotas), quotas  # 9,9 in German, not 9.9
+    members = shown.split('id="panel-members"')[1].split("</table>")[0]
+    assert re.search(r"niedrigste \d+(,\d+)? %", members), members
+    assert "0,0" not in members, members
+    survey = unescape(
+        staff.get(
+            f"/admin/surveys/survey/{open_survey.pk}/change/", HTTP_ACCEPT_LANGUAGE="de"
+        ).content.decode()
+    )
+    assert "half_width" not in survey and "Rauschen bis ± (in Einheiten der Antwort) = 5" in survey
+    form = unescape(staff.get(add, HTTP_ACCEPT_LANGUAGE="de").content.decode())
+    assert "(profile, open)" not in form and f">{open_survey.title}<" in form
