@@ -27,6 +27,7 @@ truth that nobody knows, issue 10, finding 5).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -176,6 +177,28 @@ def check_group(size: GroupSize, threshold: int, *, label: Message | str = "") -
                 gettext_noop("%(label)s%(reason)s"), {"label": label, "reason": reason}
             )
         raise JobRefused(reason)
+
+
+def check_answerers(request: AnalysisRequest, size: GroupSize) -> None:
+    """Refuse a result without a condition whose answerers' count is published perturbed
+    (an exact question's distribution ``n``, an exact mean's ``group_size``) unless that
+    published count's interval reaches ``min_responses``, as a report judges its response
+    count (issue 26).
+
+    The worker's start (:func:`reconstruction.kinds.base.start`) refused fewer true
+    answerers already; judged only there, a published 9 (an optional question answered
+    by 11, moved by -2) beside the rule "at least 10" would leave only 10 or 11. The
+    reason is the start's own, so the two refusals read the same and name no number
+    below the threshold.
+    """
+    if not size.perturbed:
+        return
+    interval = size.published_ci95
+    if publishable(interval, request.thresholds.min_responses):
+        return
+    reason = analysis.too_few_responses(request, math.floor(interval[0]))
+    assert reason is not None  # below the threshold: the start's message
+    raise JobRefused(reason)
 
 
 def at_most_half(size: float, pool: float) -> bool:
@@ -409,6 +432,7 @@ __all__ = [
     "GroupCells",
     "GroupSize",
     "at_most_half",
+    "check_answerers",
     "check_group",
     "fit_group",
     "group_size",

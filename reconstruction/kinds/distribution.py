@@ -401,6 +401,12 @@ def publish(fitted: Fitted) -> dict[str, Any]:
     request, size = fitted.request, fitted.group
     if size is not None:
         disclosure.check_group(size, request.thresholds.min_responses)
+    elif fitted.keyed is not None:
+        # Overall, an exact question publishes its answerers' count perturbed (``n``),
+        # and is judged on it (issue 26), as a report judges its response count.
+        keyed = fitted.keyed
+        answered = disclosure.GroupSize.counted(keyed.total, keyed.total_key_sum)
+        disclosure.check_answerers(request, answered)
     assert request.attribute is not None
     payload = distribution_payload(
         fitted.result,

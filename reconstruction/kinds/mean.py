@@ -163,11 +163,15 @@ def publish(fitted: Fitted) -> dict[str, Any]:
     request, result, size = fitted.request, fitted.result, fitted.group
     if request.where:
         disclosure.check_group(size, request.thresholds.min_responses)
+    else:
+        # Overall, an exact target's answerers are judged on the count it publishes.
+        disclosure.check_answerers(request, size)
     estimate, ci95 = float(result.estimate), tuple(result.ci95)
     group_size, group_ci95 = float(result.group_size), size.ci95
     perturbed = size.perturbed
-    if perturbed and request.where:
-        # An exact group (issue 26): its size is published with the cell-key perturbation.
+    if perturbed:
+        # An exact group, or overall an exact target's answerers (issue 26): its size is
+        # published with the cell-key perturbation, the value a count of it would give.
         group_size, group_ci95 = size.published, size.published_ci95
     if perturbed and disclosure.is_exact(request, request.keys) and size.key_sum is not None:
         # Target exact too: the sum moves in proportion (cellkey.perturbed_mean), the
