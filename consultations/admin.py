@@ -239,6 +239,17 @@ class ConsultationForm(forms.ModelForm):
     class Meta:
         model = Consultation
         fields = "__all__"
+        # In the organiser's language and words (the model's help texts are English).
+        help_texts = {
+            "min_responses": _(
+                "Fewest answers a question needs before any of its results are published."
+            ),
+            "min_cell": _("Groups smaller than this are never shown; their figures are hidden."),
+            "privacy_budget": _(
+                "The most all surveys of this consultation together may learn about one "
+                "resident (ε); leave empty for no limit."
+            ),
+        }
 
     def clean_privacy_budget(self) -> float | None:
         budget = self.cleaned_data.get("privacy_budget")

@@ -20,6 +20,7 @@ from django.utils.translation import gettext_lazy
 from core.i18n import number
 from reconstruction import transitions
 from reconstruction.kinds.base import AnalysisKind
+from reconstruction.registry import METHOD_HELP
 
 STATUS_LABELS = {
     "queued": gettext_lazy("queued"),
@@ -181,6 +182,9 @@ def summary_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
             shown = _("yes") if value else _("no")
         elif isinstance(value, (int, float)):
             shown = rounded(value, 0)
+        elif name == "method" and str(value) in METHOD_HELP:
+            # The paper's name with what it does ("em" alone said nothing).
+            shown = f"{value}: {_(METHOD_HELP[str(value)])}"
         else:
             shown = str(value)
         rows.append((label, shown))

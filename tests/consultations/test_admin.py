@@ -199,3 +199,13 @@ def test_a_new_keys_role_is_chosen_in_plain_words_with_what_it_can_do(
     assert shown in detail.split("field-role_shown")[1][:600]
     listing = reverse("admin:consultations_apikey_changelist")
     assert revoke in staff.get(listing, HTTP_ACCEPT_LANGUAGE=language).content.decode()
+
+
+def test_the_consultation_form_explains_its_fields_in_the_organisers_language(staff, tenant):
+    """The thresholds and the privacy budget were explained in English on a German page
+    ("Question-level disclosure threshold: fewer responses publish nothing.")."""
+    page = staff.get(
+        reverse("admin:consultations_consultation_add"), HTTP_ACCEPT_LANGUAGE="de"
+    ).content.decode()
+    assert "Kleinere Gruppen werden nie gezeigt" in page
+    assert "disclosure threshold" not in page and "Privacy budget ε per resident" not in page

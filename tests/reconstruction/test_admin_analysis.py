@@ -447,6 +447,8 @@ def test_result_pages_show_no_api_words_or_unrounded_numbers(
     chart = shown.split('id="result-chart"')[1].split("</figure>")[0]
     assert "bis unter" in chart and not re.search(r"\[\d+(\.\d+)?, ", chart), chart[:2000]
     assert "100 %" in shown.split("field-progress_shown")[1][:400]
+    # The method by its paper's name with what it does (it read "Verfahren em").
+    assert re.search(r"<td>em: [A-ZÄÖÜa-zäöü]", shown.split("<details")[0]), shown
     shown = page(drawn)
     quotas = shown.split('id="panel-quotas"')[1].split("</table>")[0]
     assert "Quote 1: visits: some" in quotas and "3 bis 8" in quotas, quotas
