@@ -172,12 +172,12 @@ class PanelRequestForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.questions = {q.key: q for q in survey_questions(survey)}
         # The API's opt-in tightened bands (README, additions to api.md); its range is
-        # checked by the API's serializer, with the API's message naming max_outside.
+        # checked by the API's serializer; its message is shown beside this field.
         self.fields["max_outside"] = forms.FloatField(
             label=_("Seats outside each band, at most (optional)"), required=False,
             localize=True,  # 0,5 in German and Polish; 0.5 is read too
             help_text=_(
-                "Tightened bands (max_outside): every panel of the lottery keeps each "
+                "Tightened bands: every panel of the lottery keeps each "
                 "quota's expected seats outside its band at most this, e.g. 0.5, counting "
                 "the uncertainty of the distorted answers; a quota that cannot be held to "
                 "it gets a looser level, shown in the report. Narrower bands can cost "
@@ -360,6 +360,10 @@ def place_panel_errors(form: PanelRequestForm, errors: Any, labels: dict[str, st
                     field = row_field(key, index, str(part))
                     for message in _leaves(messages_):
                         form.add_error(field, message)
+            continue
+        if key == "max_outside":  # beside its field (the form does not show the API's name)
+            for message in _leaves(value):
+                form.add_error(key, message)
             continue
         if found:
             field = row_field(found.group(1), int(found.group(2)), found.group(3))

@@ -466,3 +466,19 @@ def test_result_pages_show_no_api_words_or_unrounded_numbers(
     assert "half_width" not in survey and "Rauschen bis ± (in Einheiten der Antwort) = 5" in survey
     form = unescape(staff.get(add, HTTP_ACCEPT_LANGUAGE="de").content.decode())
     assert "(profile, open)" not in form and f">{open_survey.title}<" in form
+
+
+def test_the_tightened_bands_field_speaks_plain_words_and_keeps_its_errors(staff, open_survey):
+    """The panel form's "seats outside each band" named the API's max_outside in its help,
+    and the API's refusal of its value came at the top as "max_outside: ..."; now plain
+    help, and the refusal beside the field."""
+    url = f"/admin/reconstruction/analysisjob/panel/?survey={open_survey.pk}"
+    page = staff.post(url, {
+        "size": "10", "reserves": "0", "objective": "maximin", "max_outside": "-1",
+        "quota_0_attribute": "visits", "quota_0_categories": ["some"], "quota_0_min": "2",
+    }, HTTP_ACCEPT_LANGUAGE="de").content.decode()  # fmt: skip
+    field = page.split("field-max_outside")[1].split("</div>\n")[0]
+    assert "errorlist" in field and "Engere Spannen: Jedes Panel" in page, field
+    text = re.sub(r"<[^>]+>", " ", page.split('id="panel-form"')[1])  # what is read
+    assert "max_outside" not in text, text
+    assert 'id="analysis-errors"' not in page and not AnalysisJob.objects.exists()
