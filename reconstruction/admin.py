@@ -152,7 +152,10 @@ class AnalysisJobAdmin(JobAdmin):
                 headline=result_view.headline(result) if succeeded else "",
                 category_rows=result_view.category_rows(result) if succeeded else [],
                 summary=result_view.summary_rows(result) if succeeded else [],
-                interval_meaning=result_view.interval_meaning(),
+                # Only beside an interval (a sample has none).
+                interval_meaning=result_view.interval_meaning()
+                if "ci95" in result or "counts" in result
+                else "",
                 technical=result_view.technical(job.spec, localise_result(result)),
                 notes=translate_notes(result.get("notes")),
                 chart=mark_safe(result_chart_svg(result))  # matplotlib's own SVG

@@ -94,6 +94,15 @@ def headline(result: dict[str, Any]) -> str:
         )
     estimate = result.get("estimate")
     if estimate is None:
+        members = result.get("participants")
+        if isinstance(members, list) and "quotas" not in result:  # a sample (panels: own page)
+            return _(
+                "A random sample of %(size)s residents, drawn with seed %(seed)s: %(members)s."
+            ) % {
+                "size": number(len(members), 0),
+                "seed": result.get("seed", "—"),
+                "members": ", ".join(str(m) for m in members),
+            }
         return ""
     ci = result.get("ci95")
     if "population" in result:

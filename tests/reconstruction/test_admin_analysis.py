@@ -482,3 +482,27 @@ def test_the_tightened_bands_field_speaks_plain_words_and_keeps_its_errors(staff
     text = re.sub(r"<[^>]+>", " ", page.split('id="panel-form"')[1])  # what is read
     assert "max_outside" not in text, text
     assert 'id="analysis-errors"' not in page and not AnalysisJob.objects.exists()
+
+
+def test_a_samples_result_page_says_who_was_drawn(
+    staff, open_survey, django_capture_on_commit_callbacks
+):
+    """A sample's page showed only "Verfahren posterior" and what an interval means (it
+    has none); now one sentence with its size, seed and members, in the reader's
+    language, and no interval paragraph."""
+    from reconstruction import services
+
+    with django_capture_on_commit_callbacks(execute=True):
+        job = services.analysis_create(
+            organisation=open_survey.consultation.organisation, survey=open_survey,
+            spec={"kind": "sample", "size": 20, "seed": 4}, requested_by="tests",
+        )  # fmt: skip
+    job.refresh_from_db()
+    assert job.status == "succeeded", job.error_text()
+    page = staff.get(
+        f"/admin/reconstruction/analysisjob/{job.pk}/change/", HTTP_ACCEPT_LANGUAGE="de"
+    ).content.decode()
+    headline = page.split('id="result-headline">')[1].split("</p>")[0]
+    assert headline.startswith("Eine Zufallsstichprobe von 20 Einwohnerinnen"), headline
+    assert all(member in headline for member in job.result["participants"])
+    assert 'id="interval-meaning"' not in page
