@@ -5,6 +5,7 @@ and ``hidden_line_totals`` / ``line_hidden_total``'s worst-case intervals. No da
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from reconstruction import disclosure
 
@@ -117,18 +118,6 @@ def test_a_fully_hidden_line_needs_no_partner_even_with_a_small_total() -> None:
     assert hidden.tolist() == [[True, True], [True, True], [False, False]]
 
 
-def test_a_hidden_sum_of_at_most_one_is_not_provably_empty() -> None:
-    # Two cells in [0, 0.5] each: their sum may be 1 (a person), so the row's large cell
-    # is hidden too. (Only a sum below 0.5 is provably 0.)
-    table = np.array([[0.2, 0.3, 100.0], [50.0, 50.0, 50.0]])
-    intervals = np.array(
-        [[[0.0, 0.5], [0.0, 0.5], [95.0, 105.0]], [[45.0, 55.0], [45.0, 55.0], [45.0, 55.0]]]
-    )
-    rows = [(95.0, 106.0), None]
-    hidden = disclosure.hidden_table(table, 5, intervals, rows=rows, hidden=[[1, 1, 0], [0, 0, 0]])
-    assert hidden[0].all()
-
-
 def test_columns_hidden_sums_are_their_totals_minus_their_shown_cells() -> None:
     # Column 0 = [3, 40, 300] with 3 and 40 hidden, bounds +-10 (3's from 0): the hidden
     # cells' bounds give [30, 63]; the column's total [340, 346] minus the shown cell's
@@ -171,3 +160,80 @@ def test_float32_bounds_are_summed_in_float64() -> None:
     assert disclosure.hidden_line_totals(intervals, hidden, [(total, total)], axis=0) == [
         (4.0, 4.0)
     ]
+
+
+@pytest.mark.parametrize("half_width", [0.25, 0.5])
+def test_a_lines_hidden_sum_up_to_half_a_person_or_more_is_not_provably_empty(
+    half_width: float,
+) -> None:
+    # Two hidden cells in [0, 0.25] or [0, 0.5]: their sum's high end, 0.5 or 1, may still
+    # round to a person (only a sum below 0.5 is provably empty), so the row's large cell
+    # is hidden too, as the whole table's rule does (test_disclosure_rules).
+    table = np.array([[0.1, 0.1, 100.0], [50.0, 50.0, 50.0]])
+    intervals = np.array(
+        [
+            [[0.0, half_width], [0.0, half_width], [95.0, 105.0]],
+            [[45.0, 55.0], [45.0, 55.0], [45.0, 55.0]],
+        ]
+    )
+    rows = [(95.0, 106.0), None]
+    hidden = disclosure.hidden_table(table, 5, intervals, rows=rows, hidden=[[1, 1, 0], [0, 0, 0]])
+    assert hidden[0].all()
+    # Below half a person the sum is provably empty: nothing more is hidden.
+    intervals[0, :2, 1] = 0.2
+    hidden = disclosure.hidden_table(table, 5, intervals, rows=rows, hidden=[[1, 1, 0], [0, 0, 0]])
+    assert hidden[0].tolist() == [True, True, False]
+
+
+def test_the_hidden_cells_may_be_given_as_a_0_1_mask() -> None:
+    # A stored mask (JSON 0/1) reads as the same booleans as hidden_table's own.
+    table = np.array([[3.0, 40.0, 300.0], [100.0, 100.0, 100.0]])
+    intervals = np.stack([np.maximum(table - 10, 0), table + 10], axis=-1)
+    rows = [(330.0, 356.0), None]
+    as_bool = disclosure.hidden_line_totals(
+        intervals, np.array([[True, True, False], [False, False, False]]), rows, axis=0
+    )
+    assert as_bool == [(30.0, 63.0), None]
+    assert disclosure.hidden_line_totals(intervals, [[1, 1, 0], [0, 0, 0]], rows, axis=0) == as_bool
+
+
+def test_float32_tables_are_judged_on_float64_sums() -> None:
+    """Row 0 = [2, 2, 2**24, 1] with 2 and 2 hidden, each in [0, 2.5]; the row's total is
+    2**24 + 5. Its hidden sum is the total minus the shown cells, 2**24 + 5 - (2**24 + 1) =
+    4: below 5, so the 1 is hidden too, and then the hidden sum 5 is publishable. In
+    float32, 2**24 + 1 is 2**24: the bounds would say 5 and show the 1; the table's total,
+    2**24 + 5, would round to 2**24 + 4 and hide the whole row."""
+    big = float(2**24)
+    counts = np.array([[2.0, 2.0, big, 1.0]], dtype=np.float32)
+    intervals = np.array([[[0.0, 2.5], [0.0, 2.5], [big, big], [1.0, 1.0]]], dtype=np.float32)
+    total = big + 5
+    hidden = disclosure.hidden_table(
+        counts, 5, intervals, rows=[(total, total)], hidden=[[1, 1, 0, 0]]
+    )
+    assert hidden.tolist() == [[True, True, False, True]]
+
+
+def test_a_pinned_cell_on_no_published_line_gets_the_tables_smallest_shown_cell() -> None:
+    """Rows 0 and 1 are published, row 2 is not: the table's total minus rows 0 and 1 is
+    row 2's sum, so the hidden 3 at (2, 0) beside the shown 20 is pinned. No published
+    line runs through it, so the table's smallest shown cell, that 20, is hidden: row 2's
+    two hidden cells then give only their sum."""
+    table = np.array([[50.0, 60.0], [70.0, 80.0], [3.0, 20.0]])
+    rows = [(110.0, 110.0), (150.0, 150.0), None]
+    hidden = disclosure.hidden_table(table, 5, rows=rows, hidden=[[1, 1], [0, 0], [1, 0]])
+    assert hidden.tolist() == [[True, True], [False, False], [True, True]]
+
+
+def test_of_tied_shown_cells_the_first_is_hidden() -> None:
+    """The bridge table with row 1's two shown cells equal (30 and 30): the pinned (1, 2)
+    gets the first of them in reading order, (1, 3), which links the two blocks through
+    column 3 at once (the same table gives the same cells on every machine, whatever
+    sort numpy would pick for ties)."""
+    table = BRIDGE.copy()
+    table[1, 3] = table[1, 4] = 30.0
+    hidden = disclosure.hidden_table(
+        table, 5, rows=_exact(table, 1), columns=_exact(table, 0), hidden=BRIDGE_HIDDEN
+    )
+    expected = np.array(BRIDGE_HIDDEN, dtype=bool)
+    expected[1, 3] = True
+    assert hidden.tolist() == expected.tolist()
