@@ -237,3 +237,46 @@ def test_of_tied_shown_cells_the_first_is_hidden() -> None:
     expected = np.array(BRIDGE_HIDDEN, dtype=bool)
     expected[1, 3] = True
     assert hidden.tolist() == expected.tolist()
+
+
+def _pinned_by(
+    hidden: np.ndarray,
+    rows: list[tuple[float, float] | None],
+    columns: list[tuple[float, float] | None],
+) -> list[tuple[int, int]]:
+    """Hidden cells that the published rows', columns' and table's totals determine
+    (their indicator lies in the span of those totals' hidden parts)."""
+    cells = list(zip(*np.nonzero(hidden), strict=True))
+    equations = [np.ones(len(cells))]
+    equations += [
+        np.array([1.0 if i == r else 0.0 for i, _ in cells])
+        for r, total in enumerate(rows)
+        if total is not None
+    ]
+    equations += [
+        np.array([1.0 if j == c else 0.0 for _, j in cells])
+        for c, total in enumerate(columns)
+        if total is not None
+    ]
+    matrix = np.array(equations)
+    projection = np.linalg.pinv(matrix) @ matrix
+    return [cell for n, cell in enumerate(cells) if projection[n, n] > 1 - 1e-9]
+
+
+def test_a_pinned_cell_whose_only_line_is_hidden_whole_gets_another_shown_cell() -> None:
+    """Row 0's total is not published. The small 2, 1 and 3 and their partners hide
+    column 0 whole, and then the rank check finds (0, 0) pinned (column 0's total and the
+    table's total minus rows 1 and 2): its only published line, column 0, has no shown
+    cell left, so a shown cell elsewhere is hidden (a line without a shown cell can take
+    no more, and the loop would never end). The result keeps no published line with a
+    single hidden cell and no pinned cell."""
+    table = np.array([[2.0, 90.0, 30.0], [90.0, 1.0, 30.0], [3.0, 12.0, 90.0]])
+    rows: list[tuple[float, float] | None] = [None, *_exact(table, 1)[1:]]
+    columns: list[tuple[float, float] | None] = list(_exact(table, 0))
+    hidden = disclosure.hidden_table(table, 5, rows=rows, columns=columns)
+    assert hidden[0, 0] and hidden[1, 1] and hidden[2, 0]
+    for index, total in enumerate(rows):
+        assert total is None or hidden[index].sum() != 1, hidden
+    for index in range(3):
+        assert hidden[:, index].sum() != 1, hidden
+    assert _pinned_by(hidden, rows, columns) == []
